@@ -1,0 +1,49 @@
+"""`sapiens-rt`: argument parsing only; every command calls one library function.
+
+Each subcommand has an `_add_<name>(subparsers)` that declares its options
+(defaults `None` where the library owns the default) and a `_cmd_<name>(args)`
+that imports what it needs lazily, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from realtime import __version__
+from realtime.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sapiens-rt",
+        description="Real-time Sapiens2 pose, segmentation, normals and depth on cameras, videos and image folders.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in _COMMANDS:
+        add(sub)
+    return parser
+
+
+# Every subcommand's `_add_<name>`, in the order `--help` lists them.
+_COMMANDS: tuple = ()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""The one exception type a user can cause.
+
+Anything a user can fix (a bad path, an unreadable video, a checkpoint of the
+wrong task, no network for a download) raises `UserError` with one sentence
+that says what happened and what to do. The CLI prints that sentence and exits
+non-zero; everything else is a bug and keeps its traceback.
+"""
+
+
+class UserError(Exception):
+    """A problem the user can fix; `str(err)` is one sentence ending in what to do."""
+
+    exit_code = 2

@@ -1,0 +1,138 @@
+"""The data that flows through the pipeline: `Frame`, `Person`, `DenseMaps`.
+
+    capture -> detect -> infer -> smooth -> render / export
+
+Each stage returns a *new* frame with `dataclasses.replace` and fills only its
+own fields; nobody mutates another stage's fields:
+
+    capture  index, timestamp, image, dropped_before, read_at
+    detect   people (box, box_score), boxes_from
+    infer    people (keypoints, keypoint_scores, keypoints3d), dense
+    smooth   people (track_id, keypoints_smoothed, predicted)
+
+Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
+are pixels of the original image, x right, y down; K = 308 keypoints in the
+order of `realtime/data/keypoints308.json`. A keypoint that is not known is
+marked by a mask or NaN, never by (0, 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Person:
+    """One person in one frame.
+
+    box:                (4,) float32 xyxy, original-image pixels.
+    box_score:          detector confidence in [0, 1] (1.0 for boxes not from the detector).
+    track_id:           stable integer identity across frames, set by the smooth stage.
+    keypoints:          (K, 2) float32 pixels, raw model output (set by infer).
+    keypoint_scores:    (K,) float32 raw heatmap maxima (may exceed 1 or be <= 0).
+    keypoints_smoothed: (K, 2) float32 pixels after temporal filtering, or None.
+    predicted:          (K,) bool, True where the filter predicted instead of measuring.
+    keypoints3d:        (K, 3) float32 metres in the camera frame, NaN where unknown.
+    """
+
+    box: np.ndarray
+    box_score: float = 1.0
+    track_id: Optional[int] = None
+    keypoints: Optional[np.ndarray] = None
+    keypoint_scores: Optional[np.ndarray] = None
+    keypoints_smoothed: Optional[np.ndarray] = None
+    predicted: Optional[np.ndarray] = None
+    keypoints3d: Optional[np.ndarray] = None
+
+    def __post_init__(self) -> None:
+        if np.shape(self.box) != (4,):
+            raise ValueError(f"Person.box must have shape (4,), got {np.shape(self.box)}")
+        if self.keypoints is not None and self.keypoint_scores is not None:
+            if self.keypoints.shape[:1] != self.keypoint_scores.shape:
+                raise ValueError("Person.keypoints (K, 2) and keypoint_scores (K,) disagree on K")
+
+    @property
+    def smoothed(self) -> bool:
+        return self.keypoints_smoothed is not None
+
+    @property
+    def best_keypoints(self) -> Optional[np.ndarray]:
+        """Smoothed keypoints when the smooth stage ran, else the raw ones."""
+        return self.keypoints_smoothed if self.keypoints_smoothed is not None else self.keypoints
+
+    def replace(self, **changes) -> "Person":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class DenseMaps:
+    """Per-pixel outputs of the dense tasks for one frame.
+
+    Each map covers the whole original image, possibly at a lower resolution
+    than the image (resize before overlaying). `None` means the task is off.
+
+    seg:       (h, w) uint8 class index (0 = background, `seg29.json` order).
+    normal:    (h, w, 3) float32 unit normals in camera space (x right, y down, z forward).
+    pointmap:  (h, w, 3) float32 metric camera-space points, metres.
+    depth:     (h, w) float32 metres (the pointmap's Z).
+    computed_on: index of the frame these maps were computed on; dense tasks
+               may run every N frames and their last result is reused.
+    """
+
+    seg: Optional[np.ndarray] = None
+    normal: Optional[np.ndarray] = None
+    pointmap: Optional[np.ndarray] = None
+    depth: Optional[np.ndarray] = None
+    computed_on: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One input frame and everything the stages have added to it.
+
+    index:          0-based position in the source (dropped frames keep their numbers).
+    timestamp:      seconds since the start of the source, from the container's
+                    pts (files, streams) or the capture clock (webcams).
+    image:          (H, W, 3) uint8 RGB.
+    dropped_before: frames the source gate dropped since the previous frame (live sources).
+    read_at:        `time.perf_counter()` when the frame was read; only for latency metrics.
+    people:         persons found in this frame.
+    boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame".
+    dense:          dense task outputs (segmentation, normals, depth), if any.
+    stage_seconds:  time each stage spent on this frame, by stage name.
+    """
+
+    index: int
+    timestamp: float
+    image: np.ndarray
+    dropped_before: int = 0
+    read_at: float = 0.0
+    people: tuple[Person, ...] = ()
+    boxes_from: Optional[str] = None
+    dense: Optional[DenseMaps] = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.image.ndim != 3 or self.image.shape[2] != 3 or self.image.dtype != np.uint8:
+            raise ValueError(
+                f"Frame.image must be (H, W, 3) uint8 RGB, got {self.image.shape} {self.image.dtype}"
+            )
+
+    @property
+    def height(self) -> int:
+        return self.image.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.image.shape[1]
+
+    def replace(self, **changes) -> "Frame":
+        return dataclasses.replace(self, **changes)
+
+    def with_stage_time(self, stage: str, seconds: float, **changes) -> "Frame":
+        """A copy with `changes` applied and the stage's time recorded."""
+        return dataclasses.replace(self, stage_seconds={**self.stage_seconds, stage: seconds}, **changes)

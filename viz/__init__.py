@@ -1,0 +1,1 @@
+"""Pictures: pure drawing functions (arrays in, arrays out) and the live viewer."""
