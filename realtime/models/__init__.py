@@ -1,0 +1,1 @@
+"""Sapiens2 task models, the RTMDet person detector, and checkpoint loading."""
