@@ -1,0 +1,361 @@
+"""Where frames come from: webcams (OpenCV), video files and network streams
+(PyAV), and image folders or globs.
+
+Every source yields `(timestamp_seconds, rgb_uint8_image)` in order.
+Timestamps come from the container (pts x time_base, so variable frame rates
+are kept) or, for webcams, from the capture clock. Rotation metadata is
+applied and any pixel format becomes 8-bit RGB. Dropping stale frames of live
+sources is the pipeline's job (its source gate), not the source's.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+import cv2
+import numpy as np
+
+from realtime.errors import UserError
+
+log = logging.getLogger(__name__)
+
+STREAM_SCHEMES = ("rtsp://", "rtsps://", "rtmp://", "udp://", "tcp://", "http://", "https://", "srt://")
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
+VIDEO_SUFFIXES = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v", ".mpg", ".mpeg", ".ts", ".flv", ".wmv"}
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What is known about a source once it is open.
+
+    name:        short name for output folders (file stem, "webcam0", host name).
+    live:        True for cameras and network streams: the pipeline drops stale frames.
+    width, height: frame size after rotation.
+    fps:         nominal frame rate (the container's average rate), if known.
+    frame_count: number of frames, if known (files and folders), for progress bars.
+    audio_path:  the file whose first audio stream the video writer may copy, if any.
+    """
+
+    name: str
+    uri: str
+    live: bool
+    width: int
+    height: int
+    fps: Optional[float]
+    frame_count: Optional[int]
+    audio_path: Optional[str] = None
+
+
+class Source:
+    """Base class: `open()` fills `info`; `frames()` yields (timestamp, rgb); `close()` releases."""
+
+    info: SourceInfo
+    # Set when the source ended early (truncated file, lost stream): one sentence for the summary.
+    ended_early: Optional[str] = None
+
+    def open(self) -> SourceInfo:
+        raise NotImplementedError
+
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Source":
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_source(spec: str, *, width: Optional[int] = None, height: Optional[int] = None,
+                fps: Optional[float] = None, timeout: float = 10.0, reconnects: int = 3) -> Source:
+    """Pick the source for a command-line SOURCE: `0` / `webcam:0`, a URL, a folder or glob of
+    images, a single image, or a video file. Does not open it yet."""
+    webcam = re.fullmatch(r"(?:webcam:)?(\d+)", spec.strip())
+    if webcam:
+        return WebcamSource(int(webcam.group(1)), width=width, height=height, fps=fps)
+    if spec.startswith(STREAM_SCHEMES):
+        return VideoSource(spec, live=True, timeout=timeout, reconnects=reconnects)
+    if any(ch in spec for ch in "*?["):
+        return ImageFolderSource(spec, fps=fps)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return ImageFolderSource(str(path), fps=fps)
+    if not path.exists():
+        raise UserError(f"Source {spec} does not exist; pass a video file, an image folder, a webcam index like 0, or a stream URL.")
+    if path.suffix.lower() in IMAGE_SUFFIXES:
+        return ImageFolderSource(str(path), fps=fps)
+    return VideoSource(str(path), live=False, timeout=timeout, reconnects=0)
+
+
+# --------------------------------------------------------------------------- video (PyAV)
+
+
+class VideoSource(Source):
+    """A video file or network stream decoded with PyAV.
+
+    Files: every frame, in order, with container timestamps. A file that stops
+    decoding part-way (truncated, corrupt) ends the source with `ended_early`
+    set; what decoded before stays valid. Streams: `timeout` seconds to open and
+    per read; a stream that dies is reopened up to `reconnects` times.
+    """
+
+    def __init__(self, uri: str, *, live: bool, timeout: float = 10.0, reconnects: int = 0):
+        self.uri = uri
+        self.live = live
+        self.timeout = timeout
+        self.reconnects = reconnects
+        self._container = None
+        self._decoded = None
+
+    def open(self) -> SourceInfo:
+        self._container = self._open_container()
+        stream = self._container.streams.video[0]
+        # Decode the first frame now: it proves the file is video and gives the
+        # upright size (rotation metadata lives on the frames).
+        self._decoded = self._container.decode(stream)
+        try:
+            first = next(self._decoded)
+        except StopIteration:
+            self.close()
+            raise UserError(f"{self.uri} contains no decodable video frames; check that the file is complete.") from None
+        except Exception as err:  # corrupt from the first packet on
+            self.close()
+            raise UserError(f"{self.uri} cannot be decoded ({_av_reason(err)}); check that it is a complete, supported video.") from None
+        self._first = first
+        w, h = first.width, first.height
+        if abs(first.rotation) in (90, 270):
+            w, h = h, w
+        rate = stream.average_rate or stream.guessed_rate
+        count = stream.frames or None
+        if not count and not self.live and rate and stream.duration and stream.time_base:
+            count = int(round(float(stream.duration * stream.time_base) * float(rate)))
+        has_audio = bool(self._container.streams.audio) and not self.live
+        self.info = SourceInfo(
+            name=_stream_name(self.uri) if self.live else Path(self.uri).stem,
+            uri=self.uri, live=self.live, width=w, height=h,
+            fps=float(rate) if rate else None, frame_count=count,
+            audio_path=self.uri if has_audio else None,
+        )
+        return self.info
+
+    def _open_container(self):
+        import av
+
+        options = {"rtsp_transport": "tcp"} if self.uri.startswith("rtsp") else {}
+        try:
+            container = av.open(self.uri, options=options, timeout=(self.timeout, self.timeout))
+        except av.error.FileNotFoundError:
+            raise UserError(f"Video {self.uri} does not exist; check the path.") from None
+        except av.error.ExitError as err:  # timeout while opening a stream
+            raise UserError(f"Stream {self.uri} did not answer within {self.timeout:g} s ({_av_reason(err)}); check the URL and that the sender is running, or raise --timeout.") from None
+        except (av.error.FFmpegError, OSError) as err:
+            what = "Stream" if self.live else "File"
+            raise UserError(f"{what} {self.uri} cannot be read as video ({_av_reason(err)}); check that it is a complete, supported video file or stream.") from None
+        if not container.streams.video:
+            container.close()
+            raise UserError(f"{self.uri} has no video stream; pass a file or stream that contains video.")
+        container.streams.video[0].thread_type = "AUTO"
+        return container
+
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        import av
+
+        attempts_left = self.reconnects
+        offset = 0.0  # after a reconnect the stream's clock restarts: continue after the last time
+        last_t = -np.inf
+        pending = [self._first]
+        while True:
+            start: Optional[float] = None
+            try:
+                for frame in _chain(pending, self._decoded):
+                    t = frame.time if frame.time is not None else last_t + 1.0 / (self.info.fps or 30.0)
+                    if start is None:
+                        start = t
+                    t = offset + t - start
+                    if t <= last_t:  # repeated or broken pts: keep time strictly increasing
+                        t = last_t + 1e-6
+                    last_t = t
+                    yield t, _rotate(frame.to_ndarray(format="rgb24"), frame.rotation)
+                return
+            except (av.error.FFmpegError, OSError) as err:
+                pending = []
+                if not self.live:
+                    self.ended_early = (f"{self.uri} stopped decoding after {max(last_t, 0.0):.2f} s ({_av_reason(err)}); "
+                                        f"the file is probably truncated or corrupt, and everything before that point was processed")
+                    log.warning(self.ended_early)
+                    return
+                if attempts_left <= 0:
+                    self.ended_early = f"stream {self.uri} was lost ({_av_reason(err)}) and did not come back after {self.reconnects} reconnects"
+                    log.warning(self.ended_early)
+                    return
+                attempts_left -= 1
+                log.warning("stream %s lost (%s); reconnecting (%d left)", self.uri, _av_reason(err), attempts_left)
+                self.close()
+                try:
+                    self._container = self._open_container()
+                except UserError as reopen_error:
+                    self.ended_early = f"stream {self.uri} was lost and could not be reopened: {reopen_error}"
+                    return
+                self._decoded = self._container.decode(self._container.streams.video[0])
+                offset = max(last_t, 0.0) + 1.0 / (self.info.fps or 30.0)
+
+    def close(self) -> None:
+        self._decoded = None
+        if self._container is not None:
+            try:
+                self._container.close()
+            except Exception:  # closing a dead stream can fail; nothing is left to save
+                pass
+            self._container = None
+
+
+def _chain(first: list, rest):
+    yield from first
+    yield from rest
+
+
+def _rotate(image: np.ndarray, degrees_ccw: int) -> np.ndarray:
+    """Apply a display rotation (degrees counter-clockwise) so the image is shown upright."""
+    k = int(round(degrees_ccw / 90.0)) % 4
+    return np.ascontiguousarray(np.rot90(image, k)) if k else image
+
+
+def _stream_name(uri: str) -> str:
+    host = re.sub(r"^[a-z]+://", "", uri).split("/")[0].split("@")[-1]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", host) or "stream"
+
+
+def _av_reason(err: Exception) -> str:
+    text = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return str(text).strip().splitlines()[0]
+
+
+# --------------------------------------------------------------------------- webcam (OpenCV)
+
+
+class WebcamSource(Source):
+    """A local camera by index, read with OpenCV; timestamps from the capture clock."""
+
+    def __init__(self, index: int, *, width: Optional[int] = None, height: Optional[int] = None, fps: Optional[float] = None):
+        self.index = index
+        self.width, self.height, self.fps = width, height, fps
+        self._cap = None
+
+    def open(self) -> SourceInfo:
+        cap = cv2.VideoCapture(self.index)
+        if not cap.isOpened():
+            cap.release()
+            raise UserError(f"Webcam {self.index} could not be opened; check that a camera with this index exists and is not used by another program.")
+        for prop, value in ((cv2.CAP_PROP_FRAME_WIDTH, self.width), (cv2.CAP_PROP_FRAME_HEIGHT, self.height), (cv2.CAP_PROP_FPS, self.fps)):
+            if value:
+                cap.set(prop, value)
+        ok, first = cap.read()
+        if not ok or first is None:
+            cap.release()
+            raise UserError(f"Webcam {self.index} opened but gave no image; check the camera connection and permissions.")
+        fps = cap.get(cv2.CAP_PROP_FPS) or self.fps
+        self._cap, self._first = cap, first
+        self.info = SourceInfo(name=f"webcam{self.index}", uri=f"webcam:{self.index}", live=True,
+                               width=first.shape[1], height=first.shape[0], fps=float(fps) if fps else None, frame_count=None)
+        return self.info
+
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        t0 = time.perf_counter()
+        frame = self._first
+        misses = 0
+        while True:
+            if frame is not None:
+                yield time.perf_counter() - t0, _to_rgb8(frame, bgr=True)
+                misses = 0
+            elif misses >= 30:  # about a second without an image: the camera is gone
+                self.ended_early = f"webcam {self.index} stopped delivering images"
+                return
+            else:
+                misses += 1
+            ok, frame = self._cap.read()
+            if not ok:
+                frame = None
+
+    def close(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+
+# --------------------------------------------------------------------------- images
+
+
+class ImageFolderSource(Source):
+    """A folder of images (natural sort order), a glob pattern, or one image file.
+
+    Timestamps are index / fps (default 30). Unreadable files are skipped with a
+    warning; grayscale, RGBA and 16-bit images become 8-bit RGB.
+    """
+
+    def __init__(self, spec: str, *, fps: Optional[float] = None):
+        self.spec = spec
+        self.fps = fps or 30.0
+        self.skipped: list[str] = []
+
+    def open(self) -> SourceInfo:
+        path = Path(self.spec).expanduser()
+        if path.is_dir():
+            files = [p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
+            name = path.name
+        elif path.is_file():
+            files, name = [path], path.stem
+        else:
+            files = [Path(p) for p in glob.glob(self.spec) if Path(p).suffix.lower() in IMAGE_SUFFIXES]
+            name = Path(self.spec).parent.name or "images"
+        if not files:
+            raise UserError(f"No images found in {self.spec}; pass a folder or glob with .jpg/.png/.bmp/.tif/.webp files.")
+        self.files = sorted(files, key=_natural_key)
+        first = self._read(self.files[0])
+        if first is None:
+            raise UserError(f"Image {self.files[0]} cannot be read; check that it is a valid image file.")
+        self.info = SourceInfo(name=name, uri=self.spec, live=False, width=first.shape[1], height=first.shape[0],
+                               fps=self.fps, frame_count=len(self.files))
+        return self.info
+
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        for i, file in enumerate(self.files):
+            image = self._read(file)
+            if image is None:
+                log.warning("skipping unreadable image %s", file)
+                self.skipped.append(str(file))
+                continue
+            yield i / self.fps, image
+
+    @staticmethod
+    def _read(file: Path) -> Optional[np.ndarray]:
+        raw = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
+        return None if raw is None else _to_rgb8(raw, bgr=True)
+
+
+def _natural_key(path: Path) -> list:
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", path.name)]
+
+
+def _to_rgb8(image: np.ndarray, *, bgr: bool) -> np.ndarray:
+    """Any OpenCV image (gray, BGR, BGRA; 8 or 16 bit, float) -> (H, W, 3) uint8 RGB."""
+    if image.dtype == np.uint16:
+        image = (image >> 8).astype(np.uint8)
+    elif image.dtype != np.uint8:
+        image = np.clip(image.astype(np.float32) * (255.0 if image.max() <= 1.0 else 1.0), 0, 255).astype(np.uint8)
+    if image.ndim == 2:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2RGB)
+    if image.shape[2] == 4:
+        return cv2.cvtColor(image, cv2.COLOR_BGRA2RGB if bgr else cv2.COLOR_RGBA2RGB)
+    if image.shape[2] == 1:
+        return cv2.cvtColor(image[:, :, 0], cv2.COLOR_GRAY2RGB)
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB) if bgr else np.ascontiguousarray(image)
