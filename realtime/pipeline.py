@@ -1,0 +1,279 @@
+"""Threads, the source gate, and shutdown.
+
+One thread reads the source, one thread runs each stage, frames travel
+through queues in order. The only place that drops frames is the gate at the
+entrance (MediaPipe's flow limiter): at most `max_in_flight` frames are inside
+the stages at once; while the stages are busy a live source keeps only its
+newest frame (older ones are dropped and counted), a file source waits
+(nothing is dropped). So latency stays bounded on live input and file runs
+are lossless.
+
+Shutdown: the end of the source sends an end marker through every stage; a
+stop request (Ctrl+C, window closed, an error in any stage) makes every thread
+leave after its current frame. Either way all threads are joined, then every
+stage and the source are closed, before `run()` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, Sequence
+
+from realtime.frames import Frame
+from realtime.metrics import Metrics
+from realtime.sources import Source
+
+log = logging.getLogger(__name__)
+
+_END = object()  # end of the source: passed through every stage, then the threads exit
+POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
+
+
+class Stage(Protocol):
+    """A pipeline stage: a plain object; the pipeline owns the thread."""
+
+    name: str
+
+    def process(self, frame: Frame) -> Frame:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@dataclass
+class RunResult:
+    reason: str  # "end of source", "source ended early", "interrupted", "window closed", "error"
+    message: str  # one line saying why the run ended
+    exit_code: int
+    frames_in: int
+    frames_out: int
+    dropped: int
+
+
+class StageError(Exception):
+    def __init__(self, stage: str, frame_index: Optional[int], error: BaseException):
+        where = f" on frame {frame_index}" if frame_index is not None else ""
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        super().__init__(f"stage '{stage}' failed{where}: {type(error).__name__}: {text}")
+        self.stage, self.frame_index, self.error = stage, frame_index, error
+
+
+class Gate:
+    """The entrance: lets at most `max_in_flight` frames into the stages.
+
+    `offer` (source thread) parks a frame; with `drop_stale` a newer frame
+    replaces a parked one (counted as dropped), otherwise `offer` waits.
+    `take` (first stage) waits for a parked frame and a free slot.
+    `done` (last stage) frees a slot.
+    """
+
+    def __init__(self, max_in_flight: int, drop_stale: bool, stop: threading.Event, metrics: Metrics):
+        self.max_in_flight = max_in_flight
+        self.drop_stale = drop_stale
+        self._stop = stop
+        self._metrics = metrics
+        self._cond = threading.Condition()
+        self._parked = None
+        self._in_flight = 0
+        self._dropped_since_take = 0
+
+    def offer(self, item) -> bool:
+        """Park a frame (or the end marker). False when the run is stopping."""
+        with self._cond:
+            if self.drop_stale and item is not _END:
+                if self._parked is not None and self._parked is not _END:
+                    self._dropped_since_take += 1
+                    self._metrics.frame_dropped()
+            else:
+                while self._parked is not None:
+                    if self._stop.is_set():
+                        return False
+                    self._cond.wait(POLL)
+            self._parked = item
+            self._cond.notify_all()
+            return not self._stop.is_set()
+
+    def take(self):
+        """The next frame to process, the end marker, or None when stopping."""
+        with self._cond:
+            while self._parked is None or (self._parked is not _END and self._in_flight >= self.max_in_flight):
+                if self._stop.is_set():
+                    return None
+                self._cond.wait(POLL)
+            item, self._parked = self._parked, None
+            if item is not _END:
+                self._in_flight += 1
+                if self._dropped_since_take:
+                    item = item.replace(dropped_before=self._dropped_since_take)
+                    self._dropped_since_take = 0
+            self._cond.notify_all()
+            return item
+
+    def done(self) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()
+
+
+class Pipeline:
+    """Run `source` through `stages` on threads.
+
+    max_in_flight: frames inside the stages at once (default: one per stage,
+                   so every stage can be busy; lower it for lower latency).
+    """
+
+    def __init__(self, source: Source, stages: Sequence[Stage], *, metrics: Optional[Metrics] = None,
+                 max_in_flight: Optional[int] = None, max_frames: Optional[int] = None):
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        self.source = source
+        self.stages = list(stages)
+        self.metrics = metrics or Metrics()
+        self.max_in_flight = max_in_flight or len(self.stages)
+        self.max_frames = max_frames
+        self.stop_event = threading.Event()
+        self._stop_reason: Optional[str] = None
+        self._error: Optional[StageError] = None
+        self._lock = threading.Lock()
+
+    def stop(self, reason: str = "interrupted") -> None:
+        """Ask every thread to finish its current frame and leave (thread-safe, idempotent)."""
+        with self._lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+        self.stop_event.set()
+
+    def _fail(self, error: StageError) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+        log.error("%s", error)
+        self.stop("error")
+
+    def run(self, main_loop: Optional[Callable[[threading.Event], None]] = None) -> RunResult:
+        """Run to the end of the source or until stopped. `main_loop(stop)` runs on the
+        calling thread meanwhile (e.g. a viewer's event loop); it may call `stop()`."""
+        info = self.source.info
+        gate = Gate(self.max_in_flight, drop_stale=info.live, stop=self.stop_event, metrics=self.metrics)
+        queues = [queue.Queue() for _ in self.stages[1:]]
+        finished = threading.Event()
+        threads = [threading.Thread(target=self._capture, args=(gate,), name="capture", daemon=True)]
+        for i, stage in enumerate(self.stages):
+            inbox = gate.take if i == 0 else _getter(queues[i - 1], self.stop_event)
+            outbox = queues[i].put if i < len(queues) else None
+            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished),
+                                            name=f"stage-{stage.name}", daemon=True))
+        for t in threads:
+            t.start()
+        try:
+            if main_loop is not None:
+                main_loop(self.stop_event)
+            while not finished.wait(POLL):
+                if not any(t.is_alive() for t in threads[1:]):
+                    break
+        except KeyboardInterrupt:
+            self.stop("interrupted")
+        finally:
+            if not finished.is_set():
+                self.stop_event.set()
+            for t in threads:
+                _join(t, self)
+            self._close_all()
+            self.metrics.stop_clock()
+        return self._result()
+
+    # -- threads
+
+    def _capture(self, gate: Gate) -> None:
+        index = -1
+        try:
+            for index, (timestamp, image) in enumerate(self.source.frames()):
+                if self.stop_event.is_set():
+                    return
+                if self.max_frames is not None and index >= self.max_frames:
+                    break
+                self.metrics.frame_read()
+                frame = Frame(index=index, timestamp=timestamp, image=image, read_at=time.perf_counter())
+                if not gate.offer(frame):
+                    return
+        except Exception as err:  # a broken source ends the run like a broken stage
+            self._fail(StageError("capture", index + 1, err))
+            return
+        gate.offer(_END)
+
+    def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event) -> None:
+        while True:
+            item = inbox()
+            if item is None:  # stopping
+                return
+            if item is _END:
+                if outbox is not None:
+                    outbox(_END)
+                else:
+                    finished.set()
+                return
+            if self.stop_event.is_set():
+                return
+            start = time.perf_counter()
+            try:
+                item = stage.process(item)
+            except Exception as err:
+                self._fail(StageError(stage.name, item.index, err))
+                return
+            seconds = time.perf_counter() - start
+            self.metrics.stage_time(stage.name, seconds)
+            if outbox is not None:
+                outbox(item)
+            else:
+                self.metrics.frame_done(item.read_at)
+                gate.done()
+
+    def _close_all(self) -> None:
+        for stage in self.stages:
+            try:
+                stage.close()
+            except Exception as err:
+                self._fail(StageError(stage.name, None, err))
+        try:
+            self.source.close()
+        except Exception as err:
+            log.warning("closing the source failed: %s", err)
+
+    def _result(self) -> RunResult:
+        m = self.metrics
+        counts = dict(frames_in=m.frames_in, frames_out=m.frames_out, dropped=m.dropped)
+        if self._error is not None:
+            return RunResult("error", f"stopped: {self._error}", 1, **counts)
+        if self._stop_reason == "interrupted":
+            return RunResult("interrupted", "stopped: interrupted; outputs hold every frame processed so far", 130, **counts)
+        if self._stop_reason == "window closed":
+            return RunResult("window closed", "stopped: viewer window closed", 0, **counts)
+        if self.source.ended_early:
+            return RunResult("source ended early", f"stopped early: {self.source.ended_early}", 3, **counts)
+        return RunResult("end of source", "finished: end of source", 0, **counts)
+
+
+def _getter(q: queue.Queue, stop: threading.Event) -> Callable:
+    def get():
+        while True:
+            try:
+                return q.get(timeout=POLL)
+            except queue.Empty:
+                if stop.is_set():
+                    return None
+    return get
+
+
+def _join(thread: threading.Thread, pipeline: Pipeline) -> None:
+    """Join a thread; a stage stuck inside a long call gets a reminder every few seconds."""
+    waited = 0.0
+    while thread.is_alive():
+        thread.join(timeout=5.0)
+        waited += 5.0
+        if thread.is_alive():
+            log.warning("waiting for thread %s to finish its current frame (%.0f s)", thread.name, waited)
