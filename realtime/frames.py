@@ -9,6 +9,7 @@ own fields; nobody mutates another stage's fields:
     detect   people (box, box_score), boxes_from
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
+    render   overlay
 
 Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
 are pixels of the original image, x right, y down; K = 308 keypoints in the
@@ -103,6 +104,7 @@ class Frame:
     people:         persons found in this frame.
     boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame".
     dense:          dense task outputs (segmentation, normals, depth), if any.
+    overlay:        (H', W', 3) uint8 RGB picture composed by the render stage.
     stage_seconds:  time each stage spent on this frame, by stage name.
     """
 
@@ -114,6 +116,7 @@ class Frame:
     people: tuple[Person, ...] = ()
     boxes_from: Optional[str] = None
     dense: Optional[DenseMaps] = None
+    overlay: Optional[np.ndarray] = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

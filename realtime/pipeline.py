@@ -227,6 +227,7 @@ class Pipeline:
                 return
             seconds = time.perf_counter() - start
             self.metrics.stage_time(stage.name, seconds)
+            item = item.with_stage_time(stage.name, seconds)
             if outbox is not None:
                 outbox(item)
             else:

@@ -1,0 +1,228 @@
+"""The five stages of a run as small objects with `process(frame) -> frame`.
+
+Each adapts one library piece to the `Frame` contract: `detect.BoxFinder`,
+`infer.Predictor`, `trackers` (identity + live filter), `viz.compose`, and
+the sinks (video, tracks JSONL, viewer). The pipeline owns the threads.
+Later stages feed back to the detect stage (previous poses, last seg map)
+through `Feedback`, which always holds the newest values.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Optional
+
+import numpy as np
+
+from realtime.frames import DenseMaps, Frame, Person
+from realtime.infer import Predictor
+
+DENSE_TASKS = ("normal", "pointmap")
+
+
+class Feedback:
+    """The newest results of later stages, read by the detect stage (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._people: tuple[Person, ...] = ()
+        self._seg: Optional[np.ndarray] = None
+
+    def set_people(self, people: tuple[Person, ...]) -> None:
+        with self._lock:
+            self._people = people
+
+    def set_seg(self, seg: Optional[np.ndarray]) -> None:
+        with self._lock:
+            self._seg = seg
+
+    def get(self) -> tuple[tuple[Person, ...], Optional[np.ndarray]]:
+        with self._lock:
+            return self._people, self._seg
+
+
+class DetectStage:
+    name = "detect"
+
+    def __init__(self, find_boxes: Callable, feedback: Feedback):
+        self.find_boxes = find_boxes  # a realtime.detect.BoxFinder
+        self.feedback = feedback
+
+    def process(self, frame: Frame) -> Frame:
+        previous, seg = self.feedback.get()
+        boxes, scores, source = self.find_boxes(frame.image, frame.index, previous, seg)
+        people = tuple(Person(box=np.asarray(b, np.float32), box_score=float(s)) for b, s in zip(boxes, scores))
+        return frame.replace(people=people, boxes_from=source)
+
+    def close(self) -> None:
+        pass
+
+
+class InferStage:
+    """Pose and seg on every frame; normal and pointmap every `dense_every` frames,
+    their last maps reused in between (DenseMaps.computed_on says from when)."""
+
+    name = "infer"
+
+    def __init__(self, predictor: Predictor, feedback: Feedback, *, dense_every: int = 1,
+                 lift_3d: bool = True, min_score: float = 0.3):
+        self.predictor = predictor
+        self.feedback = feedback
+        self.dense_every = max(1, dense_every)
+        self.lift_3d = lift_3d
+        self.min_score = min_score
+        self._last_dense: Optional[DenseMaps] = None
+
+    def process(self, frame: Frame) -> Frame:
+        loaded = set(self.predictor.models)
+        tasks = loaded - set(DENSE_TASKS)
+        due = self._last_dense is None or frame.index - self._last_dense.computed_on >= self.dense_every
+        if due:
+            tasks |= loaded & set(DENSE_TASKS)
+        boxes = np.stack([p.box for p in frame.people]) if frame.people else np.zeros((0, 4), np.float32)
+        pred = self.predictor.predict(frame.image, boxes, tasks)
+
+        dense = None
+        if loaded - {"pose"}:
+            reused = self._last_dense if not due else None
+            dense = DenseMaps(
+                seg=pred.seg,
+                normal=pred.normal if due else (reused.normal if reused else None),
+                pointmap=pred.pointmap if due else (reused.pointmap if reused else None),
+                depth=pred.pointmap[..., 2] if pred.pointmap is not None else (reused.depth if reused else None),
+                computed_on=frame.index if due else reused.computed_on,
+            )
+            if due:
+                self._last_dense = dense
+            self.feedback.set_seg(pred.seg)
+
+        people = frame.people
+        if "pose" in loaded:
+            points3d = self._lift(pred, dense, frame)
+            people = tuple(
+                p.replace(keypoints=pred.keypoints[i], keypoint_scores=pred.keypoint_scores[i],
+                          keypoints3d=None if points3d is None else points3d[i])
+                for i, p in enumerate(frame.people)
+            )
+        return frame.replace(people=people, dense=dense)
+
+    def _lift(self, pred, dense: Optional[DenseMaps], frame: Frame) -> Optional[np.ndarray]:
+        if not self.lift_3d or dense is None or dense.pointmap is None or len(pred.keypoints) == 0:
+            return None
+        from realtime.export.lift3d import sample_keypoints_3d
+
+        foreground = dense.seg > 0 if dense.seg is not None else None
+        return sample_keypoints_3d(dense.pointmap, pred.keypoints, pred.keypoint_scores, (frame.width, frame.height),
+                                   foreground, min_score=self.min_score)
+
+    def close(self) -> None:
+        pass
+
+
+class SmoothStage:
+    """Identity (stable track IDs) then the live keypoint filter per track."""
+
+    name = "smooth"
+
+    def __init__(self, tracker, smoother, feedback: Feedback):
+        self.tracker = tracker  # trackers.identity.IdentityTracker
+        self.smoother = smoother  # trackers.live.LiveSmoother, or None for raw keypoints
+        self.feedback = feedback
+
+    def process(self, frame: Frame) -> Frame:
+        people = frame.people
+        if people and people[0].keypoints is not None:
+            boxes = np.stack([p.box for p in people])
+            kpts = np.stack([p.keypoints for p in people])
+            scores = np.stack([p.keypoint_scores for p in people])
+            ids = self.tracker.update(boxes, kpts, scores, frame.timestamp)
+            people = tuple(p.replace(track_id=int(i) if i >= 0 else None) for p, i in zip(people, ids))
+            confirmed = np.flatnonzero(ids >= 0)
+            if self.smoother is not None and len(confirmed):
+                sizes = boxes[confirmed, 3] - boxes[confirmed, 1]
+                smoothed, predicted = self.smoother.update(frame.timestamp, ids[confirmed], kpts[confirmed],
+                                                           scores[confirmed], sizes)
+                people = list(people)
+                for j, i in enumerate(confirmed):
+                    people[i] = people[i].replace(keypoints_smoothed=smoothed[j], predicted=predicted[j])
+                people = tuple(people)
+        elif people:
+            ids = self.tracker.update(np.stack([p.box for p in people]), None, None, frame.timestamp)
+            people = tuple(p.replace(track_id=int(i) if i >= 0 else None) for p, i in zip(people, ids))
+        else:
+            self.tracker.update(np.zeros((0, 4), np.float32), None, None, frame.timestamp)
+        self.feedback.set_people(people)
+        return frame.replace(people=people)
+
+    def close(self) -> None:
+        pass
+
+
+class RenderStage:
+    """Composes the picture (overlay + depth/normal panes + caption) for the video and the viewer."""
+
+    name = "render"
+
+    def __init__(self, layers, metrics, caption: Callable[[dict], str]):
+        self.layers = layers  # viz.compose.Layers, toggled by the viewer's hot keys
+        self.metrics = metrics
+        self.caption = caption
+
+    def process(self, frame: Frame) -> Frame:
+        from viz.compose import compose
+
+        return frame.replace(overlay=compose(frame, self.layers, caption=self.caption(self.metrics.snapshot())))
+
+    def close(self) -> None:
+        pass
+
+
+class WriteStage:
+    """Writes tracks and video, feeds the viewer, moves the progress bar.
+    Closing it finalizes every file, whatever ended the run."""
+
+    name = "write"
+
+    def __init__(self, *, tracks=None, video=None, viewer=None, progress=None, metrics=None):
+        self.tracks = tracks  # realtime.export.jsonl.TrackWriter
+        self.video = video  # realtime.sinks.VideoWriter
+        self.viewer = viewer  # viz.viewer.Viewer (submit never blocks)
+        self.progress = progress  # tqdm bar or None
+        self.metrics = metrics
+        self.recorder: Optional[object] = None  # a VideoWriter started from the viewer's record key
+        self._lock = threading.Lock()
+
+    def process(self, frame: Frame) -> Frame:
+        if self.tracks is not None:
+            self.tracks.write_frame(frame)
+        if frame.overlay is not None:
+            if self.video is not None:
+                self.video.write(frame.overlay, frame.timestamp)
+            with self._lock:
+                if self.recorder is not None:
+                    self.recorder.write(frame.overlay, frame.timestamp)
+            if self.viewer is not None:
+                self.viewer.submit(frame.overlay, self.metrics.snapshot() if self.metrics else {})
+        if self.progress is not None:
+            self.progress.update(1)
+        return frame
+
+    def set_recorder(self, recorder) -> None:
+        """Start (a writer) or stop (None) an extra recording; the old one is finalized."""
+        with self._lock:
+            old, self.recorder = self.recorder, recorder
+        if old is not None:
+            old.close()
+
+    def close(self) -> None:
+        errors = []
+        for sink in (self.tracks, self.video, self.recorder):
+            if sink is not None:
+                try:
+                    sink.close()
+                except Exception as err:  # close the others anyway, then report
+                    errors.append(err)
+        if self.progress is not None:
+            self.progress.close()
+        if errors:
+            raise errors[0]
