@@ -28,8 +28,90 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_run(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run Sapiens2 on a camera, video, stream or image folder",
+        description="Run Sapiens2 pose (308 keypoints), body-part segmentation, normals and depth on every "
+        "person of every frame, with tracking and smoothing; write an overlay video and keypoint tracks, "
+        "and optionally show a live viewer. Weights download from the Hugging Face hub on first use.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  sapiens-rt run 0 --view                          # webcam 0, live window
+  sapiens-rt run dance.mp4                         # -> recordings/dance-<time>/overlay.mp4 + tracks.jsonl
+  sapiens-rt run dance.mp4 --tasks pose --no-video --tracks dance.jsonl
+  sapiens-rt run rtsp://cam.local/stream --view --tasks pose,seg,depth
+  sapiens-rt run shots/ --out shots.mp4           # a folder of images
+  sapiens-rt run clip.mp4 --device cpu --dtype bf16 --input-size 512x384   # faster on a CPU
+
+outputs: without --out/--tracks everything goes to recordings/<source>-<time>/.
+exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or option,
+3 the source ended early (truncated file, lost stream), 130 interrupted (outputs are complete).""",
+    )
+    p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, tcp://, http(s)://), image folder or glob")
+    out = p.add_argument_group("outputs")
+    out.add_argument("--out", metavar="VIDEO.mp4", help="overlay video (H.264 MP4, the source's timestamps and audio)")
+    out.add_argument("--tracks", metavar="TRACKS.jsonl", help="keypoint tracks, one JSON line per frame (see README)")
+    out.add_argument("--no-video", action="store_true", help="write no overlay video (tracks only, fastest)")
+    out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
+    out.add_argument("--view", action="store_true", help="show the live viewer window")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    m = p.add_argument_group("models")
+    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (default: pose,seg)")
+    m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
+    m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
+    m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
+    m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
+    m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
+    m.add_argument("--input-size", default="1024x768", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default 1024x768; 512x384 is ~4x faster)")
+    m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
+    m.add_argument("--dense-every", type=int, default=1, metavar="N", help="run normal/depth every N frames and reuse the last maps in between (default 1)")
+    m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
+    d = p.add_argument_group("people")
+    d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
+    d.add_argument("--detect-every", type=int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
+    d.add_argument("--max-people", type=int, metavar="N", help="keep the N most confident people")
+    d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
+    d.add_argument("--smoothness", type=float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
+    s = p.add_argument_group("source")
+    s.add_argument("--width", type=int, help="webcam capture width")
+    s.add_argument("--height", type=int, help="webcam capture height")
+    s.add_argument("--fps", type=float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a network stream (default 10)")
+    s.add_argument("--reconnects", type=int, default=3, help="times to reopen a stream that dies (default 3)")
+    s.add_argument("--max-frames", type=int, metavar="N", help="stop after N frames")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args) -> int:
+    from realtime.run import RunOptions, parse_size, parse_tasks, run
+
+    checkpoints = {}
+    for item in args.checkpoint:
+        task, sep, path = item.partition("=")
+        if not sep:
+            raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
+        checkpoints[parse_tasks(task)[0]] = path
+    for name, value in (("--dense-every", args.dense_every), ("--detect-every", args.detect_every), ("--max-people", args.max_people or 1)):
+        if value < 1:
+            raise UserError(f"{name} must be at least 1.")
+    options = RunOptions(
+        source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
+        output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
+        checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
+        input_hw=parse_size(args.input_size), max_people=args.max_people, boxes_from=args.boxes_from,
+        detect_every=args.detect_every, dense_every=args.dense_every, flip_test=args.flip_test,
+        smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
+        progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
+        timeout=args.timeout, reconnects=args.reconnects,
+    )
+    summary = run(options)
+    print("\n".join(summary.lines))
+    return summary.result.exit_code
+
+
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = ()
+_COMMANDS: tuple = (_add_run,)
 
 
 def main(argv: list[str] | None = None) -> int:

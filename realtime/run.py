@@ -1,0 +1,301 @@
+"""`sapiens-rt run`: build a pipeline from options and run it.
+
+This is the one place that knows every piece: it opens the source, loads
+the models, builds the stages and sinks, installs the Ctrl+C handler, runs,
+and returns the summary. Library users can call `run(RunOptions(...))`, or
+pass ready-made models (tests and benchmarks use tiny or random-weight ones).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from realtime.errors import UserError
+from realtime.metrics import Metrics
+from realtime.pipeline import Pipeline, RunResult
+from realtime.sources import Source, SourceInfo, open_source
+from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, SmoothStage, WriteStage
+
+log = logging.getLogger(__name__)
+
+TASK_NAMES = {"pose": "pose", "seg": "seg", "normal": "normal", "depth": "pointmap", "pointmap": "pointmap"}
+SIZES = ("0.1b", "0.4b", "0.8b", "1b", "5b")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass
+class RunOptions:
+    source: str
+    out: Optional[str] = None  # video file; None -> recordings/<name>-<time>/overlay.mp4 (unless no_video)
+    tracks: Optional[str] = None  # tracks JSONL; None -> next to the video
+    output_dir: str = "recordings"
+    no_video: bool = False
+    view: bool = False
+    tasks: tuple[str, ...] = ("pose", "seg")
+    size: str = "0.4b"
+    checkpoints: dict[str, str] = field(default_factory=dict)  # task -> file
+    detector: Optional[str] = None
+    device: Optional[str] = None
+    dtype: Optional[str] = None
+    input_hw: tuple[int, int] = (1024, 768)
+    max_people: Optional[int] = None
+    boxes_from: str = "detector"
+    detect_every: int = 1
+    dense_every: int = 1
+    flip_test: bool = False
+    smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
+    smoothness: float = 0.5
+    compile: bool = False
+    max_frames: Optional[int] = None
+    max_in_flight: Optional[int] = None
+    progress: bool = True
+    webcam_size: tuple[Optional[int], Optional[int]] = (None, None)
+    webcam_fps: Optional[float] = None
+    timeout: float = 10.0
+    reconnects: int = 3
+
+
+@dataclass
+class RunSummary:
+    result: RunResult
+    lines: list[str]
+    outputs: dict[str, str]
+
+
+def parse_tasks(text: str) -> tuple[str, ...]:
+    """'pose,seg,depth' -> ('pose', 'seg', 'pointmap'); unknown names are a user error."""
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in TASK_NAMES]
+    if unknown or not names:
+        raise UserError(f"Unknown task {', '.join(unknown) or '(none given)'} in --tasks; choose from pose, seg, normal, depth.")
+    return tuple(dict.fromkeys(TASK_NAMES[t] for t in names))
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'1024x768' (height x width) -> (1024, 768); both multiples of 16."""
+    try:
+        h, w = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UserError(f"--input-size {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
+    if h < 32 or w < 32 or h % 16 or w % 16:
+        raise UserError(f"--input-size {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
+    return h, w
+
+
+def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
+        main_loop_factory: Optional[Callable] = None) -> RunSummary:
+    """Run the whole pipeline. `models` (task -> module on the device) and `box_finder`
+    replace loading from checkpoints, for tests and benchmarks."""
+    device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
+    dtype = _dtype(options.dtype, device)
+
+    source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
+                         fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
+    info = source.open()
+    try:
+        outputs = _output_paths(options, info)
+        if models is None:
+            models = _load_models(options, device, dtype)
+        if box_finder is None:
+            box_finder = _box_finder(options, device)
+        return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs, main_loop_factory)
+    finally:
+        source.close()
+
+
+def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs,
+                  main_loop_factory) -> RunSummary:
+    from realtime.export.jsonl import TrackWriter
+    from realtime.infer import Predictor
+    from realtime.sinks import VideoWriter
+    from trackers.identity import IdentityTracker
+    from viz.compose import Layers
+
+    metrics = Metrics()
+    feedback = Feedback()
+    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, flip_test=options.flip_test)
+    smoother = None
+    if options.smooth != "none" and "pose" in models:
+        from trackers.live import LiveSmoother
+
+        smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
+    layers = Layers(skeleton="pose" in models, seg="seg" in models, depth="pointmap" in models, normal="normal" in models)
+
+    tracks = video = viewer = progress = None
+    try:
+        if "tracks" in outputs:
+            tracks = TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
+                                 fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype))
+        if "video" in outputs:
+            video = VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)
+        if options.progress and not info.live:
+            from tqdm import tqdm
+
+            progress = tqdm(total=options.max_frames or info.frame_count, unit="frame", desc=info.name, dynamic_ncols=True)
+        write = WriteStage(tracks=tracks, video=video, progress=progress, metrics=metrics)
+        stages = [
+            DetectStage(box_finder, feedback),
+            InferStage(predictor, feedback, dense_every=options.dense_every),
+            SmoothStage(IdentityTracker(), smoother, feedback),
+        ]
+        main_loop = None
+        if options.view or video is not None:
+            stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
+        if options.view:
+            viewer = _viewer(options, info, device, layers, write, outputs) if main_loop_factory is None else main_loop_factory(write, layers)
+            write.viewer = viewer
+            main_loop = viewer.run
+        stages.append(write)
+    except BaseException:
+        for sink in (tracks, video, progress):
+            if sink is not None:
+                sink.close()
+        raise
+
+    pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+    with _stop_on_signals(pipeline):
+        result = pipeline.run(main_loop)
+    lines = [result.message] + metrics.summary()
+    lines.append(f"boxes from: {options.boxes_from}" + (f" (detector every {options.detect_every} frames, poses in between)" if options.boxes_from == "detector" and options.detect_every > 1 else ""))
+    lines += [f"{kind}: {path}" for kind, path in outputs.items()]
+    return RunSummary(result=result, lines=lines, outputs=outputs)
+
+
+def _dtype(name: Optional[str], device: str) -> torch.dtype:
+    if name is None:
+        from realtime.infer import default_dtype
+
+        return default_dtype(device)
+    if name not in DTYPES:
+        raise UserError(f"Unknown --dtype {name}; choose fp32, bf16 or fp16.")
+    return DTYPES[name]
+
+
+def _output_paths(options: RunOptions, info: SourceInfo) -> dict[str, str]:
+    """Explicit --out/--tracks, else a fresh folder recordings/<source>-<time>/."""
+    outputs = {}
+    folder = None
+    if options.out is None or options.tracks is None:
+        folder = Path(options.output_dir) / f"{info.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if not options.no_video:
+        outputs["video"] = options.out or str(folder / "overlay.mp4")
+    outputs["tracks"] = options.tracks or str(folder / "tracks.jsonl")
+    for path in outputs.values():
+        _check_output(Path(path))
+    return outputs
+
+
+def _check_output(path: Path) -> None:
+    """Fail before any work if `path` cannot be written; create nothing but its folder."""
+    import os
+
+    if path.is_dir():
+        raise UserError(f"Output {path} is a folder; give a file name inside it instead.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"Cannot create the folder {path.parent} ({err.strerror}); choose a writable output path.") from None
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"Cannot write {path} (permission denied); choose a writable output path.")
+
+
+def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
+    from realtime.models import load_model
+
+    models = {}
+    for task in options.tasks:
+        model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
+                           device=device, dtype=dtype)
+        if options.compile:
+            model = torch.compile(model)
+        models[task] = model
+    return models
+
+
+def _box_finder(options: RunOptions, device: str):
+    from realtime.detect import make_box_finder
+
+    return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
+                           detect_every=options.detect_every, max_people=options.max_people)
+
+
+def _viewer(options, info, device, layers, write: WriteStage, outputs):
+    from viz.viewer import Viewer
+
+    folder = Path(outputs.get("tracks", options.output_dir)).parent
+
+    def toggle_recording(on: bool) -> None:
+        from realtime.sinks import VideoWriter
+
+        path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
+        write.set_recorder(VideoWriter(path, fps=info.fps or 30.0) if on else None)
+
+    status = f"{info.uri} | Sapiens2 {options.size} | {device}"
+    return Viewer(title=f"sapiens-rt: {info.name}", status=status, layers=layers, screenshot_dir=str(folder),
+                  on_record_toggle=toggle_recording)
+
+
+def _caption(info: SourceInfo, options: RunOptions, device: str) -> Callable[[dict], str]:
+    def caption(snap: dict) -> str:
+        text = f"{snap.get('fps', 0):.1f} fps"
+        if "latency_ms" in snap:
+            text += f" | latency {snap['latency_ms']:.0f} ms"
+        if snap.get("dropped"):
+            text += f" | dropped {int(snap['dropped'])}"
+        return f"{text} | {options.size} {device}"
+    return caption
+
+
+def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dtype) -> dict:
+    return {
+        "tasks": sorted(models),
+        "arch": {task: getattr(m, "arch", None) for task, m in models.items()},
+        "input_size": list(options.input_hw),
+        "device": device,
+        "dtype": str(dtype).replace("torch.", ""),
+        "flip_test": options.flip_test,
+        "boxes_from": options.boxes_from,
+        "smoothing": options.smooth,
+    }
+
+
+def _keypoint_names() -> list[str]:
+    from realtime.data import keypoint_names
+
+    return keypoint_names()
+
+
+class _stop_on_signals:
+    """Ctrl+C / SIGTERM ask the pipeline to stop (outputs are finalized); a second Ctrl+C
+    while shutting down is ignored so the files can still be closed."""
+
+    def __init__(self, pipeline: Pipeline):
+        self.pipeline = pipeline
+        self.saved = {}
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, _frame) -> None:
+        if not self.pipeline.stop_event.is_set():
+            print("\nstopping: finishing the current frame and closing the outputs...", file=sys.stderr)
+        self.pipeline.stop("interrupted")
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
