@@ -67,8 +67,9 @@ class RunOptions:
 @dataclass
 class RunSummary:
     result: RunResult
-    lines: list[str]
-    outputs: dict[str, str]
+    lines: list[str]  # the summary printed at the end
+    outputs: dict[str, str]  # kind ("video", "tracks") -> path
+    stats: dict[str, float]  # the final metrics snapshot (fps, latency_ms, stage.<name>_ms, ...)
 
 
 def parse_tasks(text: str) -> tuple[str, ...]:
@@ -169,7 +170,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     lines = [result.message] + metrics.summary()
     lines.append(f"boxes from: {options.boxes_from}" + (f" (detector every {options.detect_every} frames, poses in between)" if options.boxes_from == "detector" and options.detect_every > 1 else ""))
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
-    return RunSummary(result=result, lines=lines, outputs=outputs)
+    return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
 
 
 def _dtype(name: Optional[str], device: str) -> torch.dtype:

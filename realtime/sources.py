@@ -189,17 +189,18 @@ class VideoSource(Source):
                 return
             except (av.error.FFmpegError, OSError) as err:
                 pending = []
+                reason = f"no data for {self.timeout:g} s" if isinstance(err, av.error.ExitError) else _av_reason(err)
                 if not self.live:
-                    self.ended_early = (f"{self.uri} stopped decoding after {max(last_t, 0.0):.2f} s ({_av_reason(err)}); "
+                    self.ended_early = (f"{self.uri} stopped decoding after {max(last_t, 0.0):.2f} s ({reason}); "
                                         f"the file is probably truncated or corrupt, and everything before that point was processed")
                     log.warning(self.ended_early)
                     return
                 if attempts_left <= 0:
-                    self.ended_early = f"stream {self.uri} was lost ({_av_reason(err)}) and did not come back after {self.reconnects} reconnects"
+                    self.ended_early = f"stream {self.uri} was lost ({reason}) and did not come back after {self.reconnects} reconnects"
                     log.warning(self.ended_early)
                     return
                 attempts_left -= 1
-                log.warning("stream %s lost (%s); reconnecting (%d left)", self.uri, _av_reason(err), attempts_left)
+                log.warning("stream %s lost (%s); reconnecting (%d left)", self.uri, reason, attempts_left)
                 self.close()
                 try:
                     self._container = self._open_container()

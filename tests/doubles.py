@@ -51,3 +51,17 @@ def whole_frame_boxes(image: np.ndarray, index: int, previous=(), seg=None):
     """A box finder for one person filling the view (the demo's fallback)."""
     h, w = image.shape[:2]
     return np.array([[0, 0, w - 1, h - 1]], np.float32), np.ones(1, np.float32), "frame"
+
+
+class SlowModel(nn.Module):
+    """Wraps a model and takes at least `seconds` per call (a GPU slower than the camera)."""
+
+    def __init__(self, inner: nn.Module, seconds: float):
+        super().__init__()
+        self.inner, self.seconds = inner, seconds
+
+    def forward(self, x):
+        import time
+
+        time.sleep(self.seconds)
+        return self.inner(x)
