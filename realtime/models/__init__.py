@@ -1,1 +1,12 @@
-"""Sapiens2 task models, the RTMDet person detector, and checkpoint loading."""
+"""Sapiens2 task models, the RTMDet person detector, and checkpoint loading.
+
+    model = load_model("pose")                       # official 0.4b weights, found or downloaded
+    model = load_model("seg", "path/to/file.safetensors", device="cuda", dtype=torch.bfloat16)
+    model = build_model("pose", "sapiens2_0.4b")     # random weights (tests, benchmarks)
+"""
+
+from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, TASKS
+from realtime.models.loading import download, load_backbone, load_model
+from realtime.models.task_model import Sapiens2TaskModel, build_model
+
+__all__ = ["ARCHS", "DEFAULT_SIZE", "SIZES", "TASKS", "Sapiens2TaskModel", "build_model", "download", "load_backbone", "load_model"]

@@ -18,6 +18,14 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_ROOT_ENV = "SAPIENS_CHECKPOINT_ROOT"
 
+# The person detector the official pose demo uses (RTMDet-m, person only).
+DETECTOR_REPO = "facebook/sapiens-pose-bbox-detector"
+DETECTOR_FILENAME = "rtmdet_m_8xb32-100e_coco-obj365-person-235e8209.pth"
+
+# Seconds to wait for the hub before calling it unreachable (huggingface_hub itself
+# retries for about 30 s when there is no network at all).
+CONNECT_TIMEOUT_S = 3.0
+
 
 def resolve_file(
     *,
@@ -74,6 +82,12 @@ def _download(repo_id: str, filenames: Sequence[str], what: str, fetch_command: 
 
     tried = f" (also looked under ${CHECKPOINT_ROOT_ENV}={root})" if root else ""
     last_error: Optional[Exception] = None
+    if not _hub_reachable():
+        raise UserError(
+            f"Could not get {what} ({repo_id}/{filenames[0]}): the hub cannot be reached (offline) and the file "
+            f"is not in the local cache{tried}; run `{fetch_command}` on a machine with internet access, or set "
+            f"${CHECKPOINT_ROOT_ENV} or pass the checkpoint path."
+        )
     for name in filenames:
         try:
             log.info("downloading %s/%s", repo_id, name)
@@ -90,6 +104,27 @@ def _download(repo_id: str, filenames: Sequence[str], what: str, fetch_command: 
         f"run `{fetch_command}` on a machine with internet access, or set ${CHECKPOINT_ROOT_ENV} "
         f"or pass the checkpoint path."
     )
+
+
+def _hub_reachable() -> bool:
+    """A quick TCP connect to the hub endpoint, so that no network fails in seconds, not
+    after huggingface_hub's retries. Offline mode (HF_HUB_OFFLINE) counts as unreachable."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}:
+        return False
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True  # only the proxy knows; let huggingface_hub try
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
 
 
 def _is_missing_file(err: Exception) -> bool:

@@ -1,0 +1,155 @@
+"""Sapiens2 task heads (SPEC §3). `nn.Sequential` positions equal the official
+key indices (norms and activations hold no parameters, except RMSNorm2d in the
+albedo head), so `decode_head.*` keys load unchanged.
+
+InstanceNorm2d is PyTorch's default: eps 1e-5, no affine parameters, always
+per-sample statistics. Deconvolutions have no bias; every Conv2d/Linear has one.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+_DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}  # kernel -> (padding, output_padding): exactly 2x
+
+
+def _deconv_stack(in_channels: int, out_channels: Sequence[int], kernel: int = 4) -> nn.Sequential:
+    padding, output_padding = _DECONV_PADDING[kernel]
+    layers: list[nn.Module] = []
+    for c in out_channels:
+        layers += [
+            nn.ConvTranspose2d(in_channels, c, kernel, stride=2, padding=padding, output_padding=output_padding, bias=False),
+            nn.InstanceNorm2d(c),
+            nn.SiLU(),
+        ]
+        in_channels = c
+    return nn.Sequential(*layers)
+
+
+def _conv_stack(in_channels: int, out_channels: Sequence[int], kernel: int, norm=nn.InstanceNorm2d) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for c in out_channels:
+        layers += [nn.Conv2d(in_channels, c, kernel, padding=(kernel - 1) // 2), norm(c), nn.SiLU()]
+        in_channels = c
+    return nn.Sequential(*layers)
+
+
+class RMSNorm2d(nn.Module):
+    """RMSNorm over the channel axis at every pixel (albedo head); key `<i>.norm.weight`."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(channels, eps=1e-6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class PoseHeatmapHead(nn.Module):
+    """featmap (B, E, h, w) -> heatmaps (B, 308, 4h, 4w): 2 deconvs, 1x1 convs, conv_pose."""
+
+    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], out_channels: int = 308) -> None:
+        super().__init__()
+        self.deconv_layers = _deconv_stack(in_channels, deconv_out_channels)
+        self.conv_layers = _conv_stack(deconv_out_channels[-1], conv_out_channels, 1)
+        self.conv_pose = nn.Conv2d(conv_out_channels[-1], out_channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_pose(self.conv_layers(self.deconv_layers(x)))
+
+
+class SegHead(nn.Module):
+    """featmap (B, E, h, w) -> class logits (B, 29, 16h, 16w): 4 deconvs, 1x1 convs, conv_seg."""
+
+    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], num_classes: int = 29) -> None:
+        super().__init__()
+        self.deconv_layers = _deconv_stack(in_channels, deconv_out_channels)
+        self.conv_layers = _conv_stack(deconv_out_channels[-1], conv_out_channels, 1)
+        self.conv_seg = nn.Conv2d(conv_out_channels[-1], num_classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_seg(self.conv_layers(self.deconv_layers(x)))
+
+
+class _DenseHead(nn.Module):
+    """Shared trunk of the normal / pointmap / albedo heads (SPEC §3.3): a 3x3 input conv,
+    4 upsample blocks [conv3 -> 4c, PixelShuffle(2), norm, SiLU] (16x in all), then 3x3 convs."""
+
+    def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int], norm=nn.InstanceNorm2d) -> None:
+        super().__init__()
+        self.input_conv = _conv_stack(in_channels, (in_channels,), 3, norm)
+        blocks, c_in = [], in_channels
+        for c in upsample_channels:
+            blocks.append(nn.Sequential(nn.Conv2d(c_in, 4 * c, 3, padding=1), nn.PixelShuffle(2), norm(c), nn.SiLU()))
+            c_in = c
+        self.upsample_blocks = nn.ModuleList(blocks)
+        self.conv_layers = _conv_stack(c_in, conv_out_channels, 3, norm)
+
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.input_conv(x)
+        for block in self.upsample_blocks:
+            x = block(x)
+        return self.conv_layers(x)
+
+
+class NormalHead(_DenseHead):
+    """featmap (B, E, h, w) -> raw normals (B, 3, 16h, 16w), not unit length."""
+
+    def __init__(self, in_channels: int, *, upsample_channels: Sequence[int], conv_out_channels: Sequence[int]) -> None:
+        super().__init__(in_channels, upsample_channels, conv_out_channels)
+        self.conv_normal = nn.Conv2d(conv_out_channels[-1], 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_normal(self.trunk(x))
+
+
+class AlbedoHead(_DenseHead):
+    """The normal head with RMSNorm2d instead of InstanceNorm; raw RGB (B, 3, 16h, 16w)."""
+
+    def __init__(self, in_channels: int, *, upsample_channels: Sequence[int], conv_out_channels: Sequence[int]) -> None:
+        super().__init__(in_channels, upsample_channels, conv_out_channels, norm=RMSNorm2d)
+        self.conv_albedo = nn.Conv2d(conv_out_channels[-1], 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_albedo(self.trunk(x))
+
+
+class PointmapHead(_DenseHead):
+    """featmap (B, E, h, w) -> (canonical pointmap (B, 3, 16h, 16w), scale (B, 1)).
+
+    The scale branch (strided 1x1 convs, flatten channel-major, MLP) reads the
+    featmap itself; its first Linear fixes the grid to 64x48 for released sizes."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        *,
+        upsample_channels: Sequence[int],
+        conv_out_channels: Sequence[int],
+        scale_conv_out_channels: Sequence[int],
+        scale_final_layer: Sequence[int],
+    ) -> None:
+        super().__init__(in_channels, upsample_channels, conv_out_channels)
+        self.conv_pointmap = nn.Conv2d(conv_out_channels[-1], 3, 1)
+        layers: list[nn.Module] = []
+        c_in = in_channels
+        for c in scale_conv_out_channels:
+            layers += [nn.Conv2d(c_in, c, 1, stride=2), nn.InstanceNorm2d(c), nn.SiLU()]
+            c_in = c
+        self.scale_conv_layers = nn.Sequential(*layers)
+        mlp: list[nn.Module] = [nn.Flatten()]
+        for i, (a, b) in enumerate(zip(scale_final_layer[:-1], scale_final_layer[1:])):
+            mlp += [nn.Linear(a, b)] + ([nn.SiLU()] if i < len(scale_final_layer) - 2 else [])
+        self.scale_final_layer = nn.Sequential(*mlp)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        scale = self.scale_final_layer(self.scale_conv_layers(x))
+        return self.conv_pointmap(self.trunk(x)), scale
+
+
+HEAD_CLASSES = {"pose": PoseHeatmapHead, "seg": SegHead, "normal": NormalHead, "pointmap": PointmapHead, "albedo": AlbedoHead}
+# The final layer's name tells a checkpoint's task apart.
+OUTPUT_LAYER = {"pose": "conv_pose", "seg": "conv_seg", "normal": "conv_normal", "pointmap": "conv_pointmap", "albedo": "conv_albedo"}

@@ -1,0 +1,283 @@
+"""Loading released Sapiens2 checkpoints: find the file, map foreign key names,
+work out the arch from tensor shapes, and load strictly with a readable report.
+
+Accepted layouts: Meta's task files (`backbone.*` + `decode_head.*`), the
+pretrain files (backbone keys without prefix), the hub's `model.safetensors`
+(same keys, maybe without `rope_embed.periods`), and transformers' own naming
+(`model.layer.N.attention.q_proj...`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Mapping, Optional
+
+import torch
+
+from realtime.errors import UserError
+from realtime.models import hub
+from realtime.models.archs import ARCHS, DEFAULT_SIZE, BackboneArch, arch_name, size_of
+from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
+from realtime.models.heads import OUTPUT_LAYER
+from realtime.models.sapiens2 import Sapiens2, rope_periods
+from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch
+
+log = logging.getLogger(__name__)
+
+PERIODS_KEY = "rope_embed.periods"
+
+
+# ----------------------------------------------------------------------------- where files are
+
+
+def hub_repo(task: str, size: str) -> str:
+    return f"facebook/sapiens2-{task}-{size}"
+
+
+def checkpoint_filenames(task: str, size: str) -> list[str]:
+    """Names a hub repo may carry, preferred first (Meta's, then transformers')."""
+    return [f"sapiens2_{size}_{task}.safetensors", "model.safetensors"]
+
+
+def fetch_command(task: str, size: str) -> str:
+    return f"sapiens-rt download --tasks {task} --size {size}"
+
+
+def checkpoint_path(task: str, size: str = DEFAULT_SIZE, checkpoint: Optional[str | os.PathLike] = None, *, download: bool = True) -> Path:
+    """The file for (task, size): explicit path, `$SAPIENS_CHECKPOINT_ROOT/<task>/...`, HF cache, hub."""
+    return hub.resolve_file(
+        explicit=checkpoint,
+        root_relative=[f"{task}/sapiens2_{size}_{task}.safetensors"],
+        repo_id=hub_repo(task, size),
+        filenames=checkpoint_filenames(task, size),
+        what=f"the Sapiens2 {size} {task} checkpoint",
+        fetch_command=fetch_command(task, size),
+        download=download,
+    )
+
+
+# ----------------------------------------------------------------------------- key names
+
+# transformers' Sapiens2 module paths -> the official ones (see transformers' modeling_sapiens2.py).
+_HF_RENAMES = (
+    (r"^embeddings\.cls_token$", "cls_token"),
+    (r"^embeddings\.register_tokens$", "storage_tokens"),
+    (r"^embeddings\.patch_embeddings\.", "patch_embed.projection."),
+    (r"^rope_embeddings\.periods$", PERIODS_KEY),
+    (r"^model\.layer\.(\d+)\.norm1\.", r"blocks.\1.ln1."),
+    (r"^model\.layer\.(\d+)\.norm2\.", r"blocks.\1.ln2."),
+    (r"^model\.layer\.(\d+)\.attention\.q_proj\.", r"blocks.\1.attn.wq."),
+    (r"^model\.layer\.(\d+)\.attention\.k_proj\.", r"blocks.\1.attn.wk."),
+    (r"^model\.layer\.(\d+)\.attention\.v_proj\.", r"blocks.\1.attn.wv."),
+    (r"^model\.layer\.(\d+)\.attention\.o_proj\.", r"blocks.\1.attn.proj."),
+    (r"^model\.layer\.(\d+)\.attention\.(q_norm|k_norm)\.", r"blocks.\1.attn.\2."),
+    (r"^model\.layer\.(\d+)\.layer_scale1\.lambda1$", r"blocks.\1.attn.gamma.weight"),
+    (r"^model\.layer\.(\d+)\.mlp\.down_proj\.", r"blocks.\1.ffn.w3."),
+    (r"^norm\.weight$", "ln1.weight"),
+)
+_HF_GATE = re.compile(r"^model\.layer\.(\d+)\.mlp\.(gate_proj|up_proj)\.(weight|bias)$")
+
+
+def is_transformers_naming(state_dict: Mapping[str, torch.Tensor]) -> bool:
+    return any(".layer_scale1.lambda1" in k or k.endswith("embeddings.register_tokens") for k in state_dict)
+
+
+def from_transformers_naming(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a transformers-style Sapiens2 state dict to the official layout.
+
+    The backbone may sit under any prefix (`sapiens2.`, `backbone.`, none); it comes
+    back under `backbone.` when the dict also holds other keys (a task head), else
+    bare. `mlp.gate_proj` and `mlp.up_proj` are fused into `ffn.w12` (gate first)."""
+    anchor = next(k for k in state_dict if k.endswith("embeddings.register_tokens"))
+    prefix = anchor[: -len("embeddings.register_tokens")]
+    inner = {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
+    others = {k: v for k, v in state_dict.items() if not k.startswith(prefix)}
+    out_prefix = "backbone." if others else ""
+    out: dict[str, torch.Tensor] = dict(others)
+    gates: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
+    for key, value in inner.items():
+        m = _HF_GATE.match(key)
+        if m:
+            gates.setdefault((m[1], m[3]), {})[m[2]] = value
+            continue
+        for pattern, repl in _HF_RENAMES:
+            new, n = re.subn(pattern, repl, key)
+            if n:
+                out[out_prefix + new] = value
+                break
+        else:
+            out[out_prefix + key] = value  # unknown: left for the strict report to name
+    for (layer, kind), parts in gates.items():
+        if set(parts) == {"gate_proj", "up_proj"}:
+            out[f"{out_prefix}blocks.{layer}.ffn.w12.{kind}"] = torch.cat((parts["gate_proj"], parts["up_proj"]))
+        else:
+            for name, value in parts.items():
+                out[f"{out_prefix}model.layer.{layer}.mlp.{name}.{kind}"] = value
+    return out
+
+
+def filter_state_dict(state_dict: Mapping[str, torch.Tensor], backbone_prefix: str) -> dict[str, torch.Tensor]:
+    """Pure clean-up before a strict load: drop wrapper prefixes, map transformers naming,
+    and fill in `rope_embed.periods` from the spec when the file lacks it."""
+    sd = {k.removeprefix("module.").removeprefix("_orig_mod."): v for k, v in state_dict.items()}
+    if is_transformers_naming(sd):
+        sd = from_transformers_naming(sd)
+    q_norm = f"{backbone_prefix}blocks.0.attn.q_norm.weight"
+    periods_key = backbone_prefix + PERIODS_KEY
+    if periods_key not in sd and q_norm in sd:
+        log.info("checkpoint has no %s; recomputing it from the spec", periods_key)
+        sd[periods_key] = rope_periods(sd[q_norm].shape[0]).float()
+    elif periods_key in sd and q_norm in sd:
+        expected = rope_periods(sd[q_norm].shape[0]).float()
+        if sd[periods_key].shape == expected.shape and not torch.equal(sd[periods_key].to(torch.bfloat16).float(), expected):
+            log.warning("%s in the checkpoint differs from the spec's values; using the file's", periods_key)
+    return sd
+
+
+# ----------------------------------------------------------------------------- shapes -> arch
+
+
+def _indices(sd: Mapping[str, torch.Tensor], pattern: str) -> list[int]:
+    rx = re.compile(pattern)
+    return sorted({int(m[1]) for k in sd if (m := rx.match(k))})
+
+
+def infer_backbone(sd: Mapping[str, torch.Tensor], prefix: str = "") -> Optional[BackboneArch]:
+    """The backbone arch the tensors describe (a table entry when one matches), or None."""
+    try:
+        embed = sd[f"{prefix}patch_embed.projection.weight"].shape[0]
+        head_dim = sd[f"{prefix}blocks.0.attn.q_norm.weight"].shape[0]
+    except KeyError:
+        return None
+    layers = len(_indices(sd, rf"^{re.escape(prefix)}blocks\.(\d+)\.ln1\.weight$"))
+    tokenizer = len(_indices(sd, rf"^{re.escape(prefix)}tokenizer\.blocks\.(\d+)\.ln1\.weight$"))
+    found = BackboneArch("", embed, layers, embed // head_dim, tokenizer)
+    for arch in ARCHS.values():
+        if (arch.embed_dim, arch.num_layers, arch.num_heads, arch.num_tokenizer_layers) == (embed, layers, found.num_heads, tokenizer):
+            return arch
+    return BackboneArch(f"custom_e{embed}_h{found.num_heads}_l{layers}", embed, layers, found.num_heads, tokenizer)
+
+
+def infer_task(sd: Mapping[str, torch.Tensor]) -> Optional[str]:
+    for task, layer in OUTPUT_LAYER.items():
+        if f"decode_head.{layer}.weight" in sd:
+            return task
+    return None
+
+
+def infer_head_kwargs(task: str, sd: Mapping[str, torch.Tensor]) -> dict:
+    """Head channel lists read off the `decode_head.*` shapes (so any official size loads)."""
+
+    def out_channels(seq: str, step: int = 1) -> list[int]:
+        idx = _indices(sd, rf"^decode_head\.{seq}\.(\d+)(?:\.0)?\.weight$")
+        return [sd[f"decode_head.{seq}.{i}{'.0' if seq == 'upsample_blocks' else ''}.weight"].shape[0] // step for i in idx]
+
+    if task in ("pose", "seg"):
+        deconv = _indices(sd, r"^decode_head\.deconv_layers\.(\d+)\.weight$")
+        kwargs = dict(
+            deconv_out_channels=[sd[f"decode_head.deconv_layers.{i}.weight"].shape[1] for i in deconv],
+            conv_out_channels=out_channels("conv_layers"),
+        )
+        key = "out_channels" if task == "pose" else "num_classes"
+        kwargs[key] = sd[f"decode_head.{OUTPUT_LAYER[task]}.weight"].shape[0]
+        return kwargs
+    kwargs = dict(upsample_channels=out_channels("upsample_blocks", 4), conv_out_channels=out_channels("conv_layers"))
+    if task == "pointmap":
+        linear = _indices(sd, r"^decode_head\.scale_final_layer\.(\d+)\.weight$")
+        weights = [sd[f"decode_head.scale_final_layer.{i}.weight"] for i in linear]
+        kwargs["scale_conv_out_channels"] = out_channels("scale_conv_layers")
+        kwargs["scale_final_layer"] = [weights[0].shape[1]] + [w.shape[0] for w in weights]
+    return kwargs
+
+
+def describe(sd: Mapping[str, torch.Tensor]) -> str:
+    """'It looks like a sapiens2_0.4b pose checkpoint.' or '' when nothing fits."""
+    task = infer_task(sd)
+    arch = infer_backbone(sd, "backbone.") or infer_backbone(sd, "")
+    if arch is None and task is None:
+        return "It does not look like a Sapiens2 checkpoint at all."
+    what = f"{task} checkpoint" if task else "backbone-only (pretrain) checkpoint"
+    return f"It looks like a {arch.name if arch else 'Sapiens2'} {what}."
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def load_model(
+    task: str,
+    checkpoint: Optional[str | os.PathLike] = None,
+    *,
+    arch: Optional[str] = None,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> Sapiens2TaskModel:
+    """A Sapiens2 task model with official weights, in eval mode (see `Sapiens2TaskModel`
+    for outputs). `checkpoint` is a path; when None the file for `arch` (default 0.4b) is
+    found via `$SAPIENS_CHECKPOINT_ROOT`, the HF cache, or a hub download. `arch` is
+    read off the file's shapes when None. bf16/fp16 keep RoPE in bf16 as trained."""
+    check_task(task)
+    if checkpoint is None:
+        size = size_of(arch) if arch else DEFAULT_SIZE
+        lookup_arch(f"sapiens2_{size}")
+        checkpoint = checkpoint_path(task, size)
+    source = str(checkpoint)
+    sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
+    file_task = infer_task(sd)
+    if file_task is not None and file_task != task:
+        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: {describe(sd)} Pass a {task} checkpoint, or ask for task {file_task}.")
+    found = infer_backbone(sd, "backbone.")
+    if arch is not None:
+        spec = lookup_arch(arch)
+        kwargs = head_kwargs_for(task, spec)
+    elif found is not None and file_task == task:
+        spec, kwargs = found, infer_head_kwargs(task, sd)
+    else:
+        raise UserError(f"Checkpoint {source} is not a Sapiens2 {task} checkpoint: {describe(sd)} Pass a {task} task checkpoint.")
+    with torch.device("meta"):
+        model = Sapiens2TaskModel(task, spec, kwargs)
+    _load_into_meta(model, sd, source=source, what=f"the {spec.name} {task} model")
+    log.info("loaded %s %s from %s", spec.name, task, source)
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def _load_into_meta(model: torch.nn.Module, sd: dict[str, torch.Tensor], *, source: str, what: str) -> None:
+    """Strict load into a model built on the meta device: the file's tensors are used as
+    they are (no second copy, no allocation of a model that may not fit)."""
+    if mismatch_report(model, sd):
+        load_strict(model, sd, source=source, what=what, hint=describe(sd))  # raises the readable report
+    model.load_state_dict(sd, strict=True, assign=True)
+
+
+def load_backbone(
+    checkpoint: str | os.PathLike, *, arch: Optional[str] = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> Sapiens2:
+    """A bare Sapiens2 backbone from a pretrain file (keys without prefix; the 4K file too)."""
+    source = str(checkpoint)
+    sd = filter_state_dict(read_state_dict(checkpoint), "")
+    spec = lookup_arch(arch) if arch else infer_backbone(sd, "")
+    if spec is None:
+        raise UserError(f"Checkpoint {source} holds no bare Sapiens2 backbone: {describe(sd)} Pass a pretrain checkpoint.")
+    with torch.device("meta"):
+        model = Sapiens2(spec)
+    _load_into_meta(model, sd, source=source, what=f"the {spec.name} backbone")
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
+    """Fetch the checkpoints of `tasks` (and "detector") into the HF cache; returns where each went."""
+    out: dict[str, Path] = {}
+    for task in tasks:
+        if task == "detector":
+            out[task] = hub.resolve_file(
+                explicit=None, root_relative=[f"detector/{hub.DETECTOR_FILENAME}"], repo_id=hub.DETECTOR_REPO,
+                filenames=[hub.DETECTOR_FILENAME], what="the RTMDet person detector checkpoint",
+                fetch_command="sapiens-rt download --tasks detector",
+            )
+            continue
+        check_task(task)
+        lookup_arch(arch_name(size))
+        out[task] = checkpoint_path(task, size_of(size))
+    return out

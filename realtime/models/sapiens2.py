@@ -1,0 +1,226 @@
+"""The Sapiens2 ViT backbone (SPEC §1), with attribute paths equal to the
+official state-dict keys so released files load with strict=True.
+
+Numerics that matter (SPEC §1.5): RoPE tables and the rotation itself are
+computed in bfloat16 even in an fp32 model, GQA kv heads are expanded with
+`repeat_interleave`, all RMSNorms use eps 1e-6.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from realtime.models.archs import PATCH_SIZE, BackboneArch
+
+NUM_STORAGE_TOKENS = 8
+NUM_PREFIX_TOKENS = 1 + NUM_STORAGE_TOKENS  # cls + storage ("register") tokens
+ROPE_BASE = 100.0
+ROPE_DTYPE = torch.bfloat16
+
+
+def rope_periods(head_dim: int, base: float = ROPE_BASE, device=None) -> torch.Tensor:
+    """The `rope_embed.periods` buffer, (head_dim/4,) bf16, every step rounded to bf16."""
+    exponent = 2 * torch.arange(head_dim // 4, dtype=ROPE_DTYPE, device=device) / (head_dim // 2)
+    return base**exponent
+
+
+def rope_tables(periods: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sin, cos), each (h*w, head_dim) bf16, for a patch grid h x w (SPEC §1.3).
+
+    Columns are [y-angles | x-angles] tiled twice; coordinates are patch centres
+    normalised per axis to (-1, 1), so any resolution spans the same range."""
+    periods = periods.to(ROPE_DTYPE)
+    device = periods.device
+    coords_h = torch.arange(0.5, h, dtype=ROPE_DTYPE, device=device) / h
+    coords_w = torch.arange(0.5, w, dtype=ROPE_DTYPE, device=device) / w
+    coords = torch.stack(torch.meshgrid(coords_h, coords_w, indexing="ij"), dim=-1).flatten(0, 1)
+    coords = 2.0 * coords - 1.0
+    angles = 2 * math.pi * coords[:, :, None] / periods[None, None, :]  # (N, 2, hd/4)
+    angles = angles.flatten(1, 2).tile(2)
+    return torch.sin(angles), torch.cos(angles)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """Rotate the patch tokens of x (B, heads, T, hd); the first T - N prefix tokens
+    pass unrotated. All of x is rounded to the table dtype (bf16), as officially."""
+    dtype = x.dtype
+    x = x.to(cos.dtype)
+    n = cos.shape[0]
+    prefix, patches = x[..., :-n, :], x[..., -n:, :]
+    patches = (patches * cos) + (_rotate_half(patches) * sin)
+    return torch.cat((prefix, patches), dim=-2).to(dtype)
+
+
+class RopePositionEmbedding(nn.Module):
+    """Owns the bf16 `periods` buffer; it stays bf16 whatever dtype the model is cast to,
+    so fp32, bf16 and fp16 models all rotate with the trained bf16 RoPE."""
+
+    def __init__(self, head_dim: int) -> None:
+        super().__init__()
+        self.register_buffer("periods", rope_periods(head_dim), persistent=True)
+
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)
+        self.periods = self.periods.to(ROPE_DTYPE)  # values are bf16-exact, so this is lossless
+        return self
+
+    def forward(self, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return rope_tables(self.periods, h, w)
+
+
+class PatchEmbed(nn.Module):
+    """16x16 non-overlapping patches -> tokens (B, h*w, E), row-major; ragged edges dropped."""
+
+    def __init__(self, embed_dim: int, patch_size: int = PATCH_SIZE) -> None:
+        super().__init__()
+        self.projection = nn.Conv2d(3, embed_dim, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
+        x = self.projection(x)
+        h, w = x.shape[-2:]
+        return x.flatten(2).transpose(1, 2), (h, w)
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int, init: float = 1e-4) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.full((dim,), init))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+class GroupedQueryAttention(nn.Module):
+    """Multi-head attention with optional GQA, QK-norm, RoPE and LayerScale (SPEC §1.4).
+
+    `qk_norm` / `layer_scale` are off in the 4K tokenizer blocks; without RoPE
+    tables (`sin=None`) no rotation is applied."""
+
+    def __init__(self, embed_dim: int, num_heads: int, kv_heads: int, *, qk_norm: bool = True, layer_scale: bool = True) -> None:
+        super().__init__()
+        self.num_heads, self.kv_heads = num_heads, kv_heads
+        self.head_dim = embed_dim // num_heads
+        self.wq = nn.Linear(embed_dim, embed_dim)
+        self.wk = nn.Linear(embed_dim, kv_heads * self.head_dim)
+        self.wv = nn.Linear(embed_dim, kv_heads * self.head_dim)
+        if qk_norm:
+            self.q_norm = nn.RMSNorm(self.head_dim, eps=1e-6)
+            self.k_norm = nn.RMSNorm(self.head_dim, eps=1e-6)
+        self.proj = nn.Linear(embed_dim, embed_dim)
+        self.gamma = LayerScale(embed_dim) if layer_scale else nn.Identity()
+
+    def forward(self, x: torch.Tensor, sin: torch.Tensor | None = None, cos: torch.Tensor | None = None) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.wq(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        if sin is not None:
+            # Elementwise per head, so rotating k before the kv expansion is identical and cheaper.
+            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+        if self.kv_heads != self.num_heads:
+            repeat = self.num_heads // self.kv_heads
+            k = k.repeat_interleave(repeat, dim=1)  # kv head j serves query heads j*r .. j*r+r-1
+            v = v.repeat_interleave(repeat, dim=1)
+        o = F.scaled_dot_product_attention(q, k, v)
+        return self.gamma(self.proj(o.transpose(1, 2).reshape(B, T, -1)))
+
+
+class SwiGLUFFN(nn.Module):
+    """w3(silu(a) * b) with [a | b] = w12(x); hidden = 4E (SPEC §1.4)."""
+
+    def __init__(self, embed_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.w12 = nn.Linear(embed_dim, 2 * hidden)
+        self.w3 = nn.Linear(hidden, embed_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.w12(x).chunk(2, dim=-1)
+        return self.w3(F.silu(a) * b)
+
+
+class TransformerBlock(nn.Module):
+    """x + attn(ln1(x)), then + ffn(ln2(x)); LayerScale lives inside attn."""
+
+    def __init__(self, embed_dim: int, num_heads: int, kv_heads: int, *, qk_norm: bool = True, layer_scale: bool = True) -> None:
+        super().__init__()
+        self.ln1 = nn.RMSNorm(embed_dim, eps=1e-6)
+        self.attn = GroupedQueryAttention(embed_dim, num_heads, kv_heads, qk_norm=qk_norm, layer_scale=layer_scale)
+        self.ln2 = nn.RMSNorm(embed_dim, eps=1e-6)
+        self.ffn = SwiGLUFFN(embed_dim, 4 * embed_dim)
+
+    def forward(self, x: torch.Tensor, sin: torch.Tensor | None = None, cos: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), sin, cos)
+        return x + self.ffn(self.ln2(x))
+
+
+class WindowTokenizer(nn.Module):
+    """4K variant (SPEC §1.6): each 4x4 window of patch tokens -> one token, through
+    `[w_cls, 16 tokens] + local_pos_embed` and a few plain MHSA blocks."""
+
+    window = 4
+    chunk = 1024  # windows per chunk, for memory only
+
+    def __init__(self, embed_dim: int, num_heads: int, num_layers: int) -> None:
+        super().__init__()
+        n = self.window * self.window
+        self.local_pos_embed = nn.Parameter(torch.zeros(1, n + 1, embed_dim))
+        self.w_cls = nn.Parameter(torch.zeros(1, 1, embed_dim))
+        self.blocks = nn.ModuleList(
+            TransformerBlock(embed_dim, num_heads, num_heads, qk_norm=False, layer_scale=False) for _ in range(num_layers)
+        )
+
+    def forward(self, tokens: torch.Tensor, hw: tuple[int, int]) -> tuple[torch.Tensor, tuple[int, int]]:
+        B, _, E = tokens.shape
+        h, w, s = hw[0], hw[1], self.window
+        grid = tokens.view(B, h // s, s, w // s, s, E).permute(0, 1, 3, 2, 4, 5)  # windows row-major
+        windows = grid.reshape(-1, s * s, E)
+        out = []
+        for part in windows.split(self.chunk):
+            x = torch.cat((self.w_cls.expand(part.shape[0], -1, -1), part), dim=1) + self.local_pos_embed
+            for block in self.blocks:
+                x = block(x)
+            out.append(x[:, 0])
+        return torch.cat(out).view(B, (h // s) * (w // s), E), (h // s, w // s)
+
+
+class Sapiens2(nn.Module):
+    """Sapiens2 backbone: (B, 3, H, W) normalised image -> featmap (B, E, H/16, W/16)."""
+
+    def __init__(self, arch: BackboneArch) -> None:
+        super().__init__()
+        E = arch.embed_dim
+        self.arch = arch
+        self.patch_embed = PatchEmbed(E)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, E))
+        self.storage_tokens = nn.Parameter(torch.zeros(1, NUM_STORAGE_TOKENS, E))
+        if arch.num_tokenizer_layers:
+            self.tokenizer = WindowTokenizer(E, arch.num_heads, arch.num_tokenizer_layers)
+        self.rope_embed = RopePositionEmbedding(arch.head_dim)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(E, arch.num_heads, arch.kv_heads(i)) for i in range(arch.num_layers)
+        )
+        self.ln1 = nn.RMSNorm(E, eps=1e-6)  # the final norm (top-level `ln1.weight`)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens, (h, w) = self.patch_embed(x)
+        if hasattr(self, "tokenizer"):
+            tokens, (h, w) = self.tokenizer(tokens, (h, w))
+        B = tokens.shape[0]
+        prefix = torch.cat((self.cls_token, self.storage_tokens), dim=1).expand(B, -1, -1)
+        x = torch.cat((prefix.to(tokens.dtype), tokens), dim=1)
+        sin, cos = self.rope_embed(h, w)
+        for block in self.blocks:
+            x = block(x, sin, cos)
+        x = self.ln1(x)
+        return x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2)
