@@ -159,6 +159,9 @@ class VideoSource(Source):
         except av.error.ExitError as err:  # timeout while opening a stream
             raise UserError(f"Stream {self.uri} did not answer within {self.timeout:g} s ({_av_reason(err)}); check the URL and that the sender is running, or raise --timeout.") from None
         except (av.error.FFmpegError, OSError) as err:
+            if not self.live and _mp4_without_index(self.uri):
+                raise UserError(f"File {self.uri} is an MP4 cut off before its index (moov) was written, so it is truncated "
+                                f"and nothing in it can be decoded; re-record it, or repair it with a tool such as untrunc.") from None
             what = "Stream" if self.live else "File"
             raise UserError(f"{what} {self.uri} cannot be read as video ({_av_reason(err)}); check that it is a complete, supported video file or stream.") from None
         if not container.streams.video:
@@ -229,6 +232,31 @@ def _rotate(image: np.ndarray, degrees_ccw: int) -> np.ndarray:
     """Apply a display rotation (degrees counter-clockwise) so the image is shown upright."""
     k = int(round(degrees_ccw / 90.0)) % 4
     return np.ascontiguousarray(np.rot90(image, k)) if k else image
+
+
+def _mp4_without_index(path: str) -> bool:
+    """True for an MP4/MOV file whose top-level boxes end before a 'moov' box (a cut recording)."""
+    try:
+        with open(path, "rb") as f:
+            size_total = f.seek(0, 2)
+            f.seek(0)
+            if f.read(8)[4:8] != b"ftyp":
+                return False
+            offset = 0
+            while offset + 8 <= size_total:
+                f.seek(offset)
+                header = f.read(16)
+                size, kind = int.from_bytes(header[:4], "big"), header[4:8]
+                if kind == b"moov":
+                    return False
+                if size == 1:
+                    size = int.from_bytes(header[8:16], "big")
+                if size < 8:
+                    break
+                offset += size
+            return True
+    except OSError:
+        return False
 
 
 def _stream_name(uri: str) -> str:
