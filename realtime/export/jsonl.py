@@ -1,0 +1,240 @@
+"""The tracks JSONL file: written live by the pipeline, read by every exporter.
+
+Schema version 1, one JSON object per line:
+
+    {"type": "header", "version": 1, "keypoint_names": [...K], "image_size": [W, H],
+     "fps": float, "source": str, "model": {...}, "software": {...}}
+    {"type": "frame", "frame": int, "t": seconds, "people": [
+        {"id": int | null, "box": [x1, y1, x2, y2, score], "kpts": [[x, y, score] x K],
+         "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed)}]}
+
+Pixels of the original image (x right, y down); `kpts3d` in metres in the
+camera frame (x right, y down, z forward); a value that is not known is `null`.
+Every input frame gets a line, also frames with nobody. The file is append-only
+and flushed after every frame, so a crashed run loses at most the frame in flight.
+Readers skip unknown fields and unknown line types, and a cut-off last line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realtime import __version__
+from realtime.errors import UserError
+from realtime.export.tracks import PersonTrack, Tracks
+from realtime.frames import Frame, Person
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+# Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
+PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
+
+
+def _rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
+    """(count, D) array -> nested lists rounded per column, None where not finite (or all None)."""
+    if values is None:
+        return [[None] * len(decimals) for _ in range(count)]
+    values = np.asarray(values, dtype=np.float64).reshape(count, len(decimals))
+    rounded = np.stack([np.round(values[:, d], n) for d, n in enumerate(decimals)], axis=1)
+    rows = rounded.tolist()
+    bad = ~np.isfinite(values)
+    if bad.any():
+        for k, d in zip(*np.nonzero(bad)):
+            rows[k][d] = None
+    return rows
+
+
+def _person_record(person: Person, num_keypoints: int) -> dict:
+    points = person.best_keypoints
+    if points is not None and len(points) != num_keypoints:
+        raise ValueError(f"person has {len(points)} keypoints but the tracks header names {num_keypoints}")
+    kpts = None
+    if points is not None:
+        scores = person.keypoint_scores
+        scores = np.full(num_keypoints, np.nan) if scores is None else np.asarray(scores, dtype=np.float64)
+        kpts = np.concatenate([np.asarray(points, dtype=np.float64), scores[:, None]], axis=1)
+    box = np.append(np.asarray(person.box, dtype=np.float64), person.box_score)
+    record = {
+        "id": None if person.track_id is None else int(person.track_id),
+        "box": _rows(box[None], (PX_DECIMALS,) * 4 + (SCORE_DECIMALS,), 1)[0],
+        "kpts": _rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints),
+        "smoothed": bool(person.smoothed),
+    }
+    if person.keypoints3d is not None:
+        record["kpts3d"] = _rows(person.keypoints3d, (METRE_DECIMALS,) * 3, num_keypoints)
+    return record
+
+
+class TrackWriter:
+    """Writes the tracks JSONL live, one line per input frame, flushed per frame.
+
+    Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
+    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write_frame(frame)`.
+    Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keypoint_names: Sequence[str],
+        image_size: tuple[int, int],
+        fps: float,
+        source: str,
+        model: dict,
+        software: Optional[dict] = None,
+    ) -> None:
+        self.path = Path(path)
+        self.num_keypoints = len(keypoint_names)
+        self.frames_written = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+        except OSError as err:
+            raise UserError(f"cannot write tracks to {self.path} ({err.strerror}); choose a writable output folder.") from err
+        header = {
+            "type": "header",
+            "version": SCHEMA_VERSION,
+            "keypoint_names": list(keypoint_names),
+            "image_size": [int(image_size[0]), int(image_size[1])],
+            "fps": float(fps),
+            "source": str(source),
+            "model": dict(model),
+            "software": {"name": "sapiens-realtime", "version": __version__, **(software or {})},
+        }
+        self._write_line(header)
+
+    def _write_line(self, record: dict) -> None:
+        # One write + flush per line: after a kill the file ends at a line boundary
+        # or inside the single line in flight, which readers skip.
+        self._file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.flush()
+
+    def write_frame(self, frame: Frame) -> None:
+        """Append one frame line (also when `frame.people` is empty)."""
+        if self._file.closed:
+            raise ValueError("TrackWriter.write_frame called after close()")
+        record = {
+            "type": "frame",
+            "frame": int(frame.index),
+            "t": round(float(frame.timestamp), 6),
+            "people": [_person_record(p, self.num_keypoints) for p in frame.people],
+        }
+        self._write_line(record)
+        self.frames_written += 1
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "TrackWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _parse_lines(path: Path) -> tuple[list[dict], bool]:
+    """All records of the file; a last line that does not parse is skipped (truncated=True)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"tracks file {path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a text file; pass a tracks .jsonl file.") from None
+    lines = [(n + 1, line) for n, line in enumerate(text.split("\n")) if line.strip()]
+    records, truncated = [], False
+    for position, (number, line) in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if position == len(lines) - 1 and position > 0:
+                log.warning("%s: last line %d is cut off (interrupted run); it is skipped", path, number)
+                truncated = True
+            else:
+                raise UserError(f"{path} line {number} is not valid JSON; pass an intact tracks .jsonl file.") from None
+    return records, truncated
+
+
+def _header(records: list[dict], path: Path) -> dict:
+    if not records or not isinstance(records[0], dict) or records[0].get("type") != "header":
+        raise UserError(f"{path} does not start with a tracks header line; pass a tracks .jsonl written by sapiens-rt.")
+    header = records[0]
+    version = header.get("version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade sapiens-realtime.")
+    for key in ("keypoint_names", "image_size", "fps"):
+        if key not in header:
+            raise UserError(f"{path} header has no '{key}'; pass an intact tracks .jsonl file.")
+    return header
+
+
+def _points(value, num_keypoints: int, dims: int, path: Path, frame: int) -> np.ndarray:
+    points = np.array(value, dtype=np.float64)  # null -> NaN
+    if points.shape != (num_keypoints, dims):
+        raise UserError(f"{path} frame {frame} has keypoints of shape {points.shape}, expected ({num_keypoints}, {dims}); pass an intact tracks file.")
+    return points
+
+
+def read_tracks(path: str | Path) -> Tracks:
+    """Read a tracks JSONL into per-person arrays aligned on the file's frames.
+
+    Tolerates a cut-off last line (crashed run; `Tracks.truncated` is set),
+    unknown fields and unknown line types. Raises `UserError` for anything else.
+    """
+    path = Path(path)
+    records, truncated = _parse_lines(path)
+    header = _header(records, path)
+    num_keypoints = len(header["keypoint_names"])
+    frames = [r for r in records[1:] if isinstance(r, dict) and r.get("type") == "frame"]
+    T = len(frames)
+
+    # Persons without an id are keyed -1, -2, ... by their order in their frame.
+    by_id: dict[int, list[tuple[int, dict]]] = {}
+    for row, record in enumerate(frames):
+        anonymous = 0
+        for person in record.get("people") or ():
+            track_id = person.get("id")
+            if track_id is None:
+                anonymous += 1
+                track_id = -anonymous
+            by_id.setdefault(int(track_id), []).append((row, person))
+    if any(track_id < -1 for track_id in by_id):
+        log.warning("%s: several persons without a track id in one frame; they are keyed -1, -2, ... by order, not identity", path)
+
+    people = {}
+    for track_id in sorted(by_id):
+        keypoints = np.full((T, num_keypoints, 2), np.nan)
+        scores = np.full((T, num_keypoints), np.nan)
+        boxes = np.full((T, 5), np.nan)
+        present = np.zeros(T, dtype=bool)
+        smoothed = np.zeros(T, dtype=bool)
+        points3d = None
+        for row, person in by_id[track_id]:
+            frame_number = frames[row].get("frame")
+            kpts = _points(person.get("kpts"), num_keypoints, 3, path, frame_number)
+            keypoints[row], scores[row] = kpts[:, :2], kpts[:, 2]
+            box = person.get("box")
+            if box is not None:
+                boxes[row, : len(box)] = np.array(box, dtype=np.float64)[:5]
+            present[row] = True
+            smoothed[row] = bool(person.get("smoothed", False))
+            if person.get("kpts3d") is not None:
+                if points3d is None:
+                    points3d = np.full((T, num_keypoints, 3), np.nan)
+                points3d[row] = _points(person["kpts3d"], num_keypoints, 3, path, frame_number)
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d)
+
+    return Tracks(
+        header=header,
+        frames=np.array([r.get("frame", row) for row, r in enumerate(frames)], dtype=np.int64),
+        times=np.array([np.nan if r.get("t") is None else r["t"] for r in frames], dtype=np.float64),
+        people=people,
+        truncated=truncated,
+    )
