@@ -6,7 +6,13 @@
     sample_keypoints_3d         3D keypoints from the metric pointmap (lift3d.py)
 """
 
+from realtime.export.formats import FORMATS, export_tracks
 from realtime.export.jsonl import TrackWriter, read_tracks
+from realtime.export.lift3d import sample_keypoints_3d
+from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
 from realtime.export.tracks import PersonTrack, Tracks
 
-__all__ = ["TrackWriter", "read_tracks", "Tracks", "PersonTrack"]
+__all__ = [
+    "FORMATS", "PersonTrack", "TrackWriter", "Tracks",
+    "export_tracks", "read_tracks", "sample_keypoints_3d", "smooth_tracks", "smooth_tracks_file",
+]

@@ -15,16 +15,11 @@ from typing import Optional
 
 import numpy as np
 
+from realtime.export.numbers import format_rows
 from realtime.export.subsets import get_subset
 from realtime.export.tracks import Tracks
 
 log = logging.getLogger(__name__)
-
-
-def _format(values: np.ndarray, decimals: int) -> np.ndarray:
-    """(T, N) floats -> (T, N) strings with `decimals`, '' where not finite."""
-    text = np.char.mod(f"%.{decimals}f", np.nan_to_num(values))
-    return np.where(np.isfinite(values), text, "")
 
 
 def write_csv(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None) -> Path:
@@ -32,7 +27,8 @@ def write_csv(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None)
     path = Path(path)
     chosen = get_subset(subset, tracks.keypoint_names)
     header = ["frame", "time"]
-    blocks = [tracks.frames.astype(str)[:, None], _format(tracks.times[:, None], 6)]
+    blocks = [tracks.frames[:, None].astype(np.float64), tracks.times[:, None]]
+    decimals = [0, 6]
     for track_id, person in tracks.people.items():
         xy = chosen.take(person.keypoints, axis=1)
         scores = chosen.take(person.scores, axis=1)
@@ -41,14 +37,13 @@ def write_csv(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None)
             xyz = chosen.take(person.keypoints3d, axis=1)
             columns += [(xyz[..., 0], "X", 4), (xyz[..., 1], "Y", 4), (xyz[..., 2], "Z", 4)]
         # Interleave per keypoint: name_x, name_y, name_score[, name_X, name_Y, name_Z].
-        texts = np.stack([_format(values, decimals) for values, _, decimals in columns], axis=-1)  # (T, K, C)
-        blocks.append(texts.reshape(len(tracks), -1))
+        blocks.append(np.stack([values for values, _, _ in columns], axis=-1).reshape(len(tracks), -1))
+        decimals += [n for _ in chosen.names for _, _, n in columns]
         header += [f"p{track_id}_{name}_{suffix}" for name in chosen.names for _, suffix, _ in columns]
-    rows = np.concatenate(blocks, axis=1) if blocks else np.zeros((0, 0))
+    lines = format_rows(np.concatenate(blocks, axis=1), decimals, separator=",", missing="")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows.tolist())
-    log.info("wrote %s: %d rows x %d columns", path, len(rows), len(header))
+        csv.writer(handle).writerow(header)
+        handle.write("\r\n".join(lines) + ("\r\n" if lines else ""))  # csv's own line ending
+    log.info("wrote %s: %d rows x %d columns", path, len(lines), len(header))
     return path

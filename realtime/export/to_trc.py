@@ -28,13 +28,10 @@ import numpy as np
 
 from realtime.export.lift3d import camera_to_y_up
 from realtime.export.markers import marker_data
+from realtime.export.numbers import format_rows
 from realtime.export.tracks import Tracks
 
 log = logging.getLogger(__name__)
-
-
-def _cells(values: np.ndarray, decimals: int) -> list[str]:
-    return ["NaN" if not np.isfinite(v) else f"{v:.{decimals}f}" for v in values]
 
 
 def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None, use_3d: Optional[bool] = None) -> Path:
@@ -66,9 +63,8 @@ def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None,
         "\t\t" + "\t".join(f"X{i}\tY{i}\tZ{i}" for i in range(1, markers + 1)),
         "",
     ]
-    flat = xyz.reshape(count, markers * 3)
-    for row in range(count):
-        lines.append(f"{int(tracks.frames[row]) + 1}\t{tracks.times[row]:.6f}\t" + "\t".join(_cells(flat[row], decimals)))
+    numbers = format_rows(xyz.reshape(count, markers * 3), [decimals] * (markers * 3), separator="\t", missing="NaN")
+    lines += [f"{int(frame) + 1}\t{time:.6f}\t{text}" for frame, time, text in zip(tracks.frames, tracks.times, numbers)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     log.info("wrote %s: %d markers x %d frames (%s)", path, markers, count, units)
