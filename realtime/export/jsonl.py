@@ -21,7 +21,7 @@ import json
 import logging
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -164,32 +164,52 @@ class TrackWriter:
         self.close()
 
 
-def _parse_lines(path: Path) -> tuple[list[dict], bool]:
-    """All records of the file; a last line that does not parse is skipped (truncated=True)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"tracks file {path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path} is not a text file; pass a tracks .jsonl file.") from None
-    lines = [(n + 1, line) for n, line in enumerate(text.split("\n")) if line.strip()]
-    records, truncated = [], False
-    for position, (number, line) in enumerate(lines):
+class TrackRecords:
+    """Streams `(line number, record)` from a tracks file without loading it whole.
+
+    A last line that does not parse (a run killed mid-write) is skipped and sets
+    `truncated`; an unparsable line anywhere else raises `UserError`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        bad_line, parsed = None, 0
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if position == len(lines) - 1 and position > 0:
-                log.warning("%s: last line %d is cut off (interrupted run); it is skipped", path, number)
-                truncated = True
-            else:
-                raise UserError(f"{path} line {number} is not valid JSON; pass an intact tracks .jsonl file.") from None
-    return records, truncated
+            with open(self.path, encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    if bad_line is not None:
+                        break
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        bad_line = number
+                        continue
+                    parsed += 1
+                    yield number, record
+                else:
+                    if bad_line is not None and parsed > 0:
+                        log.warning("%s: last line %d is cut off (interrupted run); it is skipped", self.path, bad_line)
+                        self.truncated = True
+                        return
+        except FileNotFoundError:
+            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
+        except UnicodeDecodeError:
+            raise UserError(f"{self.path} is not a text file; pass a tracks .jsonl file.") from None
+        if bad_line is not None:
+            raise UserError(f"{self.path} line {bad_line} is not valid JSON; pass an intact tracks .jsonl file.")
 
 
-def _header(records: list[dict], path: Path) -> dict:
-    if not records or not isinstance(records[0], dict) or records[0].get("type") != "header":
+def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
+    """The header record (the first one), validated; raises UserError otherwise."""
+    first = next(records, None)
+    header = first[1] if first is not None else None
+    if not isinstance(header, dict) or header.get("type") != "header":
         raise UserError(f"{path} does not start with a tracks header line; pass a tracks .jsonl written by sapiens-rt.")
-    header = records[0]
     version = header.get("version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade sapiens-realtime.")
@@ -199,10 +219,22 @@ def _header(records: list[dict], path: Path) -> dict:
     return header
 
 
-def _points(value, num_keypoints: int, dims: int, path: Path, frame: int) -> np.ndarray:
+def person_keys(people: list[dict]) -> list[int]:
+    """Track id of each person of a frame record; persons without one get -1, -2, ... by order."""
+    keys, anonymous = [], 0
+    for person in people:
+        if person.get("id") is None:
+            anonymous += 1
+            keys.append(-anonymous)
+        else:
+            keys.append(int(person["id"]))
+    return keys
+
+
+def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
     points = np.array(value, dtype=np.float64)  # null -> NaN
-    if points.shape != (num_keypoints, dims):
-        raise UserError(f"{path} frame {frame} has keypoints of shape {points.shape}, expected ({num_keypoints}, {dims}); pass an intact tracks file.")
+    if points.shape != (num_keypoints, 3):
+        raise UserError(f"{path} line {line} has keypoints of shape {points.shape}, expected ({num_keypoints}, 3); pass an intact tracks file.")
     return points
 
 
@@ -213,52 +245,51 @@ def read_tracks(path: str | Path) -> Tracks:
     unknown fields and unknown line types. Raises `UserError` for anything else.
     """
     path = Path(path)
-    records, truncated = _parse_lines(path)
-    header = _header(records, path)
+    records = TrackRecords(path)
+    stream = iter(records)
+    header = read_header(stream, path)
     num_keypoints = len(header["keypoint_names"])
-    frames = [r for r in records[1:] if isinstance(r, dict) and r.get("type") == "frame"]
-    T = len(frames)
-
-    # Persons without an id are keyed -1, -2, ... by their order in their frame.
-    by_id: dict[int, list[tuple[int, dict]]] = {}
-    for row, record in enumerate(frames):
-        anonymous = 0
-        for person in record.get("people") or ():
-            track_id = person.get("id")
-            if track_id is None:
-                anonymous += 1
-                track_id = -anonymous
-            by_id.setdefault(int(track_id), []).append((row, person))
-    if any(track_id < -1 for track_id in by_id):
+    frames, times = [], []
+    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None)]
+    for line, record in stream:
+        if not isinstance(record, dict) or record.get("type") != "frame":
+            continue
+        row = len(frames)
+        frames.append(record.get("frame", row))
+        times.append(np.nan if record.get("t") is None else record["t"])
+        people = record.get("people") or []
+        for track_id, person in zip(person_keys(people), people):
+            kpts = _points(person.get("kpts"), num_keypoints, path, line)
+            box = np.full(5, np.nan)
+            if person.get("box") is not None:
+                values = np.array(person["box"], dtype=np.float64)[:5]
+                box[: len(values)] = values
+            points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
+            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d))
+    if any(track_id < -1 for track_id in seen):
         log.warning("%s: several persons without a track id in one frame; they are keyed -1, -2, ... by order, not identity", path)
 
+    T = len(frames)
     people = {}
-    for track_id in sorted(by_id):
+    for track_id in sorted(seen):
         keypoints = np.full((T, num_keypoints, 2), np.nan)
         scores = np.full((T, num_keypoints), np.nan)
         boxes = np.full((T, 5), np.nan)
         present = np.zeros(T, dtype=bool)
         smoothed = np.zeros(T, dtype=bool)
-        points3d = None
-        for row, person in by_id[track_id]:
-            frame_number = frames[row].get("frame")
-            kpts = _points(person.get("kpts"), num_keypoints, 3, path, frame_number)
-            keypoints[row], scores[row] = kpts[:, :2], kpts[:, 2]
-            box = person.get("box")
-            if box is not None:
-                boxes[row, : len(box)] = np.array(box, dtype=np.float64)[:5]
-            present[row] = True
-            smoothed[row] = bool(person.get("smoothed", False))
-            if person.get("kpts3d") is not None:
-                if points3d is None:
-                    points3d = np.full((T, num_keypoints, 3), np.nan)
-                points3d[row] = _points(person["kpts3d"], num_keypoints, 3, path, frame_number)
+        has_3d = any(entry[4] is not None for entry in seen[track_id])
+        points3d = np.full((T, num_keypoints, 3), np.nan) if has_3d else None
+        for row, kpts, box, was_smoothed, xyz in seen[track_id]:
+            keypoints[row], scores[row], boxes[row] = kpts[:, :2], kpts[:, 2], box
+            present[row], smoothed[row] = True, was_smoothed
+            if xyz is not None:
+                points3d[row] = xyz
         people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d)
 
     return Tracks(
         header=header,
-        frames=np.array([r.get("frame", row) for row, r in enumerate(frames)], dtype=np.int64),
-        times=np.array([np.nan if r.get("t") is None else r["t"] for r in frames], dtype=np.float64),
+        frames=np.array(frames, dtype=np.int64),
+        times=np.array(times, dtype=np.float64),
         people=people,
-        truncated=truncated,
+        truncated=records.truncated,
     )

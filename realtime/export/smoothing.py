@@ -18,8 +18,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, _parse_lines, _rows, read_tracks
-from realtime.export.tracks import Tracks
+from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, _rows, person_keys, read_header, read_tracks
+from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
 
@@ -56,34 +56,33 @@ def smooth_tracks_file(
     """
     tracks_path, out_path = Path(tracks_path), Path(out_path)
     smoothed = smooth_tracks(read_tracks(tracks_path), method, smoother=smoother)
-    records, _ = _parse_lines(tracks_path)
-    header = {**records[0], "smoothing": {"method": method}}
+    stream = iter(TrackRecords(tracks_path))
+    header = {**read_header(stream, tracks_path), "smoothing": {"method": method}}
     num_keypoints = len(header["keypoint_names"])
-
-    lines = [json.dumps(header, separators=(",", ":"))]
-    row = 0
-    for record in records[1:]:
-        if isinstance(record, dict) and record.get("type") == "frame":
-            anonymous = 0
-            for person in record.get("people") or ():
-                track_id = person.get("id")
-                if track_id is None:
-                    anonymous += 1
-                    track_id = -anonymous
-                track = smoothed.people[int(track_id)]
-                scores = np.array([p[2] if p is not None else None for p in person["kpts"]], dtype=np.float64)
-                kpts = np.concatenate([track.keypoints[row], scores[:, None]], axis=1)
-                person["kpts"] = _rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
-                if person.get("kpts3d") is not None and track.keypoints3d is not None:
-                    person["kpts3d"] = _rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
-                person["smoothed"] = True
-            row += 1
-        lines.append(json.dumps(record, separators=(",", ":")))
 
     # Write next to the target and rename, so the input may also be the output.
     out_path.parent.mkdir(parents=True, exist_ok=True)
     temporary = out_path.with_name(out_path.name + ".partial")
-    temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    row = 0
+    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(json.dumps(header, separators=(",", ":")) + "\n")
+        for _, record in stream:
+            if isinstance(record, dict) and record.get("type") == "frame":
+                people = record.get("people") or []
+                for track_id, person in zip(person_keys(people), people):
+                    _replace_points(person, smoothed.people[track_id], row, num_keypoints)
+                row += 1
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
     os.replace(temporary, out_path)
     log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, row, len(smoothed.people), method)
     return out_path
+
+
+def _replace_points(person: dict, track: PersonTrack, row: int, num_keypoints: int) -> None:
+    """Put the smoothed points of frame `row` into a person record (scores stay as measured)."""
+    scores = np.array([p[2] if p is not None else None for p in person["kpts"]], dtype=np.float64)
+    kpts = np.concatenate([track.keypoints[row], scores[:, None]], axis=1)
+    person["kpts"] = _rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
+    if person.get("kpts3d") is not None and track.keypoints3d is not None:
+        person["kpts3d"] = _rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
+    person["smoothed"] = True
