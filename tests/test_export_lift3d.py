@@ -52,6 +52,16 @@ def test_low_score_outside_unknown_and_background_are_nan():
     np.testing.assert_allclose(points[0, 5], expected, atol=1e-5)
 
 
+def test_foreground_mask_at_another_resolution():
+    keypoints = np.array([[[100.0, 100.0], [500.0, 100.0]]])
+    for scale in (0.5, 2.0, 4.0):  # mask coarser than, finer than, and as large as the image
+        mask = np.zeros((int(h * scale), int(w * scale)), dtype=bool)
+        mask[:, : mask.shape[1] // 2] = True  # left half of the image
+        points = sample_keypoints_3d(_plane_pointmap(), keypoints, np.ones((1, 2)), (W, H), mask)
+        np.testing.assert_allclose(points[0, 0], _truth(keypoints[0, 0]), atol=1e-5)
+        assert np.isnan(points[0, 1]).all()
+
+
 def test_non_finite_pointmap_pixels_are_skipped():
     pointmap = _plane_pointmap()
     pointmap[:, :] = [0.0, 0.0, 1.0]

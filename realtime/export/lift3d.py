@@ -31,7 +31,8 @@ def sample_keypoints_3d(
     keypoints:  (N, K, 2) float pixels of the original image (may contain NaN).
     scores:     (N, K) float confidences.
     image_size: (W, H) of the original image.
-    foreground: (h, w) bool person mask at the pointmap's resolution, or None.
+    foreground: (h', w') bool person mask (e.g. segmentation > 0) covering the image, or None;
+                resampled (nearest) to the pointmap grid when its size differs.
     min_score:  keypoints with a lower (or NaN) score get NaN.
 
     Returns (N, K, 3) float32 metres; NaN where the score is below `min_score`,
@@ -53,7 +54,7 @@ def sample_keypoints_3d(
     v = np.where(ok, v, 0.0)
     usable = np.isfinite(pointmap).all(axis=-1)
     if foreground is not None:
-        foreground = np.asarray(foreground, dtype=bool)
+        foreground = _resample_nearest(np.asarray(foreground, dtype=bool), h, w)
         ok &= foreground[np.clip(np.round(v).astype(int), 0, h - 1), np.clip(np.round(u).astype(int), 0, w - 1)]
         usable &= foreground
 
@@ -72,6 +73,15 @@ def sample_keypoints_3d(
     ok &= weight_sum > 1e-9
     out = total / np.where(ok, weight_sum, 1.0)[..., None]
     return np.where(ok[..., None], out, np.nan).astype(np.float32)
+
+
+def _resample_nearest(mask: np.ndarray, h: int, w: int) -> np.ndarray:
+    """(h', w') -> (h, w) by nearest pixel centre (same convention as the keypoint mapping)."""
+    if mask.shape == (h, w):
+        return mask
+    rows = np.minimum(((np.arange(h) + 0.5) * mask.shape[0] / h).astype(int), mask.shape[0] - 1)
+    cols = np.minimum(((np.arange(w) + 0.5) * mask.shape[1] / w).astype(int), mask.shape[1] - 1)
+    return mask[np.ix_(rows, cols)]
 
 
 # Camera frame (x right, y down, z forward) to the frames 3D tools expect. Both are
