@@ -40,7 +40,7 @@ _KPT = (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS)
 _XYZ = (METRE_DECIMALS,) * 3
 
 
-def _rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
+def rounded_rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
     """(count, D) array -> nested lists rounded per column, None where not finite (or all None).
 
     For rewriting records (offline); the live writer uses the faster `_rows_json`.
@@ -90,8 +90,9 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         kpts = np.concatenate([np.asarray(points, dtype=np.float64), scores[:, None]], axis=1)
     box = np.append(np.asarray(person.box, dtype=np.float64), person.box_score)
     track_id = "null" if person.track_id is None else str(int(person.track_id))
+    box_text = _rows_json(box, _BOX, 1)[1:-1]  # a single row: drop the outer list
     text = (
-        f'{{"id":{track_id},"box":{_rows_json(box, _BOX, 1)[1:-1]},'
+        f'{{"id":{track_id},"box":{box_text},'
         f'"kpts":{_rows_json(kpts, _KPT, num_keypoints)},"smoothed":{"true" if person.smoothed else "false"}'
     )
     if person.keypoints3d is not None:

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, _rows, person_keys, read_header, read_tracks
+from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, person_keys, rounded_rows, read_header, read_tracks
 from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def _replace_points(person: dict, track: PersonTrack, row: int, num_keypoints: i
     """Put the smoothed points of frame `row` into a person record (scores stay as measured)."""
     scores = np.array([p[2] if p is not None else None for p in person["kpts"]], dtype=np.float64)
     kpts = np.concatenate([track.keypoints[row], scores[:, None]], axis=1)
-    person["kpts"] = _rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
+    person["kpts"] = rounded_rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
     if person.get("kpts3d") is not None and track.keypoints3d is not None:
-        person["kpts3d"] = _rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
+        person["kpts3d"] = rounded_rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
     person["smoothed"] = True
