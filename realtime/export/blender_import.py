@@ -17,7 +17,7 @@ Units and axes (Blender is Z up): 3D tracks (`kpts3d`) in metres with
 X = x, Y = z, Z = -y of the camera frame (camera at the origin looking along +Y);
 2D tracks on the XZ plane (front view), 1 px = 1 mm, X = x / 1000, Z = (H - y) / 1000.
 
-Needs only Blender's bundled Python (json, no numpy), so it runs in any Blender >= 3.0.
+Needs only Blender's bundled Python (json, no numpy); tested with Blender 3.4.
 """
 
 from __future__ import annotations
