@@ -1,0 +1,76 @@
+"""`export_tracks`: one tracks JSONL -> one of the formats other tools open."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from realtime.errors import UserError
+from realtime.export.jsonl import read_tracks
+from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
+from realtime.export.subsets import SUBSETS
+from realtime.export.to_blender import write_blend
+from realtime.export.to_c3d import write_c3d
+from realtime.export.to_coco import write_coco
+from realtime.export.to_csv import write_csv
+from realtime.export.to_npz import write_npz
+from realtime.export.to_openpose import write_openpose
+from realtime.export.to_trc import write_trc
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("csv", "npz", "openpose", "coco", "trc", "c3d", "blender")
+# Default output next to the tracks file: <stem><suffix> (openpose writes a folder).
+DEFAULT_SUFFIX = {"csv": ".csv", "npz": ".npz", "openpose": "_openpose", "coco": "_coco.json", "trc": ".trc", "c3d": ".c3d", "blender": ".blend"}
+
+
+def default_output(tracks_path: str | Path, to: str) -> Path:
+    tracks_path = Path(tracks_path)
+    return tracks_path.with_name(tracks_path.stem + DEFAULT_SUFFIX[to])
+
+
+def export_tracks(
+    tracks_path: str | Path,
+    to: str,
+    out: Optional[str | Path] = None,
+    *,
+    person: Optional[int] = None,
+    subset: Optional[str] = None,
+    smooth: Optional[str] = None,
+) -> Path:
+    """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
+
+    out:    output path (default: next to the tracks, see DEFAULT_SUFFIX).
+    person: only this track id (TRC and C3D need exactly one person).
+    subset: "308", "coco-wholebody" or "coco17" (default: 308; COCO: coco-wholebody).
+    smooth: offline smoothing method applied first ("rts", "savgol", "butterworth").
+    """
+    if to not in FORMATS:
+        raise UserError(f"unknown export format '{to}'; use one of {', '.join(FORMATS)}.")
+    if subset is not None and subset not in SUBSETS:
+        raise UserError(f"unknown keypoint subset '{subset}'; use one of {', '.join(SUBSETS)}.")
+    if to == "openpose" and subset is not None:
+        raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
+    tracks_path = Path(tracks_path)
+    out = Path(out) if out is not None else default_output(tracks_path, to)
+
+    if to == "blender":
+        if smooth is None:
+            read_tracks(tracks_path).select(person)  # fail early, with our message, on a bad file or id
+            return write_blend(tracks_path, out, person=person, subset=subset)
+        with tempfile.TemporaryDirectory() as folder:
+            smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth)
+            return write_blend(smoothed, out, person=person, subset=subset)
+
+    tracks = read_tracks(tracks_path)
+    if smooth is not None:
+        tracks = smooth_tracks(tracks, smooth)
+    tracks = tracks.select(person)
+    if to == "openpose":
+        return write_openpose(tracks, out, stem=tracks_path.stem)
+    if to == "coco":
+        return write_coco(tracks, out, subset=subset, stem=tracks_path.stem)
+    writer = {"csv": write_csv, "npz": write_npz, "trc": write_trc, "c3d": write_c3d}[to]
+    return writer(tracks, out, subset=subset)

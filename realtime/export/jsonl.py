@@ -1,0 +1,296 @@
+"""The tracks JSONL file: written live by the pipeline, read by every exporter.
+
+Schema version 1, one JSON object per line:
+
+    {"type": "header", "version": 1, "keypoint_names": [...K], "image_size": [W, H],
+     "fps": float, "source": str, "model": {...}, "software": {...}}
+    {"type": "frame", "frame": int, "t": seconds, "people": [
+        {"id": int | null, "box": [x1, y1, x2, y2, score], "kpts": [[x, y, score] x K],
+         "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed)}]}
+
+Pixels of the original image (x right, y down); `kpts3d` in metres in the
+camera frame (x right, y down, z forward); a value that is not known is `null`.
+Every input frame gets a line, also frames with nobody. The file is append-only
+and flushed after every frame, so a crashed run loses at most the frame in flight.
+Readers skip unknown fields and unknown line types, and a cut-off last line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+
+from realtime import __version__
+from realtime.errors import UserError
+from realtime.export.tracks import PersonTrack, Tracks
+from realtime.frames import Frame, Person
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+# Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
+PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
+_BOX = (PX_DECIMALS,) * 4 + (SCORE_DECIMALS,)
+_KPT = (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS)
+_XYZ = (METRE_DECIMALS,) * 3
+
+
+def rounded_rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
+    """(count, D) array -> nested lists rounded per column, None where not finite (or all None).
+
+    For rewriting records (offline); the live writer uses the faster `_rows_json`.
+    """
+    if values is None:
+        return [[None] * len(decimals) for _ in range(count)]
+    values = np.asarray(values, dtype=np.float64).reshape(count, len(decimals))
+    rounded = np.stack([np.round(values[:, d], n) for d, n in enumerate(decimals)], axis=1)
+    rows = rounded.tolist()
+    bad = ~np.isfinite(values)
+    if bad.any():
+        for k, d in zip(*np.nonzero(bad)):
+            rows[k][d] = None
+    return rows
+
+
+@lru_cache(maxsize=16)
+def _template(count: int, decimals: tuple[int, ...]) -> str:
+    row = "[" + ",".join(f"%.{n}f" for n in decimals) + "]"
+    return "[" + ",".join([row] * count) + "]"
+
+
+def _rows_json(values: Optional[np.ndarray], decimals: tuple[int, ...], count: int) -> str:
+    """(count, D) array -> JSON text `[[a,b,..],...]` with fixed decimals, null where not finite.
+
+    One %-format over a cached template: about 3x faster than json.dumps of lists,
+    which matters because this runs for every person of every frame.
+    """
+    if values is None:
+        return "[" + ",".join(["[" + ",".join(["null"] * len(decimals)) + "]"] * count) + "]"
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    text = _template(count, decimals) % tuple(flat.tolist())
+    if not np.isfinite(flat).all():  # %-format writes nan / inf / -inf, JSON wants null
+        text = text.replace("-inf", "null").replace("inf", "null").replace("nan", "null")
+    return text
+
+
+def _person_json(person: Person, num_keypoints: int) -> str:
+    """One person's record as JSON text (schema v1)."""
+    points = person.best_keypoints
+    if points is not None and len(points) != num_keypoints:
+        raise ValueError(f"person has {len(points)} keypoints but the tracks header names {num_keypoints}")
+    kpts = None
+    if points is not None:
+        scores = person.keypoint_scores
+        scores = np.full(num_keypoints, np.nan) if scores is None else np.asarray(scores, dtype=np.float64)
+        kpts = np.concatenate([np.asarray(points, dtype=np.float64), scores[:, None]], axis=1)
+    box = np.append(np.asarray(person.box, dtype=np.float64), person.box_score)
+    track_id = "null" if person.track_id is None else str(int(person.track_id))
+    box_text = _rows_json(box, _BOX, 1)[1:-1]  # a single row: drop the outer list
+    text = (
+        f'{{"id":{track_id},"box":{box_text},'
+        f'"kpts":{_rows_json(kpts, _KPT, num_keypoints)},"smoothed":{"true" if person.smoothed else "false"}'
+    )
+    if person.keypoints3d is not None:
+        text += f',"kpts3d":{_rows_json(person.keypoints3d, _XYZ, num_keypoints)}'
+    return text + "}"
+
+
+class TrackWriter:
+    """Writes the tracks JSONL live, one line per input frame, flushed per frame.
+
+    Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
+    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write_frame(frame)`.
+    Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keypoint_names: Sequence[str],
+        image_size: tuple[int, int],
+        fps: float,
+        source: str,
+        model: dict,
+        software: Optional[dict] = None,
+    ) -> None:
+        self.path = Path(path)
+        self.num_keypoints = len(keypoint_names)
+        self.frames_written = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+        except OSError as err:
+            raise UserError(f"cannot write tracks to {self.path} ({err.strerror}); choose a writable output folder.") from err
+        header = {
+            "type": "header",
+            "version": SCHEMA_VERSION,
+            "keypoint_names": list(keypoint_names),
+            "image_size": [int(image_size[0]), int(image_size[1])],
+            "fps": float(fps),
+            "source": str(source),
+            "model": dict(model),
+            "software": {"name": "sapiens-realtime", "version": __version__, **(software or {})},
+        }
+        self._write_text(json.dumps(header, separators=(",", ":"), allow_nan=False))
+
+    def _write_text(self, line: str) -> None:
+        # One write + flush per line: after a kill the file ends at a line boundary
+        # or inside the single line in flight, which readers skip.
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def write_frame(self, frame: Frame) -> None:
+        """Append one frame line (also when `frame.people` is empty)."""
+        if self._file.closed:
+            raise ValueError("TrackWriter.write_frame called after close()")
+        people = ",".join(_person_json(p, self.num_keypoints) for p in frame.people)
+        timestamp = json.dumps(round(float(frame.timestamp), 6)) if np.isfinite(frame.timestamp) else "null"
+        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp},"people":[{people}]}}')
+        self.frames_written += 1
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> "TrackWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class TrackRecords:
+    """Streams `(line number, record)` from a tracks file without loading it whole.
+
+    A last line that does not parse (a run killed mid-write) is skipped and sets
+    `truncated`; an unparsable line anywhere else raises `UserError`.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        bad_line, parsed = None, 0
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    if bad_line is not None:
+                        break
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        bad_line = number
+                        continue
+                    parsed += 1
+                    yield number, record
+                else:
+                    if bad_line is not None and parsed > 0:
+                        log.warning("%s: last line %d is cut off (interrupted run); it is skipped", self.path, bad_line)
+                        self.truncated = True
+                        return
+        except FileNotFoundError:
+            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
+        except UnicodeDecodeError:
+            raise UserError(f"{self.path} is not a text file; pass a tracks .jsonl file.") from None
+        if bad_line is not None:
+            raise UserError(f"{self.path} line {bad_line} is not valid JSON; pass an intact tracks .jsonl file.")
+
+
+def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
+    """The header record (the first one), validated; raises UserError otherwise."""
+    first = next(records, None)
+    header = first[1] if first is not None else None
+    if not isinstance(header, dict) or header.get("type") != "header":
+        raise UserError(f"{path} does not start with a tracks header line; pass a tracks .jsonl written by sapiens-rt.")
+    version = header.get("version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade sapiens-realtime.")
+    for key in ("keypoint_names", "image_size", "fps"):
+        if key not in header:
+            raise UserError(f"{path} header has no '{key}'; pass an intact tracks .jsonl file.")
+    return header
+
+
+def person_keys(people: list[dict]) -> list[int]:
+    """Track id of each person of a frame record; persons without one get -1, -2, ... by order."""
+    keys, anonymous = [], 0
+    for person in people:
+        if person.get("id") is None:
+            anonymous += 1
+            keys.append(-anonymous)
+        else:
+            keys.append(int(person["id"]))
+    return keys
+
+
+def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
+    points = np.array(value, dtype=np.float64)  # null -> NaN
+    if points.shape != (num_keypoints, 3):
+        raise UserError(f"{path} line {line} has keypoints of shape {points.shape}, expected ({num_keypoints}, 3); pass an intact tracks file.")
+    return points
+
+
+def read_tracks(path: str | Path) -> Tracks:
+    """Read a tracks JSONL into per-person arrays aligned on the file's frames.
+
+    Tolerates a cut-off last line (crashed run; `Tracks.truncated` is set),
+    unknown fields and unknown line types. Raises `UserError` for anything else.
+    """
+    path = Path(path)
+    records = TrackRecords(path)
+    stream = iter(records)
+    header = read_header(stream, path)
+    num_keypoints = len(header["keypoint_names"])
+    frames, times = [], []
+    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None)]
+    for line, record in stream:
+        if not isinstance(record, dict) or record.get("type") != "frame":
+            continue
+        row = len(frames)
+        frames.append(record.get("frame", row))
+        times.append(np.nan if record.get("t") is None else record["t"])
+        people = record.get("people") or []
+        for track_id, person in zip(person_keys(people), people):
+            kpts = _points(person.get("kpts"), num_keypoints, path, line)
+            box = np.full(5, np.nan)
+            if person.get("box") is not None:
+                values = np.array(person["box"], dtype=np.float64)[:5]
+                box[: len(values)] = values
+            points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
+            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d))
+    if any(track_id < -1 for track_id in seen):
+        log.warning("%s: several persons without a track id in one frame; they are keyed -1, -2, ... by order, not identity", path)
+
+    T = len(frames)
+    people = {}
+    for track_id in sorted(seen):
+        keypoints = np.full((T, num_keypoints, 2), np.nan)
+        scores = np.full((T, num_keypoints), np.nan)
+        boxes = np.full((T, 5), np.nan)
+        present = np.zeros(T, dtype=bool)
+        smoothed = np.zeros(T, dtype=bool)
+        has_3d = any(entry[4] is not None for entry in seen[track_id])
+        points3d = np.full((T, num_keypoints, 3), np.nan) if has_3d else None
+        for row, kpts, box, was_smoothed, xyz in seen[track_id]:
+            keypoints[row], scores[row], boxes[row] = kpts[:, :2], kpts[:, 2], box
+            present[row], smoothed[row] = True, was_smoothed
+            if xyz is not None:
+                points3d[row] = xyz
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d)
+
+    return Tracks(
+        header=header,
+        frames=np.array(frames, dtype=np.int64),
+        times=np.array(times, dtype=np.float64),
+        people=people,
+        truncated=records.truncated,
+    )

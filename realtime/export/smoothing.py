@@ -1,0 +1,88 @@
+"""Offline (zero-phase) smoothing of whole tracks files, using `trackers.offline.smooth_track`.
+
+`smooth_tracks` smooths the arrays of a `Tracks`; `smooth_tracks_file` rewrites a
+tracks JSONL with smoothed keypoints, keeping every frame, person and unknown
+field, and setting `"smoothed": true` on every person it touched. Scores stay
+the measured ones; a point the smoother fills in where none was measured keeps
+a `null` score. The header gains `"smoothing": {"method": ...}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from realtime.errors import UserError
+from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, person_keys, rounded_rows, read_header, read_tracks
+from realtime.export.tracks import PersonTrack, Tracks
+
+log = logging.getLogger(__name__)
+
+METHODS = ("rts", "savgol", "butterworth")
+# smooth_track(t (T,), keypoints (T, K, D), scores (T, K) | None, method) -> (T, K, D)
+Smoother = Callable[..., np.ndarray]
+
+
+def _default_smoother() -> Smoother:
+    from trackers.offline import smooth_track
+
+    return smooth_track
+
+
+def smooth_tracks(tracks: Tracks, method: str = "rts", *, smoother: Optional[Smoother] = None) -> Tracks:
+    """Every person's 2D (and 3D) keypoints smoothed over time with `method`."""
+    if method not in METHODS:
+        raise UserError(f"unknown smoothing method '{method}'; use one of {', '.join(METHODS)}.")
+    smoother = smoother or _default_smoother()
+    people = {}
+    for track_id, person in tracks.people.items():
+        keypoints = smoother(tracks.times, person.keypoints, person.scores, method=method)
+        points3d = None if person.keypoints3d is None else smoother(tracks.times, person.keypoints3d, person.scores, method=method)
+        people[track_id] = person.replace(keypoints=np.asarray(keypoints, dtype=np.float64), keypoints3d=points3d, smoothed=person.present.copy())
+    return tracks.replace(people=people)
+
+
+def smooth_tracks_file(
+    tracks_path: str | Path, out_path: str | Path, method: str = "rts", *, smoother: Optional[Smoother] = None
+) -> Path:
+    """Write a smoothed copy of a tracks JSONL to `out_path`; returns `out_path`.
+
+    A cut-off last line of the input (crashed run) is dropped from the output.
+    """
+    tracks_path, out_path = Path(tracks_path), Path(out_path)
+    smoothed = smooth_tracks(read_tracks(tracks_path), method, smoother=smoother)
+    stream = iter(TrackRecords(tracks_path))
+    header = {**read_header(stream, tracks_path), "smoothing": {"method": method}}
+    num_keypoints = len(header["keypoint_names"])
+
+    # Write next to the target and rename, so the input may also be the output.
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out_path.with_name(out_path.name + ".partial")
+    row = 0
+    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(json.dumps(header, separators=(",", ":")) + "\n")
+        for _, record in stream:
+            if isinstance(record, dict) and record.get("type") == "frame":
+                people = record.get("people") or []
+                for track_id, person in zip(person_keys(people), people):
+                    _replace_points(person, smoothed.people[track_id], row, num_keypoints)
+                row += 1
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    os.replace(temporary, out_path)
+    log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, row, len(smoothed.people), method)
+    return out_path
+
+
+def _replace_points(person: dict, track: PersonTrack, row: int, num_keypoints: int) -> None:
+    """Put the smoothed points of frame `row` into a person record (scores stay as measured)."""
+    scores = np.array([p[2] if p is not None else None for p in person["kpts"]], dtype=np.float64)
+    kpts = np.concatenate([track.keypoints[row], scores[:, None]], axis=1)
+    person["kpts"] = rounded_rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
+    if person.get("kpts3d") is not None and track.keypoints3d is not None:
+        person["kpts3d"] = rounded_rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
+    person["smoothed"] = True

@@ -1,0 +1,105 @@
+"""In-memory keypoint tracks: what `read_tracks` returns and every exporter takes.
+
+A `Tracks` holds T frames (one per JSONL frame line, in file order) and one
+`PersonTrack` per identity, each aligned with those T frames: rows where the
+person was not seen are NaN (and `present` is False). Coordinates are pixels
+of the original image (x right, y down); `keypoints3d` are metres in the
+camera frame (x right, y down, z forward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from realtime.errors import UserError
+
+
+@dataclass(frozen=True)
+class PersonTrack:
+    """One identity over the whole recording (T = number of frames in the file).
+
+    id:          track id from the JSONL (persons written without an id get -1, -2, ...
+                 by their order in the frame; no identity across frames is implied).
+    keypoints:   (T, K, 2) float64 pixels, NaN where unknown or absent.
+    scores:      (T, K) float64 keypoint confidences, NaN where unknown or absent.
+    boxes:       (T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.
+    present:     (T,) bool, True in frames where this person was written.
+    smoothed:    (T,) bool, True where the written keypoints were temporally smoothed.
+    keypoints3d: (T, K, 3) float64 metres (camera frame), NaN where unknown, or None
+                 when no frame of this person carried `kpts3d`.
+    """
+
+    id: int
+    keypoints: np.ndarray
+    scores: np.ndarray
+    boxes: np.ndarray
+    present: np.ndarray
+    smoothed: np.ndarray
+    keypoints3d: Optional[np.ndarray] = None
+
+    def replace(self, **changes) -> "PersonTrack":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Tracks:
+    """All frames and identities of one tracks file.
+
+    header:    the JSONL header line as a dict (version, keypoint_names, image_size, fps, ...).
+    frames:    (T,) int64 source frame indices.
+    times:     (T,) float64 seconds since the start of the source.
+    people:    track id -> PersonTrack, sorted by id.
+    truncated: True when the file's last line was cut off (a crashed run) and was skipped.
+    """
+
+    header: dict
+    frames: np.ndarray
+    times: np.ndarray
+    people: dict[int, PersonTrack]
+    truncated: bool = False
+
+    @property
+    def keypoint_names(self) -> list[str]:
+        return list(self.header["keypoint_names"])
+
+    @property
+    def fps(self) -> float:
+        return float(self.header["fps"])
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(W, H) of the original image in pixels."""
+        width, height = self.header["image_size"]
+        return int(width), int(height)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def person(self, track_id: int) -> PersonTrack:
+        if track_id not in self.people:
+            raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to --person.")
+        return self.people[track_id]
+
+    def select(self, track_id: Optional[int]) -> "Tracks":
+        """These tracks with only person `track_id` (all people when None)."""
+        if track_id is None:
+            return self
+        return dataclasses.replace(self, people={track_id: self.person(track_id)})
+
+    def single_person(self, what: str) -> PersonTrack:
+        """The one person of these tracks; `what` names the format that needs exactly one."""
+        if len(self.people) != 1:
+            raise UserError(
+                f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with --person ID."
+            )
+        return next(iter(self.people.values()))
+
+    def id_list(self) -> str:
+        return ", ".join(str(i) for i in self.people) or "none"
+
+    def replace(self, **changes) -> "Tracks":
+        return dataclasses.replace(self, **changes)
