@@ -15,7 +15,7 @@ filterpy's own functions to 1e-9.
 Units: the estimate depends only on the ratios of Q, R and P0, so R is relative
 (1 / score^2, a score-1 measurement has variance 1) and q is set from a cutoff
 frequency: the steady-state smoother passes 1 / (1 + (f / cutoff)^(2 dim)) with
-q = dt_ref * (2 pi cutoff)^(2 dim - 2) for a unit-variance measurement every
+q = dt_ref * (2 pi cutoff)^(2 dim) for a unit-variance measurement every
 dt_ref seconds. The filter is therefore the same for pixels and metres, near
 and far people.
 """
@@ -23,21 +23,22 @@ and far people.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from filterpy.common import Q_continuous_white_noise
 
 from trackers.regions import per_keypoint, smoothness_factor
 
-# Cutoffs (Hz) at smoothness 0.5, tuned on bench/smoothing.py: the face is the
-# noisiest relative to its motion, hands move fastest.
+# Cutoffs (Hz) at smoothness 0.5, tuned on bench/smoothing.py for a jitter cut
+# >= 3x below the raw error: the face moves least for its noise, so it gets less bandwidth.
 KALMAN_CUTOFF_HZ: dict[str, float] = {
-    "body": 3.0,
-    "foot": 3.0,
-    "left_hand": 3.0,
-    "right_hand": 3.0,
-    "extra": 3.0,
-    "face": 2.5,
+    "body": 2.5,
+    "foot": 2.5,
+    "left_hand": 2.5,
+    "right_hand": 2.5,
+    "extra": 2.5,
+    "face": 2.0,
 }
 DT_REF = 1.0 / 30.0  # the frame interval the cutoffs refer to, s
 VELOCITY_PRIOR = 1e4  # initial velocity variance, in units of R / DT_REF^2: effectively unknown
@@ -52,16 +53,27 @@ def kalman_cutoffs(smoothness: float = 0.5, num_keypoints: int = 308) -> np.ndar
 
 def spectral_density(cutoff_hz: np.ndarray | float, dim: int, dt_ref: float = DT_REF) -> np.ndarray:
     """Process noise spectral density q for a unit-variance measurement every dt_ref s."""
-    return dt_ref * (2.0 * np.pi * np.asarray(cutoff_hz, dtype=np.float64)) ** (2 * dim - 2)
+    return dt_ref * (2.0 * np.pi * np.asarray(cutoff_hz, dtype=np.float64)) ** (2 * dim)
+
+
+@lru_cache(maxsize=None)
+def _taylor_table(dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(coefficients 1/(j-i)!, powers j-i) of the upper-triangular transition, zero below the diagonal."""
+    i, j = np.indices((dim, dim))
+    power = np.clip(j - i, 0, None)
+    coeff = np.vectorize(lambda p: 1.0 / math.factorial(p))(power) * (j >= i)
+    return coeff, power
+
+
+@lru_cache(maxsize=None)
+def _unit_process_noise(dim: int) -> np.ndarray:
+    return Q_continuous_white_noise(dim, dt=1.0, spectral_density=1.0)
 
 
 def transition(dt: np.ndarray, dim: int) -> np.ndarray:
     """F(dt): (..., dim, dim) kinematic transition, F[i, j] = dt^(j-i) / (j-i)! for j >= i."""
-    dt = np.asarray(dt, dtype=np.float64)[..., None, None]
-    i, j = np.indices((dim, dim))
-    power = np.clip(j - i, 0, None)
-    coeff = np.where(j >= i, 1.0 / np.array([math.factorial(p) for p in power.ravel()]).reshape(dim, dim), 0.0)
-    return coeff * dt**power
+    coeff, power = _taylor_table(dim)
+    return coeff * np.asarray(dt, dtype=np.float64)[..., None, None] ** power
 
 
 def process_noise(dt: np.ndarray, dim: int) -> np.ndarray:
@@ -72,8 +84,7 @@ def process_noise(dt: np.ndarray, dim: int) -> np.ndarray:
     """
     dt = np.asarray(dt, dtype=np.float64)[..., None]
     scale = dt ** np.arange(dim - 1, -1, -1)  # (..., dim)
-    q1 = Q_continuous_white_noise(dim, dt=1.0, spectral_density=1.0)
-    return dt[..., None] * scale[..., :, None] * q1 * scale[..., None, :]
+    return dt[..., None] * scale[..., :, None] * _unit_process_noise(dim) * scale[..., None, :]
 
 
 def initial_covariance(r: np.ndarray, dim: int, dt_ref: float = DT_REF) -> np.ndarray:
@@ -102,13 +113,14 @@ def update(x: np.ndarray, P: np.ndarray, z: np.ndarray, r: np.ndarray) -> tuple[
 
     x (..., D, dim), P (..., dim, dim), z (..., D) measured positions, r (...) variances.
     """
-    dim = P.shape[-1]
     y = z - x[..., 0]  # y = z - Hx
     S = P[..., 0, 0] + r  # S = HPH' + R
     K = P[..., :, 0] / S[..., None]  # K = PH'inv(S), (..., dim)
     x = x + y[..., None] * K[..., None, :]  # x = x + Ky
-    I_KH = np.eye(dim) - K[..., :, None] * np.eye(dim)[0]  # (I - KH)
-    P = I_KH @ P @ np.swapaxes(I_KH, -1, -2) + r[..., None, None] * K[..., :, None] * K[..., None, :]  # P = (I-KH)P(I-KH)' + KRK'
+    # Joseph form P = (I-KH)P(I-KH)' + KRK', expanded for H = e0 (no small matmuls):
+    # P - K P[0,:] - P[:,0] K' + (P[0,0] + R) K K'
+    Kc, Kr = K[..., :, None], K[..., None, :]
+    P = P - Kc * P[..., None, 0, :] - P[..., :, 0, None] * Kr + S[..., None, None] * Kc * Kr
     return x, P
 
 
@@ -198,23 +210,29 @@ class KalmanFilter:
 
         x, P, t_meas = self._x[rows], self._P[rows], self._t_meas[rows]
         started = np.isfinite(t_meas)  # (N, K)
-        dt = np.maximum(np.nan_to_num(t_now - self._t_prev[rows], nan=0.0), 0.0)  # (N,)
+        dt = t_now - self._t_prev[rows]  # (N,)
+        dt = np.where(dt > 0, dt, 0.0)  # first call (NaN) or a clock that did not advance: no motion
         F = transition(dt, self.dim)[:, None]  # (N, 1, dim, dim)
         Q = process_noise(dt, self.dim)[:, None] * np.reshape(self.q, (-1, 1, 1))  # (N, K, dim, dim)
         x, P = predict(x, P, F, Q)
 
         # Coasting too long: stop extrapolating, keep the position.
-        coasting = started & ~valid & (t_now[:, None] - np.where(started, t_meas, t_now[:, None]) > self.max_coast_seconds)
-        x[..., 1:] = np.where(coasting[..., None, None], 0.0, x[..., 1:])
+        coasting = started & ~valid & (t_now[:, None] - np.where(started, t_meas, np.inf) > self.max_coast_seconds)
+        if coasting.any():
+            x[..., 1:] = np.where(coasting[..., None, None], 0.0, x[..., 1:])
 
         z_safe = np.where(valid[..., None], z, 0.0)
         x_upd, P_upd = update(x, P, z_safe, r)
-        step = (valid & started)[..., None]
+        step = valid & started
+        if step.all():
+            x, P = x_upd, P_upd
+        else:
+            x = np.where(step[..., None, None], x_upd, x)
+            P = np.where(step[..., None, None], P_upd, P)
         first = valid & ~started
-        x = np.where(step[..., None], x_upd, x)
-        P = np.where(step[..., None], P_upd, P)
-        x = np.where(first[..., None, None], initial_state(z_safe, self.dim), x)
-        P = np.where(first[..., None, None], initial_covariance(r, self.dim), P)
+        if first.any():
+            x = np.where(first[..., None, None], initial_state(z_safe, self.dim), x)
+            P = np.where(first[..., None, None], initial_covariance(r, self.dim), P)
 
         self._x[rows], self._P[rows] = x, P
         self._t_prev[rows] = t_now

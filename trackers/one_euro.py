@@ -26,15 +26,16 @@ import numpy as np
 from trackers.regions import per_keypoint, smoothness_factor
 
 # Defaults at smoothness 0.5. min_cutoff in Hz, beta in Hz per (size / s),
-# tuned on bench/smoothing.py: faces and hands are noisier than the body, so
-# they get lower cutoffs; hands also move fastest, so they keep a high beta.
+# tuned on bench/smoothing.py for a jitter cut >= 3x at no more than the raw
+# error: the body (wrists, elbows) needs the most speed response, the noisy
+# hands the least.
 ONE_EURO_DEFAULTS: dict[str, dict[str, float]] = {
-    "body": {"min_cutoff": 1.0, "beta": 8.0},
-    "foot": {"min_cutoff": 1.0, "beta": 8.0},
-    "left_hand": {"min_cutoff": 0.8, "beta": 10.0},
-    "right_hand": {"min_cutoff": 0.8, "beta": 10.0},
-    "extra": {"min_cutoff": 1.0, "beta": 8.0},
-    "face": {"min_cutoff": 0.6, "beta": 6.0},
+    "body": {"min_cutoff": 0.5, "beta": 15.0},
+    "foot": {"min_cutoff": 0.5, "beta": 12.0},
+    "left_hand": {"min_cutoff": 0.5, "beta": 8.0},
+    "right_hand": {"min_cutoff": 0.5, "beta": 8.0},
+    "extra": {"min_cutoff": 0.5, "beta": 10.0},
+    "face": {"min_cutoff": 0.5, "beta": 10.0},
 }
 D_CUTOFF_HZ = 1.0  # cutoff of the speed estimate, as in the paper
 
