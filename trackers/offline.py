@@ -37,7 +37,8 @@ SAVGOL_WINDOW_SECONDS = 0.3
 SAVGOL_POLYORDER = 2
 BUTTERWORTH_CUTOFF_HZ = 4.0
 BUTTERWORTH_ORDER = 4
-_RTS_CHUNK_ELEMENTS = 4_000_000  # T x keypoints per batch: bounds the RTS memory to ~0.5 GB
+_TIME_EPS = 1e-9  # a gap of exactly max_gap_seconds is bridged despite float rounding
+_RTS_CHUNK_ELEMENTS = 4_000_000  # T x keypoints x dim^2 per batch: four 32 MB work arrays
 
 
 def smooth_track(
@@ -91,7 +92,7 @@ def covered_frames(t: np.ndarray, valid: np.ndarray, max_gap_seconds: float) -> 
     nxt = np.minimum.accumulate(np.where(valid, idx, n)[::-1], axis=0)[::-1]  # next valid index >= i
     inside = (prev >= 0) & (nxt < n)
     span = t[np.clip(nxt, 0, n - 1)] - t[np.clip(prev, 0, n - 1)]
-    return valid | (inside & (span <= max_gap_seconds))
+    return valid | (inside & (span <= max_gap_seconds + _TIME_EPS))
 
 
 def _segment_starts(t: np.ndarray, valid: np.ndarray, max_gap_seconds: float) -> np.ndarray:
@@ -101,7 +102,7 @@ def _segment_starts(t: np.ndarray, valid: np.ndarray, max_gap_seconds: float) ->
     prev = np.maximum.accumulate(np.where(valid, idx, -1), axis=0)
     prev_before = np.vstack([np.full((1, valid.shape[1]), -1), prev[:-1]])  # last valid index < i
     gap = t[:, None] - t[np.clip(prev_before, 0, None)]
-    return valid & ((prev_before < 0) | (gap > max_gap_seconds))
+    return valid & ((prev_before < 0) | (gap > max_gap_seconds + _TIME_EPS))
 
 
 def _rts(
@@ -179,7 +180,7 @@ def _uniform_grid_filter(
         idx = np.flatnonzero(valid[:, k])
         if idx.size == 0:
             continue
-        breaks = np.flatnonzero(np.diff(t[idx]) > max_gap_seconds) + 1
+        breaks = np.flatnonzero(np.diff(t[idx]) > max_gap_seconds + _TIME_EPS) + 1
         for seg in np.split(idx, breaks):
             ts, zs = t[seg], z[seg, k]
             frames = slice(seg[0], seg[-1] + 1)
@@ -211,12 +212,26 @@ def _butterworth(dt: float, cutoff_hz: float = BUTTERWORTH_CUTOFF_HZ, order: int
     if not 0 < cutoff_hz < nyquist:
         raise UserError(f"the Butterworth cutoff {cutoff_hz} Hz must be between 0 and half the frame rate ({nyquist:.1f} Hz); lower it.")
     b, a = butter(order, cutoff_hz / nyquist)
-    default_padlen = 3 * max(len(a), len(b))
+    pad = 3 * max(len(a), len(b))  # filtfilt's default padding
 
     def smooth(y: np.ndarray) -> np.ndarray:
-        n = y.shape[0]
-        if n < 3:
-            return y  # too short to filter: left as measured
-        return filtfilt(b, a, y, axis=0, padlen=min(default_padlen, n - 1))
+        if y.shape[0] < 2:
+            return y
+        return filtfilt(b, a, _odd_extend(y, pad), axis=0, padlen=0)[pad : pad + y.shape[0]]
 
     return smooth
+
+
+def _odd_extend(y: np.ndarray, pad: int) -> np.ndarray:
+    """y (n, D) with `pad` samples point-reflected about each end, as filtfilt pads.
+
+    Segments shorter than the padding are reflected repeatedly, so a short
+    segment still gets a full-length, trend-preserving extension (filtfilt's own
+    padding must be shorter than the signal).
+    """
+    added = 0
+    while added < pad:
+        k = min(pad - added, y.shape[0] - 1)
+        y = np.concatenate([2 * y[0] - y[k:0:-1], y, 2 * y[-1] - y[-2 : -k - 2 : -1]])
+        added += k
+    return y
