@@ -117,3 +117,20 @@ def test_smoothness_knob_orders_the_amount_of_smoothing():
         out = np.array([smoother.update(ti, [0], noisy[i], np.ones((1, K)), np.array([400.0]))[0] for i, ti in enumerate(t)])
         residual.append(np.abs(np.diff(out[20:], axis=0)).mean())
     assert residual[0] > residual[1] > residual[2]
+
+
+@pytest.mark.parametrize("method", ["one_euro", "kalman"])
+def test_missing_people_data_never_produces_nan(method):
+    """NaN sizes, a person whose keypoints are all NaN for a while, zero scores: outputs stay finite once seen."""
+    rng = np.random.default_rng(6)
+    smoother = LiveSmoother(method)
+    for i in range(40):
+        kp, sc, sz = _frame(rng, 2)
+        sz[0] = np.nan if i % 3 == 0 else 0.0
+        if 10 <= i < 20:
+            kp[1] = np.nan
+        if 20 <= i < 25:
+            sc[1] = 0.0
+        out, pred = smoother.update(i / 30.0, [0, 1], kp, sc, sz)
+        assert np.isfinite(out).all()
+        assert pred[1].all() == (10 <= i < 25)

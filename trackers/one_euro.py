@@ -21,6 +21,8 @@ track IDs and filter only the persons present in a frame.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from trackers.regions import per_keypoint, smoothness_factor
@@ -128,7 +130,7 @@ class OneEuroFilter:
         rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
         self._ensure_rows(int(rows.max()) + 1 if n else 0, k, d)
         t_now = np.broadcast_to(np.asarray(t, dtype=np.float64), (n,))[:, None]  # (N, 1)
-        size = np.ones((n, 1)) if sizes is None else np.maximum(np.asarray(sizes, dtype=np.float64), 1e-9)[:, None]
+        size = _person_scale(x, sizes)[:, None]
 
         valid = np.isfinite(x).all(axis=-1)
         if scores is not None:
@@ -155,3 +157,16 @@ class OneEuroFilter:
         self._dx_hat[rows] = np.where(step[..., None], dx_new, np.where(first[..., None], 0.0, dx_hat))
         self._t_prev[rows] = np.where(valid, t_now, t_prev)
         return out, ~valid
+
+
+def _person_scale(x: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+    """(N,) sizes; a missing, zero or NaN size falls back to the height of the person's keypoints, then to 1."""
+    n = x.shape[0]
+    size = np.ones(n) if sizes is None else np.asarray(sizes, dtype=np.float64).reshape(n)
+    bad = ~(np.isfinite(size) & (size > 0))
+    if bad.any():
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN persons
+            extent = np.nanmax(x[..., -1], axis=1) - np.nanmin(x[..., -1], axis=1)
+        size = np.where(bad, np.where(np.isfinite(extent) & (extent > 0), extent, 1.0), size)
+    return size
