@@ -92,6 +92,11 @@ def test_clock_going_backwards_restarts_tracks():
     kp, sc, sz = _frame(rng, 1, centre=50.0)
     out, _ = smoother.update(0.0, [1], kp, sc, sz)  # a new source starting at 0
     np.testing.assert_allclose(out, kp.astype(np.float32))
+    smoother.reset()
+    assert smoother.track_ids == []
+    kp, sc, sz = _frame(rng, 1, centre=80.0)
+    out, _ = smoother.update(1 / 30.0, [1], kp, sc, sz)
+    np.testing.assert_allclose(out, kp.astype(np.float32))
 
 
 def test_empty_frames_and_bad_arguments():

@@ -119,7 +119,8 @@ class OneEuroFilter:
 
         t:      seconds, scalar or (N,) per person.
         x:      (N, K, D) positions (px or metres); NaN = not measured.
-        sizes:  (N,) person size in the units of x (box height); None = 1.
+        sizes:  (N,) person size in the units of x (box height); None, 0 or NaN =
+                the height of the person's measured keypoints.
         scores: (N, K) keypoint scores; None = all valid.
         rows:   (N,) state row of each person; None = 0..N-1.
         Returns (filtered (N, K, D) float64, predicted (N, K) bool). A keypoint
@@ -150,9 +151,8 @@ class OneEuroFilter:
         a = smoothing_factor(cutoff, dt[..., 0])[..., None]
         x_new = x_hat + a * (np.where(valid[..., None], x, 0.0) - x_hat)
 
-        out = np.where(step[..., None], x_new, x_hat)
-        out = np.where(first[..., None], x, out)
-        out = np.where((~valid & ~started)[..., None], x, out)  # nothing known yet: pass through
+        # Measured: filtered. Not measured: held. Never measured before: passed through as given.
+        out = np.where(~started[..., None], x, np.where(step[..., None], x_new, x_hat))
         self._x_hat[rows] = np.where(valid[..., None], out, x_hat)
         self._dx_hat[rows] = np.where(step[..., None], dx_new, np.where(first[..., None], 0.0, dx_hat))
         self._t_prev[rows] = np.where(valid, t_now, t_prev)
@@ -160,13 +160,13 @@ class OneEuroFilter:
 
 
 def _person_scale(x: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
-    """(N,) sizes; a missing, zero or NaN size falls back to the height of the person's keypoints, then to 1."""
+    """(N,) sizes; a missing, zero or NaN size falls back to the height (y extent) of the person's keypoints, then to 1."""
     n = x.shape[0]
-    size = np.ones(n) if sizes is None else np.asarray(sizes, dtype=np.float64).reshape(n)
+    size = np.full(n, np.nan) if sizes is None else np.asarray(sizes, dtype=np.float64).reshape(n)
     bad = ~(np.isfinite(size) & (size > 0))
     if bad.any():
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN persons
-            extent = np.nanmax(x[..., -1], axis=1) - np.nanmin(x[..., -1], axis=1)
+            extent = np.nanmax(x[..., 1], axis=1) - np.nanmin(x[..., 1], axis=1)
         size = np.where(bad, np.where(np.isfinite(extent) & (extent > 0), extent, 1.0), size)
     return size
