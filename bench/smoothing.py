@@ -185,6 +185,14 @@ def live_cost_ms(method: str, persons: int = 1, frames: int = 300, repeats: int 
     return best * 1e3 / ((len(seq.t) - 1) * persons)
 
 
+def offline_cost_ms(method: str, seconds: float = 20.0, seed: int = 0) -> float:
+    """CPU milliseconds per frame of `smooth_track` on one person's 308-keypoint track at ~30 fps."""
+    seq = make_sequence(30.0, seconds, seed, variable_rate=True)
+    start = time.process_time()
+    smooth_track(seq.t, seq.observed, seq.scores, method)
+    return (time.process_time() - start) * 1e3 / len(seq.t)
+
+
 SCENARIOS = {"30 fps": dict(fps=30.0), "60 fps": dict(fps=60.0), "variable ~30 fps, 10% dropped": dict(fps=30.0, variable_rate=True)}
 
 
@@ -214,3 +222,5 @@ if __name__ == "__main__":
     for method in ("one_euro", "kalman"):
         costs = ", ".join(f"{p} person(s): {live_cost_ms(method, p):.3f}" for p in (1, 4))
         print(f"  {method}: {costs}")
+    print("offline smoothing cost (smooth_track, one person, 20 s at ~30 fps), CPU ms per frame:")
+    print("  " + ", ".join(f"{method}: {offline_cost_ms(method):.2f}" for method in ("rts", "savgol", "butterworth")))

@@ -74,14 +74,14 @@ def test_short_segments_are_handled(method, length):
     assert np.abs(seg - z[10 : 10 + length]).max() <= 10.0 / 2
 
 
-@pytest.mark.parametrize("method", OFFLINE_METHODS)
-def test_variable_dt_and_dropped_frames(method):
+@pytest.mark.parametrize("method, options", [("rts", {}), ("rts", {"order": "acceleration"}), ("savgol", {}), ("butterworth", {})])
+def test_variable_dt_and_dropped_frames(method, options):
     """Irregular timestamps (jitter + 20 % dropped) of a noisy smooth motion: the smoothing removes noise."""
     rng = np.random.default_rng(4)
     t = np.sort(rng.choice(np.arange(300) / 60.0, 240, replace=False)) + rng.uniform(-0.003, 0.003, 240)
     truth = np.stack([100 * np.sin(2 * t), 50 * np.cos(3 * t)], axis=1)[:, None, :]
     z = truth + rng.normal(0, 2.0, truth.shape)
-    out = smooth_track(t, z, None, method)
+    out = smooth_track(t, z, None, method, **options)
     err_raw = np.abs(z - truth)[10:-10].mean()
     err = np.abs(out - truth)[10:-10].mean()
     assert err < 0.6 * err_raw
@@ -117,6 +117,13 @@ def test_covered_frames():
     valid = np.array([0, 1, 0, 0, 1, 0, 0, 0, 0, 1], bool)[:, None]
     covered = covered_frames(t, valid, max_gap_seconds=0.3)[:, 0]
     assert covered.tolist() == [False, True, True, True, True, False, False, False, False, True]
+
+
+@pytest.mark.parametrize("method", OFFLINE_METHODS)
+def test_empty_and_single_frame_tracks(method):
+    assert smooth_track(np.zeros(0), np.zeros((0, 308, 2)), None, method).shape == (0, 308, 2)
+    one = np.full((1, 308, 3), 2.0)
+    np.testing.assert_array_equal(smooth_track(np.zeros(1), one, None, method), one)
 
 
 def test_user_errors():

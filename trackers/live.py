@@ -116,6 +116,8 @@ class LiveSmoother:
                 f"expected ids (N,), keypoints (N, K, D), scores (N, K), sizes (N,); got {ids.shape}, "
                 f"{keypoints.shape}, {np.shape(scores)}, {np.shape(sizes)}"
             )
+        if keypoints.shape[1] != self.num_keypoints:
+            raise ValueError(f"this smoother was built for K = {self.num_keypoints} keypoints, got {keypoints.shape[1]}")
         if len(set(ids.tolist())) != n:
             raise ValueError(f"track IDs must be unique within a frame, got {ids.tolist()}")
         t = float(timestamp)

@@ -75,6 +75,8 @@ def smooth_track(
     valid = np.isfinite(z).all(axis=-1)
     if scores is not None:
         valid &= np.asarray(scores) >= min_score
+    if t.size < 2:  # nothing to smooth over
+        return np.where(valid[..., None], z, np.nan)
     covered = covered_frames(t, valid, max_gap_seconds)
     if method == "rts":
         out = _rts(t, z, scores, valid, max_gap_seconds, **options)
@@ -184,8 +186,7 @@ def _uniform_grid_filter(
         for seg in np.split(idx, breaks):
             ts, zs = t[seg], z[seg, k]
             frames = slice(seg[0], seg[-1] + 1)
-            n_grid = int(round((ts[-1] - ts[0]) / dt)) + 1
-            grid = ts[0] + dt * np.arange(n_grid)
+            grid = np.linspace(ts[0], ts[-1], int(round((ts[-1] - ts[0]) / dt)) + 1)  # spacing ~dt, exact ends
             on_grid = np.stack([np.interp(grid, ts, zs[:, d]) for d in range(z.shape[2])], axis=1)
             filtered = smooth(on_grid)
             out[frames, k] = np.stack([np.interp(t[frames], grid, filtered[:, d]) for d in range(z.shape[2])], axis=1)
