@@ -5,15 +5,17 @@
 
 Motion: a 400 px tall person whose body moves in minimum-jerk strokes (moves
 peaking near 0.5 g, then stops), arms (wrist, hand, half the elbow) with fast
-gestures of their own (near 5 g), a head that turns, feet that step. Observations add white noise that is larger on face and hand
-points than on the body and grows as the keypoint score drops, plus 1 %
-outliers (20-60 px jumps) that mostly, but not always, have a low score.
-Scenarios: 30 fps, 60 fps, and a variable-rate 30 fps stream with timestamp
-jitter and 10 % dropped frames.
+gestures of their own (near 5 g), a head that turns, feet that step.
+Observations add white noise that is larger on face and hand points than on the
+body and grows as the keypoint score drops, plus 1 % outliers (20-60 px jumps)
+that mostly, but not always, have a low score. Scenarios: 30 fps, 60 fps, and a
+variable-rate 30 fps stream with timestamp jitter and 10 % dropped frames.
 
 Metrics (pixels, over all 308 keypoints and frames): jitter = mean magnitude of
 the second time derivative (px/s^2, finite differences on the real
-timestamps); error = distance to the ground truth, mean and 95th percentile.
+timestamps; the "truth" row is the motion's own, the floor); error = distance
+to the ground truth, mean and 95th percentile. Live methods run through
+`LiveSmoother` frame by frame, offline ones through `smooth_track`.
 """
 
 from __future__ import annotations

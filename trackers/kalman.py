@@ -9,8 +9,9 @@ P (..., K, dim, dim).
 
 The equations are filterpy's (`filterpy.kalman.predict`, `update` with the
 Joseph form, `rts_smoother`), written with batched matmuls so one call filters
-all persons x 308 keypoints; tests/test_trackers_kalman.py checks them against
-filterpy's own functions to 1e-9.
+all persons x 308 keypoints; tests/test_trackers_filters.py and
+tests/test_trackers_offline.py check them against filterpy's KalmanFilter and
+rts_smoother to 1e-9.
 
 Units: the estimate depends only on the ratios of Q, R and P0, so R is relative
 (1 / score^2, a score-1 measurement has variance 1) and q is set from a cutoff
@@ -31,7 +32,8 @@ from filterpy.common import Q_continuous_white_noise
 from trackers.regions import per_keypoint, smoothness_factor
 
 # Cutoffs (Hz) at smoothness 0.5, tuned on bench/smoothing.py for a jitter cut
-# >= 3x below the raw error: the face moves least for its noise, so it gets less bandwidth.
+# >= 3x at an error below the raw one: the face moves least for its noise, so it
+# gets less bandwidth.
 KALMAN_CUTOFF_HZ: dict[str, float] = {
     "body": 2.5,
     "foot": 2.5,
