@@ -16,7 +16,7 @@ Life of a track:
     unmatched by overlap who appears near where it vanished (or where it was
     heading), with a similar size, takes its ID back (someone walking out of view
     and back, or out from behind someone else);
-  * death: lost for longer than `reid_seconds`; its ID is never reused.
+  * death: unseen for longer than `reid_seconds`; its ID is never reused.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class IdentityTracker:
 
     confirm_hits:       consecutive matches before a new track gets an ID.
     max_misses:         frames a confirmed track coasts (predicted) before it is lost.
-    reid_seconds:       how long a lost track can take its ID back.
+    reid_seconds:       how long an unseen track is remembered (and can take its ID back).
     reid_distance:      re-identification gate: distance from where the track vanished
                         (or its predicted position), in units of its box height.
     reid_size_ratio:    re-identification gate: the box heights differ by at most this factor.
@@ -115,8 +115,8 @@ class IdentityTracker:
         min_keypoint_score: float = 0.3,
         velocity_smoothing: float = 0.2,
     ) -> None:
-        if confirm_hits < 1 or max_misses < 0 or reid_seconds < 0:
-            raise ValueError("confirm_hits >= 1, max_misses >= 0 and reid_seconds >= 0 are required")
+        if confirm_hits < 1 or max_misses < 0 or reid_seconds <= 0:
+            raise ValueError("confirm_hits >= 1, max_misses >= 0 and reid_seconds > 0 are required")
         self.confirm_hits = confirm_hits
         self.max_misses = max_misses
         self.reid_seconds = reid_seconds
@@ -160,7 +160,7 @@ class IdentityTracker:
                 scores = np.ones(keypoints.shape[:2])
             scores = np.asarray(scores, dtype=np.float64).reshape(keypoints.shape[:2])
         det_of_track: dict[int, int] = {}
-
+        self._forget(timestamp)
         active = [i for i, t in enumerate(self._tracks) if t.misses <= self.max_misses]
         pairs = self._match(active, boxes, keypoints, scores, timestamp)
         det_of_track.update(pairs)
@@ -249,12 +249,9 @@ class IdentityTracker:
         return track.track_id
 
     def _forget(self, timestamp: float) -> None:
-        """Tentative tracks die at their first miss; lost ones after `reid_seconds`."""
+        """Tentative tracks die at their first miss, any track unseen for longer than `reid_seconds`."""
         self._tracks = [
-            t
-            for t in self._tracks
-            if (t.confirmed or t.misses == 0)
-            and not (t.misses > self.max_misses and timestamp - t.last_seen > self.reid_seconds)
+            t for t in self._tracks if (t.confirmed or t.misses == 0) and timestamp - t.last_seen <= self.reid_seconds
         ]
 
 

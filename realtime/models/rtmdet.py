@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -305,6 +306,20 @@ def _width_hint(state_dict: dict[str, torch.Tensor], widen: float) -> str:
     return ""
 
 
+def detector_path(checkpoint: Optional[str | os.PathLike] = None, *, download: bool = True) -> Path:
+    """The detector file: `checkpoint` if given, else `$SAPIENS_CHECKPOINT_ROOT/detector/rtmdet_m.pth`,
+    else the Hugging Face cache, else a download (when `download`); `UserError` otherwise."""
+    return resolve_file(
+        explicit=checkpoint,
+        root_relative=[DETECTOR_ROOT_RELATIVE],
+        repo_id=DETECTOR_REPO,
+        filenames=[DETECTOR_FILENAME],
+        what="the RTMDet person detector",
+        fetch_command=DETECTOR_FETCH_COMMAND,
+        download=download,
+    )
+
+
 def load_detector(
     checkpoint: Optional[str | os.PathLike] = None,
     *,
@@ -319,14 +334,7 @@ def load_detector(
     then the Hugging Face cache, then downloads from `facebook/sapiens-pose-bbox-detector`.
     widen: width factor (0.75 = RTMDet-m, the released model).
     """
-    path = resolve_file(
-        explicit=checkpoint,
-        root_relative=[DETECTOR_ROOT_RELATIVE],
-        repo_id=DETECTOR_REPO,
-        filenames=[DETECTOR_FILENAME],
-        what="the RTMDet person detector",
-        fetch_command=DETECTOR_FETCH_COMMAND,
-    )
+    path = detector_path(checkpoint)
     model = RTMDet(widen=widen)
     state_dict = filter_state_dict(read_state_dict(path), model)
     what = f"the RTMDet person detector (widen {widen:g})"
