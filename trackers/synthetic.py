@@ -48,6 +48,14 @@ class TrackingErrors:
     false_positives: int
     id_switches: int
 
+    def __add__(self, other: "TrackingErrors") -> "TrackingErrors":
+        return TrackingErrors(
+            self.truths + other.truths,
+            self.misses + other.misses,
+            self.false_positives + other.false_positives,
+            self.id_switches + other.id_switches,
+        )
+
     @property
     def mota(self) -> float:
         return 1.0 - (self.misses + self.false_positives + self.id_switches) / max(self.truths, 1)
