@@ -76,6 +76,11 @@ class BoxFinder:
         self.duplicate_iou = duplicate_iou
         self.min_blob_fraction = min_blob_fraction
         self.sources: collections.Counter[str] = collections.Counter()  # frames per source, for the run summary
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the detection schedule and the counts (a new source starts)."""
+        self.sources.clear()
         self._last_detection: Optional[int] = None
         self._people_at_detection = 0
 
@@ -88,9 +93,10 @@ class BoxFinder:
     ) -> tuple[np.ndarray, np.ndarray, str]:
         """Boxes for frame `index`.
 
-        image_rgb: (H, W, 3) uint8 RGB frame; previous: the people of the previous
-        processed frame (with keypoints once infer ran); seg: (h, w) class map of the
-        latest segmentation (0 = background), any resolution, or None.
+        image_rgb: (H, W, 3) uint8 RGB frame; index: the frame's index (gaps are fine);
+        previous: the people of the latest frame whose inference finished (with
+        keypoints); seg: (h, w) class map of the latest segmentation (0 = background),
+        any resolution, or None.
         Returns boxes (N, 4) float32 xyxy px, scores (N,) float32 and the source.
         """
         height, width = image_rgb.shape[:2]

@@ -127,18 +127,13 @@ def demo_nms(boxes: torch.Tensor, scores: torch.Tensor, iou_thr: float = DEMO_NM
     inter_h = (torch.minimum(y2[:, None], y2[None]) - torch.maximum(y1[:, None], y1[None]) + 1).clamp(min=0)
     inter = inter_w * inter_h
     iou = inter / (areas[:, None] + areas[None] - inter)
-    order = scores.argsort(descending=True).tolist()
-    suppressed = torch.zeros(len(order), dtype=torch.bool).tolist()
-    overlaps = (iou > iou_thr).cpu().tolist()
+    overlaps = (iou > iou_thr).cpu()
+    suppressed = torch.zeros(len(scores), dtype=torch.bool)
     keep = []
-    for i in order:
-        if suppressed[i]:
-            continue
-        keep.append(i)
-        row = overlaps[i]
-        for j in order:
-            if row[j]:
-                suppressed[j] = True
+    for i in scores.argsort(descending=True).tolist():
+        if not suppressed[i]:
+            keep.append(i)
+            suppressed |= overlaps[i]
     return torch.tensor(keep, dtype=torch.int64)
 
 
