@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from realtime.detect import BoxFinder, boxes_from_label_map, make_box_finder
@@ -12,6 +13,15 @@ from trackers.identity import box_iou
 from trackers.synthetic import body_template, person_box, person_keypoints
 
 IMAGE = np.zeros((480, 640, 3), np.uint8)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread for the real detector forward (see tests/test_rtmdet.py)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 class FakeDetector:

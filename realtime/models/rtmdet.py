@@ -307,11 +307,12 @@ def _width_hint(state_dict: dict[str, torch.Tensor], widen: float) -> str:
 
 
 def detector_path(checkpoint: Optional[str | os.PathLike] = None, *, download: bool = True) -> Path:
-    """The detector file: `checkpoint` if given, else `$SAPIENS_CHECKPOINT_ROOT/detector/rtmdet_m.pth`,
-    else the Hugging Face cache, else a download (when `download`); `UserError` otherwise."""
+    """The detector file: `checkpoint` if given, else `$SAPIENS_CHECKPOINT_ROOT/detector/rtmdet_m.pth`
+    (or the release's own file name in that folder), else the Hugging Face cache, else a
+    download (when `download`); a `UserError` naming `sapiens-rt download --tasks detector` otherwise."""
     return resolve_file(
         explicit=checkpoint,
-        root_relative=[DETECTOR_ROOT_RELATIVE],
+        root_relative=[DETECTOR_ROOT_RELATIVE, f"detector/{DETECTOR_FILENAME}"],
         repo_id=DETECTOR_REPO,
         filenames=[DETECTOR_FILENAME],
         what="the RTMDet person detector",
