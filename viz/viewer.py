@@ -158,7 +158,6 @@ class Viewer:
             plot.setLabel("bottom", "seconds ago")
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMouseEnabled(x=False, y=False)
-            plot.setXRange(-self._history_s, 0, padding=0)
         self._latency_plot.addLegend(offset=(5, 5))
         self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2))
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
@@ -205,6 +204,8 @@ class Viewer:
 
     def _update_plots(self, now: float) -> None:
         times = np.array([t for t, _ in self._history]) - now
+        for plot in (self._fps_plot, self._latency_plot):  # grow the window until history_s
+            plot.setXRange(min(times[0], -1.0), 0, padding=0)
         self._fps_curve.setData(times, [m.get("fps", np.nan) for _, m in self._history])
         keys = sorted({k for _, m in self._history for k in m if k.endswith("_ms")})
         for key in keys:
