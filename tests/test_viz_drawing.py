@@ -249,3 +249,22 @@ def test_compose_panes_show_their_layers_and_leave_the_frame_alone():
 
     bare = compose(frame, Layers(skeleton=False, seg=False, depth=False, normal=False))
     assert tuple(bare[200, 100]) == GRAY and tuple(bare[200, 450]) == GRAY
+
+
+# ---------------------------------------------------------------- synthetic demo data
+
+
+def test_synthetic_person_and_maps_are_consistent():
+    box = (100.0, 50.0, 300.0, 450.0)
+    person = synthetic_person(box, track_id=2, rng=np.random.default_rng(3))
+    xy = person.keypoints
+    assert xy.shape == (K, 2) and np.isfinite(xy).all()
+    assert np.all((xy[:, 0] > 100 - 40) & (xy[:, 0] < 300 + 40) & (xy[:, 1] > 50 - 20) & (xy[:, 1] < 450 + 20))
+    assert xy[11, 1] < xy[13, 1] and xy[5, 0] > xy[6, 0]  # knee above ankle; left shoulder on image right
+    dense = synthetic_dense((480, 640), (person,), map_scale=0.5)
+    assert dense.seg.shape == dense.depth.shape == (240, 320)
+    person_pixels = dense.seg > 0
+    assert person_pixels.sum() > 1000 and not person_pixels[:, :40].any()  # only inside the box area
+    assert np.isfinite(dense.depth[person_pixels]).all() and np.isnan(dense.depth[~person_pixels]).all()
+    norms = np.linalg.norm(dense.normal[person_pixels], axis=-1)
+    assert np.allclose(norms, 1, atol=1e-4) and np.all(dense.normal[person_pixels][:, 2] < 0)  # facing the camera

@@ -113,8 +113,9 @@ class Viewer:
     def submit(self, image: np.ndarray, metrics: dict[str, float]) -> None:
         """Offer a composed (H, W, 3) uint8 RGB image and the current metrics; never blocks.
 
-        metrics: numeric values by name, e.g. "fps", "latency_ms", "stage.detect_ms",
-        "dropped". Only the newest submission is kept until the GUI thread shows it.
+        metrics: numeric values by name. Plotted: "fps", and "latency_ms" with every other
+        key ending in "_ms" (e.g. "stage.detect_ms"); "dropped" (frames dropped so far) goes
+        to the status line. Only the newest submission is kept until the GUI thread shows it.
         """
         with self._lock:
             self._pending = (image, dict(metrics))
@@ -224,8 +225,8 @@ class Viewer:
             parts.append(f"{m['fps']:.1f} fps")
         if "latency_ms" in m:
             parts.append(f"latency {m['latency_ms']:.0f} ms")
-        dropped = sum(v for k, v in m.items() if k.startswith("dropped"))
-        parts.append(f"dropped {int(dropped)}")
+        if "dropped" in m:
+            parts.append(f"dropped {int(m['dropped'])}")
         if self.paused:
             parts.append("PAUSED")
         if self.recording:
