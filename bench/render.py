@@ -58,7 +58,8 @@ def main() -> None:
         return annotator.draw(overlay_seg(image, dense.seg), people, inplace=True)
 
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-    print(f"device: CPU ({cpu}), OpenCV {cv2.__version__}, threads {cv2.getNumThreads()}")
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"device: CPU ({cpu}), OpenCV {cv2.__version__}, cv2 threads {cv2.getNumThreads()}, load average {load}")
     print(f"input: {w}x{h} RGB, {args.persons} synthetic persons x 308 keypoints, seg map {dense.seg.shape[1]}x{dense.seg.shape[0]}")
     for name, fn in [
         ("skeleton only", lambda: annotator.draw(image, people)),
