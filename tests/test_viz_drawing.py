@@ -221,6 +221,27 @@ def test_compose_size_is_fixed_by_the_panes_not_by_the_maps(layers, size):
     assert compose(bare, layers).shape == size + (3,)
 
 
+def test_toggling_a_preview_keeps_the_layout_and_blanks_the_pane():
+    rng = np.random.default_rng(2)
+    people = (synthetic_person((100, 50, 250, 450), track_id=1, rng=rng),)
+    frame = Frame(0, 0.0, gray_image(480, 640), people=people, dense=synthetic_dense((480, 640), people))
+    layers = Layers()
+    shown = compose(frame, layers)
+    layers.depth = False  # a viewer hot key
+    hidden = compose(frame, layers)
+    assert hidden.shape == shown.shape == (480, 960, 3)
+    depth_pane = (slice(40, 240), slice(640, 960))  # below the pane's title
+    assert np.any(shown[depth_pane] != BACKGROUND_RGB)
+    assert np.all(hidden[depth_pane] == BACKGROUND_RGB)
+    assert np.array_equal(hidden[240:], shown[240:])  # the normal pane is unchanged
+
+
+def test_layers_layout_is_validated():
+    assert Layers(depth=False).panes == ("overlay", "normal")
+    with pytest.raises(ValueError):
+        Layers(panes=("depth",))
+
+
 def test_compose_rounds_odd_sizes_up_to_even():
     for panes in [("overlay",), ("overlay", "depth"), ("overlay", "depth", "normal")]:
         h, w = compose_size((481, 641), panes)

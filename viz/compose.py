@@ -2,18 +2,18 @@
 
 The same function feeds the live viewer and the video writer.
 
-Layout (fixed by the enabled panes only, never by which maps a frame carries, so a
-video writer gets a constant frame size; a pane whose map has not arrived yet shows a
-dark "no data yet" placeholder):
+Layout: `Layers.panes`, fixed when the `Layers` is built (from its initial depth /
+normal flags, i.e. the enabled tasks) and never changed by toggling a flag or by which
+maps a frame carries, so a video writer gets one frame size for the whole run. A pane
+whose flag is toggled off, or whose map has not arrived yet, stays in place as a dark
+placeholder saying so.
 
     1 pane   [ overlay ]                      H x W
     2 panes  [ overlay | depth or normal ]    H x 2W
     3 panes  [ overlay | depth  ]             H x (W + W/2): the two previews at half
              [         | normal ]             size stacked on the right
 
-Sizes are rounded up to even numbers (H.264 yuv420p). Toggling a pane changes the size:
-a video writer that must keep one size while a user toggles panes in the viewer should
-compose with its own `Layers`.
+Sizes are rounded up to even numbers (H.264 yuv420p): see `compose_size`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,11 @@ class Layers:
 
     skeleton: boxes, IDs and keypoints on the overlay pane.
     seg:      body-part colours on the overlay pane.
-    depth:    a depth preview pane (set False when the depth task is off).
-    normal:   a normal preview pane (set False when the normal task is off).
+    depth:    show the depth preview (build with False when the depth task is off).
+    normal:   show the normal preview (build with False when the normal task is off).
     legend:   the class legend on the overlay pane.
+    panes:    the layout, fixed at construction: "overlay" plus "depth" / "normal" for
+              the flags that were True then (or given explicitly).
     """
 
     skeleton: bool = True
@@ -50,11 +52,18 @@ class Layers:
     depth: bool = True
     normal: bool = True
     legend: bool = False
+    panes: Optional[tuple[str, ...]] = None
+
+    def __post_init__(self) -> None:
+        if self.panes is None:
+            self.panes = ("overlay",) + tuple(name for name in ("depth", "normal") if getattr(self, name))
+        self.panes = tuple(self.panes)
+        _pane_boxes((2, 2), self.panes)  # validates the names
 
 
 def active_panes(layers: Layers) -> tuple[str, ...]:
     """The panes `compose` lays out for `layers`, in order ("overlay" always first)."""
-    return ("overlay",) + tuple(name for name in ("depth", "normal") if getattr(layers, name))
+    return layers.panes
 
 
 def _even(n: int) -> int:
@@ -116,13 +125,14 @@ def compose(
         canvas[: image_hw[0], : image_hw[1]] = overlay
     foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
     for name, (y, x, h, w) in zip(panes, _pane_boxes(image_hw, panes)):
-        if name == "overlay":
-            pane = canvas[y : y + h, x : x + w]
-        else:
-            pane = _preview(name, dense, foreground, (h, w))
+        title = _TITLES[name]
+        if name != "overlay":
+            pane = _preview(name, dense, foreground, (h, w)) if getattr(layers, name) else None
             if pane is not None:
                 canvas[y : y + h, x : x + w] = pane
-        _label(canvas, name, (y, x), pane)
+            else:
+                title += ": no data yet" if getattr(layers, name) else ": off"
+        _label(canvas, title, (y, x))
     if caption:
         draw_text(canvas, caption, (0, image_hw[0]), anchor="bottom")
     return canvas
@@ -137,6 +147,5 @@ def _preview(name: str, dense, foreground: Optional[np.ndarray], size_hw: tuple[
     return None
 
 
-def _label(canvas: np.ndarray, name: str, origin_yx: tuple[int, int], pane: Optional[np.ndarray]) -> None:
-    title = _TITLES[name] if pane is not None or name == "overlay" else f"{_TITLES[name]}: no data yet"
+def _label(canvas: np.ndarray, title: str, origin_yx: tuple[int, int]) -> None:
     draw_text(canvas, title, (origin_yx[1], origin_yx[0]))

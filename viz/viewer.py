@@ -12,7 +12,7 @@ runs Qt):
 
 Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, L class legend (they
 flip the shared `Layers` the render stage reads, so the change shows on the next
-rendered frame); Space pauses the display (the pipeline keeps running, the window
+rendered frame; a hidden preview keeps its place, so a recording keeps one size); Space pauses the display (the pipeline keeps running, the window
 freezes on the current image; the plots keep rolling); S saves the shown image as a
 PNG in `screenshot_dir`; R starts / stops recording through `on_record_toggle(True /
 False)` (the pipeline owns the video writer); Q / Esc quits.
