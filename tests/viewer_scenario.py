@@ -54,7 +54,8 @@ def main(out_dir: Path, mode: str) -> int:
         while not stop.is_set():
             image = compose(make_frame(index), viewer.layers, caption=f"frame {index}")
             viewer.submit(image, {"fps": 20 + index % 7, "latency_ms": 40 + index % 11,
-                                  "stage.detect_ms": 12.0, "stage.infer_ms": 25.0, "dropped": index // 10})
+                                  "stage.detect_ms": 12.0, "stage.infer_ms": 25.0, "stage.infer_p95_ms": 30.0,
+                                  "input_fps": 25.0, "dropped": index // 10})
             index += 1
             if mode == "pipeline-stops" and index == 30:
                 times["stop_set"] = time.monotonic()

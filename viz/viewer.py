@@ -113,9 +113,10 @@ class Viewer:
     def submit(self, image: np.ndarray, metrics: dict[str, float]) -> None:
         """Offer a composed (H, W, 3) uint8 RGB image and the current metrics; never blocks.
 
-        metrics: numeric values by name. Plotted: "fps", and "latency_ms" with every other
-        key ending in "_ms" (e.g. "stage.detect_ms"); "dropped" (frames dropped so far) goes
-        to the status line. Only the newest submission is kept until the GUI thread shows it.
+        metrics: numeric values by name (e.g. `realtime.metrics.Metrics.snapshot()`).
+        Plotted: "fps" and "input_fps"; "latency_ms", "latency_p95_ms" and every other key
+        ending in "_ms" but not "_p95_ms" (e.g. "stage.detect_ms"). The status line shows
+        "fps", "latency_ms", "dropped" (frames dropped so far) and "gpu_peak_mb". Only the newest submission is kept until the GUI thread shows it.
         """
         with self._lock:
             self._pending = (image, dict(metrics))
@@ -160,7 +161,9 @@ class Viewer:
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMouseEnabled(x=False, y=False)
         self._latency_plot.addLegend(offset=(5, 5))
-        self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2))
+        self._fps_plot.addLegend(offset=(5, 5))
+        self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2), name="output")
+        self._input_fps_curve = self._fps_plot.plot(pen=pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine), name="input")
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
         grid = self._graphics.ci.layout
         grid.setRowStretchFactor(0, 4)
@@ -208,15 +211,22 @@ class Viewer:
         for plot in (self._fps_plot, self._latency_plot):  # grow the window until history_s
             plot.setXRange(min(times[0], -1.0), 0, padding=0)
         self._fps_curve.setData(times, [m.get("fps", np.nan) for _, m in self._history])
+        if any("input_fps" in m for _, m in self._history):
+            self._input_fps_curve.setData(times, [m.get("input_fps", np.nan) for _, m in self._history])
+        # End-to-end latency (median and p95) and the median of every stage.
         keys = sorted({k for _, m in self._history for k in m if k.endswith("_ms")})
+        keys = [k for k in keys if k == "latency_p95_ms" or not k.endswith("_p95_ms")]
         for key in keys:
             if key not in self._latency_curves:
-                total = key == "latency_ms"
-                color = "#ffffff" if total else _STAGE_COLORS[len(self._latency_curves) % len(_STAGE_COLORS)]
-                self._latency_curves[key] = self._latency_plot.plot(
-                    pen=pg.mkPen(color, width=2 if total else 1), name=key.removesuffix("_ms")
-                )
+                self._latency_curves[key] = self._latency_plot.plot(pen=self._latency_pen(key), name=key.removesuffix("_ms"))
             self._latency_curves[key].setData(times, [m.get(key, np.nan) for _, m in self._history])
+
+    def _latency_pen(self, key: str):
+        if key == "latency_ms":
+            return pg.mkPen("#ffffff", width=2)
+        if key == "latency_p95_ms":
+            return pg.mkPen("#ffffff", width=1, style=QtCore.Qt.PenStyle.DashLine)
+        return pg.mkPen(_STAGE_COLORS[len(self._latency_curves) % len(_STAGE_COLORS)], width=1)
 
     def _update_status(self) -> None:
         parts = [self.status]
@@ -227,6 +237,8 @@ class Viewer:
             parts.append(f"latency {m['latency_ms']:.0f} ms")
         if "dropped" in m:
             parts.append(f"dropped {int(m['dropped'])}")
+        if "gpu_peak_mb" in m:
+            parts.append(f"GPU peak {m['gpu_peak_mb']:.0f} MB")
         if self.paused:
             parts.append("PAUSED")
         if self.recording:
