@@ -107,6 +107,12 @@ def test_line_width_scales_with_the_image(size_hw):
     assert expected - 1.5 <= width <= expected + 3  # cv2 anti-aliasing adds ~1 px a side
 
 
+def test_a_person_with_an_unknown_box_still_gets_a_skeleton():
+    person = person_with({5: (50, 50, 1.0)}, box=(np.nan, np.nan, np.nan, np.nan))
+    out = SkeletonAnnotator().draw(gray_image(), [person])
+    assert tuple(out[50, 50]) == point_color(5)
+
+
 def test_box_and_id_label_use_the_track_colour():
     person = person_with({}, box=(100, 150, 300, 380), track_id=3)
     out = SkeletonAnnotator().draw(gray_image(), [person])

@@ -122,7 +122,7 @@ class SkeletonAnnotator:
     def sizes(self, image_hw: tuple[int, int], box_height: float) -> dict[str, int]:
         """Line widths and radii in pixels for an image of (H, W) and a person box height (px)."""
         unit = min(image_hw) / 720.0 * self.scale  # 1.5 at 1080p, 0.67 at 480p, 3 at 4K
-        cap = max(box_height, 1.0)
+        cap = max(box_height, 1.0) if np.isfinite(box_height) else float(min(image_hw))
         return {
             "link": max(1, min(round(3 * unit), round(cap / 40))),
             "point": max(2, min(round(3 * unit), round(cap / 30))),
