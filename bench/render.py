@@ -46,8 +46,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     h, w = 1080, 1920
     image = cv2.GaussianBlur(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), (0, 0), 3)
+    step = (w - 240) / args.persons  # people side by side, 800 px tall and a bit shorter each
     people = tuple(
-        synthetic_person((120 + i * (w - 240) / args.persons, 150, 120 + (i + 0.6) * (w - 240) / args.persons, 150 + 800 - 60 * i), track_id=i, rng=rng)
+        synthetic_person((120 + i * step, 150, 120 + (i + 0.6) * step, 950 - 60 * i), track_id=i, rng=rng)
         for i in range(args.persons)
     )
     dense = synthetic_dense((h, w), people, map_scale=0.5)
@@ -60,7 +61,8 @@ def main() -> None:
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"device: CPU ({cpu}), OpenCV {cv2.__version__}, cv2 threads {cv2.getNumThreads()}, load average {load}")
-    print(f"input: {w}x{h} RGB, {args.persons} synthetic persons x 308 keypoints, seg map {dense.seg.shape[1]}x{dense.seg.shape[0]}")
+    seg_h, seg_w = dense.seg.shape
+    print(f"input: {w}x{h} RGB, {args.persons} synthetic persons x 308 keypoints, seg map {seg_w}x{seg_h}")
     for name, fn in [
         ("skeleton only", lambda: annotator.draw(image, people)),
         ("seg overlay only", lambda: overlay_seg(image, dense.seg)),

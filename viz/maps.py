@@ -86,14 +86,13 @@ def draw_seg_legend(out: np.ndarray, classes: np.ndarray) -> None:
     names, palette = seg_class_names(), seg_palette()
     scale = text_scale(out.shape[:2]) * 0.8
     (_, text_h), _ = cv2.getTextSize("Ag", cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
-    widths = [cv2.getTextSize(names[c], cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0] for c in classes if 0 < c < len(names)]
-    if not widths:
+    classes = [int(c) for c in classes if 0 < c < len(names)]
+    if not classes:
         return
+    widths = [cv2.getTextSize(names[c], cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0] for c in classes]
     x = out.shape[1] - max(widths) - 3 * text_h
     y = text_h // 2
     for c in classes:
-        if not 0 < c < len(names):
-            continue
         color = tuple(int(v) for v in palette[c])
         cv2.rectangle(out, (x, y), (x + text_h, y + text_h), color, -1)
         _, box_h = draw_text(out, names[c], (x + text_h, y - text_h // 4), font_scale=scale)

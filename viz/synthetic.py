@@ -111,7 +111,8 @@ _SEGMENTS = [
     ("left_ankle", "left_small_toe", "Left_Shoe", 0.045), ("right_ankle", "right_small_toe", "Right_Shoe", 0.045),
     ("left_shoulder", "left_elbow", "Left_Upper_Arm", 0.05), ("right_shoulder", "right_elbow", "Right_Upper_Arm", 0.05),
     ("left_elbow", "left_wrist", "Left_Lower_Arm", 0.04), ("right_elbow", "right_wrist", "Right_Lower_Arm", 0.04),
-    ("left_wrist", "left_middle_finger3", "Left_Hand", 0.035), ("right_wrist", "right_middle_finger3", "Right_Hand", 0.035),
+    ("left_wrist", "left_middle_finger3", "Left_Hand", 0.035),
+    ("right_wrist", "right_middle_finger3", "Right_Hand", 0.035),
     ("neck", "nose", "Face_Neck", 0.06),
 ]
 

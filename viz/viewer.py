@@ -12,8 +12,9 @@ runs Qt):
 
 Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, L class legend (they
 flip the shared `Layers` the render stage reads, so the change shows on the next
-rendered frame; a hidden preview keeps its place, so a recording keeps one size); Space pauses the display (the pipeline keeps running, the window
-freezes on the current image; the plots keep rolling); S saves the shown image as a
+rendered frame; a hidden preview keeps its place, so a recording keeps one size);
+Space pauses the display (the pipeline keeps running, the window freezes on the
+current image; the plots keep rolling); S saves the shown image as a
 PNG in `screenshot_dir`; R starts / stops recording through `on_record_toggle(True /
 False)` (the pipeline owns the video writer); Q / Esc quits.
 """
@@ -116,7 +117,8 @@ class Viewer:
         metrics: numeric values by name (e.g. `realtime.metrics.Metrics.snapshot()`).
         Plotted: "fps" and "input_fps"; "latency_ms", "latency_p95_ms" and every other key
         ending in "_ms" but not "_p95_ms" (e.g. "stage.detect_ms"). The status line shows
-        "fps", "latency_ms", "dropped" (frames dropped so far) and "gpu_peak_mb". Only the newest submission is kept until the GUI thread shows it.
+        "fps", "latency_ms", "dropped" (frames dropped so far) and "gpu_peak_mb".
+        Only the newest submission is kept until the GUI thread shows it.
         """
         with self._lock:
             self._pending = (image, dict(metrics))
@@ -163,7 +165,8 @@ class Viewer:
         self._latency_plot.addLegend(offset=(5, 5))
         self._fps_plot.addLegend(offset=(5, 5))
         self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2), name="output")
-        self._input_fps_curve = self._fps_plot.plot(pen=pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine), name="input")
+        dashed = pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine)
+        self._input_fps_curve = self._fps_plot.plot(pen=dashed, name="input")
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
         grid = self._graphics.ci.layout
         grid.setRowStretchFactor(0, 4)
@@ -218,7 +221,8 @@ class Viewer:
         keys = [k for k in keys if k == "latency_p95_ms" or not k.endswith("_p95_ms")]
         for key in keys:
             if key not in self._latency_curves:
-                self._latency_curves[key] = self._latency_plot.plot(pen=self._latency_pen(key), name=key.removesuffix("_ms"))
+                pen, name = self._latency_pen(key), key.removesuffix("_ms")
+                self._latency_curves[key] = self._latency_plot.plot(pen=pen, name=name)
             self._latency_curves[key].setData(times, [m.get(key, np.nan) for _, m in self._history])
 
     def _latency_pen(self, key: str):
