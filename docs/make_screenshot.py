@@ -61,19 +61,22 @@ def moving_people(mask: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
 
 def dense_from_silhouettes(image_hw, people, blobs: np.ndarray) -> DenseMaps:
     """Part labels (nearest synthetic label) and depth on the real silhouettes."""
-    template = synthetic_dense(image_hw, people, map_scale=1.0)
-    _, nearest = ndimage.distance_transform_edt(template.seg == 0, return_indices=True)
-    labels = template.seg[nearest[0], nearest[1]]
-    seg = np.where(blobs > 0, labels, 0).astype(np.uint8)
+    template = synthetic_dense(image_hw, people, map_scale=1.0).seg
+    seg = np.zeros(image_hw, np.uint8)
     depth = np.full(image_hw, np.nan, np.float32)
     for person in people:
         x0, y0, x1, y1 = person.box.astype(int)
-        inside = np.zeros(image_hw, np.uint8)
-        inside[y0:y1, x0:x1] = blobs[y0:y1, x0:x1] > 0
-        distance = 1.7 * image_hw[1] / (y1 - y0)
+        box = (slice(y0, y1), slice(x0, x1))
+        inside = (blobs[box] > 0).astype(np.uint8)
+        if not template[box].any():
+            continue
+        # Every silhouette pixel takes the nearest template label.
+        _, nearest = ndimage.distance_transform_edt(template[box] == 0, return_indices=True)
+        labels = template[box][nearest[0], nearest[1]]
+        seg[box] = np.where(inside > 0, labels, seg[box])
         rounded = cv2.distanceTransform(inside, cv2.DIST_L2, 5)
         bulge = 0.12 * np.sqrt(rounded / max(float(rounded.max()), 1e-6))
-        depth[inside > 0] = distance - bulge[inside > 0]
+        depth[box][inside > 0] = 1.7 * image_hw[1] / (y1 - y0) - bulge[inside > 0]
     return DenseMaps(seg=seg, depth=depth, normal=normals_from_depth(depth, image_hw[1]))
 
 

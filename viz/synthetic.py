@@ -133,10 +133,16 @@ def synthetic_dense(image_hw: tuple[int, int], people: Sequence[Person], map_sca
     distance = [1.7 * image_hw[1] / max(float(p.box[3] - p.box[1]), 1.0) for p in people]
     for order in np.argsort(distance)[::-1]:
         person, z0 = people[order], distance[order]
-        xy = person.best_keypoints * map_scale
         height = float(person.box[3] - person.box[1]) * map_scale
-        mask = np.zeros((h, w), np.uint8)
-        label = np.zeros((h, w), np.uint8)
+        # Rasterise in a window around the person only (cheap for small people).
+        margin = 0.15 * height
+        x0, y0 = (max(0, int(v * map_scale - margin)) for v in person.box[:2])
+        x1, y1 = min(w, int(person.box[2] * map_scale + margin)), min(h, int(person.box[3] * map_scale + margin))
+        if x1 <= x0 or y1 <= y0:
+            continue
+        xy = person.best_keypoints * map_scale - (x0, y0)
+        mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
+        label = np.zeros_like(mask)
         pt = lambda name: tuple(int(v) for v in np.round(xy[index[name]]))  # noqa: E731
         torso = np.array([pt("left_shoulder"), pt("right_shoulder"), pt("right_hip"), pt("left_hip")], np.int32)
         cv2.fillConvexPoly(label, torso, classes["Upper_Clothing"])
@@ -154,8 +160,8 @@ def synthetic_dense(image_hw: tuple[int, int], people: Sequence[Person], map_sca
         inside = cv2.distanceTransform(mask, cv2.DIST_L2, 5)
         bulge = 0.12 * np.sqrt(inside / max(float(inside.max()), 1e-6))
         on = mask > 0
-        seg[on] = label[on]
-        depth[on] = (z0 - bulge[on]).astype(np.float32)
+        seg[y0:y1, x0:x1][on] = label[on]
+        depth[y0:y1, x0:x1][on] = (z0 - bulge[on]).astype(np.float32)
     return DenseMaps(seg=seg, depth=depth, normal=normals_from_depth(depth, focal), computed_on=None)
 
 

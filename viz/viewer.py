@@ -162,11 +162,10 @@ class Viewer:
             plot.setLabel("bottom", "seconds ago")
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMouseEnabled(x=False, y=False)
-        self._latency_plot.addLegend(offset=(5, 5))
-        self._fps_plot.addLegend(offset=(5, 5))
+        self._latency_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
+        self._fps_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
         self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2), name="output")
-        dashed = pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine)
-        self._input_fps_curve = self._fps_plot.plot(pen=dashed, name="input")
+        self._input_fps_curve: Optional[pg.PlotDataItem] = None  # added when "input_fps" arrives
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
         grid = self._graphics.ci.layout
         grid.setRowStretchFactor(0, 4)
@@ -215,6 +214,9 @@ class Viewer:
             plot.setXRange(min(times[0], -1.0), 0, padding=0)
         self._fps_curve.setData(times, [m.get("fps", np.nan) for _, m in self._history])
         if any("input_fps" in m for _, m in self._history):
+            if self._input_fps_curve is None:
+                dashed = pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine)
+                self._input_fps_curve = self._fps_plot.plot(pen=dashed, name="input")
             self._input_fps_curve.setData(times, [m.get("input_fps", np.nan) for _, m in self._history])
         # End-to-end latency (median and p95) and the median of every stage.
         keys = sorted({k for _, m in self._history for k in m if k.endswith("_ms")})
