@@ -93,9 +93,9 @@ def synthetic_person(
     rng = rng if rng is not None else np.random.default_rng(0)
     box = np.asarray(box, dtype=np.float32)
     height = float(box[3] - box[1])
-    uv = template() + rng.normal(0, 0.006, size=(1, 2)) * np.array([[1.0, 0.0]])  # slight lean
+    uv = template()
     xy = np.stack([(box[0] + box[2]) / 2 + uv[:, 0] * height, box[1] + uv[:, 1] * height], axis=1)
-    xy += rng.normal(0, 0.003 * height, size=xy.shape)
+    xy += rng.normal(0, 0.003 * height, size=xy.shape)  # no two people exactly alike
     scores = rng.uniform(0.5, 1.0, size=len(xy))
     scores[rng.random(len(xy)) < hidden_fraction] = 0.1
     return Person(
