@@ -82,3 +82,16 @@ def test_pipeline_stop_closes_the_window_and_returns_promptly(tmp_path):
     result = run_scenario(tmp_path, "pipeline-stops")
     assert result["stop_set"] and not result["worker_alive"]
     assert result["return_delay_s"] < 2.0
+
+
+def test_no_display_is_a_user_error(monkeypatch):
+    from realtime.errors import UserError
+    from viz.viewer import check_display
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    if sys.platform.startswith("linux"):
+        with pytest.raises(UserError, match="QT_QPA_PLATFORM=offscreen"):
+            check_display()
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    check_display()  # fine with a platform plugin named

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -32,6 +34,8 @@ import cv2
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
+
+from realtime.errors import UserError
 
 from .compose import Layers
 
@@ -48,6 +52,17 @@ _TOGGLES = {
 }
 KEY_HELP = "1/K skeleton  2/G parts  3/D depth  4/N normals  L legend  Space pause  S screenshot  R record  Q quit"
 _STAGE_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
+
+
+def check_display() -> None:
+    """Raise a UserError when Linux has no display for a window (Qt would abort the process)."""
+    if not sys.platform.startswith("linux") or QtWidgets.QApplication.instance() is not None:
+        return
+    if not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
+        raise UserError(
+            "There is no display for the viewer window (DISPLAY is not set); "
+            "run without --view, or set QT_QPA_PLATFORM=offscreen to run it without a screen."
+        )
 
 
 class _Window(QtWidgets.QWidget):
@@ -90,6 +105,7 @@ class Viewer:
     ) -> None:
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("Viewer must be built on the main thread (Qt runs there)")
+        check_display()
         self._app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
         self.layers = layers
         self.status = status
