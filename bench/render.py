@@ -6,7 +6,7 @@ task on a smaller input would give). Prints milliseconds per frame for the overl
 alone and for the full 3-pane composition (overlay + depth + normals): wall-clock median
 and minimum, and process CPU time per frame (summed over OpenCV's threads).
 
-    python bench/render.py [--persons 4] [--repeats 50]
+    python bench/render.py [--persons 4] [--repeats 50] [--cv-threads N]
 """
 
 from __future__ import annotations
@@ -45,7 +45,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--persons", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--cv-threads", type=int, help="cv2.setNumThreads (default: OpenCV's choice)")
     args = parser.parse_args()
+    if args.cv_threads is not None:
+        cv2.setNumThreads(args.cv_threads)
 
     rng = np.random.default_rng(0)
     h, w = 1080, 1920
