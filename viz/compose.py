@@ -108,29 +108,34 @@ def compose(
     The frame is not modified.
     """
     panes = active_panes(layers)
-    image_hw = frame.image.shape[:2]
+    image_h, image_w = image_hw = frame.image.shape[:2]
     dense = frame.dense
-    overlay = frame.image
+    out_h, out_w = compose_size(image_hw, panes)
+    boxes = _pane_boxes(image_hw, panes)
+    # Draw straight into the canvas (cv2 draws into row-contiguous views): no extra copies.
+    canvas = np.empty((out_h, out_w, 3), np.uint8)
+    overlay = canvas[:image_h, :image_w]
+    overlay[:] = frame.image
     if layers.seg and dense is not None and dense.seg is not None:
-        overlay = overlay_seg(overlay, dense.seg, legend=layers.legend)
+        overlay_seg(overlay, dense.seg, legend=layers.legend, inplace=True)
     if layers.skeleton and frame.people:
         annotator = annotator if annotator is not None else _default_annotator()
-        overlay = annotator.draw(overlay, frame.people, inplace=overlay is not frame.image)
+        annotator.draw(overlay, frame.people, inplace=True)
+    # Padding to even sizes, and the gap under the half-size panes when H is odd.
+    canvas[image_h:] = BACKGROUND_GRAY
+    canvas[:, max(x + w for _, x, _, w in boxes) :] = BACKGROUND_GRAY
+    if len(panes) == 3:
+        canvas[2 * (image_h // 2) :, image_w:] = BACKGROUND_GRAY
 
-    out_h, out_w = compose_size(image_hw, panes)
-    if (out_h, out_w) == image_hw and overlay is not frame.image:
-        canvas = overlay  # single pane of even size: no copy needed
-    else:
-        canvas = np.full((out_h, out_w, 3), BACKGROUND_GRAY, np.uint8)
-        canvas[: image_hw[0], : image_hw[1]] = overlay
     foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
-    for name, (y, x, h, w) in zip(panes, _pane_boxes(image_hw, panes)):
+    for name, (y, x, h, w) in zip(panes, boxes):
         title = _TITLES[name]
         if name != "overlay":
             pane = _preview(name, dense, foreground, (h, w)) if getattr(layers, name) else None
             if pane is not None:
                 canvas[y : y + h, x : x + w] = pane
             else:
+                canvas[y : y + h, x : x + w] = BACKGROUND_GRAY
                 title += ": no data yet" if getattr(layers, name) else ": off"
         _label(canvas, title, (y, x))
     if caption:

@@ -59,6 +59,8 @@ def overlay_seg(
     background pixels (class 0) keep the image untouched. `legend` lists the classes
     present in the top-right corner.
     """
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"image must be (H, W, 3) uint8 RGB, got {image.shape} {image.dtype}")
     out = image if inplace else image.copy()
     labels = np.asarray(seg, dtype=np.uint8)
     foreground = labels > 0
@@ -154,8 +156,11 @@ def depth_to_rgb(
     far = float(max(depth_range[1], near * (1 + 1e-6)))
     # Inverse depth spreads the colours where detail is (close up), like the official demo.
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (1.0 / depth - 1.0 / far) * (255.0 / (1.0 / near - 1.0 / far))
-    index = np.clip(np.nan_to_num(t), 0, 255).round().astype(np.uint8)
+        t = np.divide(1.0, depth, dtype=np.float32)
+        t -= 1.0 / far
+        t *= 255.0 / (1.0 / near - 1.0 / far)
+        np.maximum(t, 0.0, out=t)
+    index = cv2.convertScaleAbs(t)  # rounds and saturates at 255; unknown pixels are masked below
     out = _on_background(cv2.applyColorMap(index, turbo_rgb()), valid)
     return resize_map(out, size_hw) if size_hw is not None else out
 

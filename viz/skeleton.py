@@ -146,8 +146,8 @@ class SkeletonAnnotator:
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise ValueError(f"image must be (H, W, 3) uint8 RGB, got {image.shape} {image.dtype}")
         out = image if inplace else image.copy()
-        if not out.flags.c_contiguous:
-            raise ValueError("image must be C-contiguous to draw in place")
+        if out.strides[1:] != (3, 1):
+            raise ValueError("image rows must be contiguous RGB pixels to draw in place")
         for person in people:
             box = np.asarray(person.box, dtype=np.float64)
             size = self.sizes(out.shape[:2], box[3] - box[1])
