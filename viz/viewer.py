@@ -43,13 +43,23 @@ log = logging.getLogger(__name__)
 
 _TICK_MS = 15  # how often the GUI thread picks up the newest image and checks `stop`
 _PLOT_EVERY_S = 0.1
+
+
+def _code(key) -> int:
+    """A Qt key as a plain int (bindings differ: IntEnum, Enum or int)."""
+    return int(getattr(key, "value", key))
+
+
+_Key = QtCore.Qt.Key
 _TOGGLES = {
-    QtCore.Qt.Key.Key_1: "skeleton", QtCore.Qt.Key.Key_K: "skeleton",
-    QtCore.Qt.Key.Key_2: "seg", QtCore.Qt.Key.Key_G: "seg",
-    QtCore.Qt.Key.Key_3: "depth", QtCore.Qt.Key.Key_D: "depth",
-    QtCore.Qt.Key.Key_4: "normal", QtCore.Qt.Key.Key_N: "normal",
-    QtCore.Qt.Key.Key_L: "legend",
+    _code(_Key.Key_1): "skeleton", _code(_Key.Key_K): "skeleton",
+    _code(_Key.Key_2): "seg", _code(_Key.Key_G): "seg",
+    _code(_Key.Key_3): "depth", _code(_Key.Key_D): "depth",
+    _code(_Key.Key_4): "normal", _code(_Key.Key_N): "normal",
+    _code(_Key.Key_L): "legend",
 }
+_SPACE, _SCREENSHOT, _RECORD = _code(_Key.Key_Space), _code(_Key.Key_S), _code(_Key.Key_R)
+_QUIT = {_code(_Key.Key_Q), _code(_Key.Key_Escape)}
 KEY_HELP = "1/K skeleton  2/G parts  3/D depth  4/N normals  L legend  Space pause  S screenshot  R record  Q quit"
 _STAGE_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
 
@@ -74,7 +84,7 @@ class _Window(QtWidgets.QWidget):
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        if not self._viewer._on_key(event.key()):
+        if not self._viewer._on_key(_code(event.key())):
             super().keyPressEvent(event)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
@@ -270,19 +280,18 @@ class Viewer:
         self._status_label.setText("  |  ".join(parts))
 
     def _on_key(self, key: int) -> bool:
-        """Handle a hot key; False when the key is not ours."""
-        Key = QtCore.Qt.Key
+        """Handle a hot key (a Qt key code); False when the key is not ours."""
         if key in _TOGGLES:
             name = _TOGGLES[key]
             setattr(self.layers, name, not getattr(self.layers, name))
             self._notice = f"{name} {'on' if getattr(self.layers, name) else 'off'}"
-        elif key == Key.Key_Space:
+        elif key == _SPACE:
             self.paused = not self.paused
-        elif key == Key.Key_S:
+        elif key == _SCREENSHOT:
             self.save_screenshot()
-        elif key == Key.Key_R:
+        elif key == _RECORD:
             self._toggle_recording()
-        elif key in (Key.Key_Q, Key.Key_Escape):
+        elif key in _QUIT:
             self._window.close()
         else:
             return False
