@@ -254,6 +254,9 @@ def test_compose_rounds_odd_sizes_up_to_even():
         assert h % 2 == 0 and w % 2 == 0
     out = compose(Frame(0, 0.0, gray_image(481, 641)), Layers())
     assert out.shape == compose_size((481, 641), ("overlay", "depth", "normal")) + (3,)
+    # Padding is background, never left-over memory.
+    assert np.all(out[481:] == BACKGROUND_RGB) and np.all(out[:, 641 + 320 :] == BACKGROUND_RGB)
+    assert np.all(out[480:, 641:] == BACKGROUND_RGB)
 
 
 def test_compose_panes_show_their_layers_and_leave_the_frame_alone():
