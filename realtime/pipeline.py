@@ -137,6 +137,7 @@ class Pipeline:
         self.max_in_flight = max_in_flight or len(self.stages)
         self.max_frames = max_frames
         self.stop_event = threading.Event()
+        self.finished = threading.Event()  # the end of the source went through every stage
         self._stop_reason: Optional[str] = None
         self._error: Optional[StageError] = None
         self._lock = threading.Lock()
@@ -161,7 +162,7 @@ class Pipeline:
         info = self.source.info
         gate = Gate(self.max_in_flight, drop_stale=info.live, stop=self.stop_event, metrics=self.metrics)
         queues = [queue.Queue() for _ in self.stages[1:]]
-        finished = threading.Event()
+        finished = self.finished
         threads = [threading.Thread(target=self._capture, args=(gate,), name="capture", daemon=True)]
         for i, stage in enumerate(self.stages):
             inbox = gate.take if i == 0 else _getter(queues[i - 1], self.stop_event)
@@ -216,6 +217,7 @@ class Pipeline:
                     outbox(_END)
                 else:
                     finished.set()
+                    self.stop_event.set()  # releases a main loop (viewer) waiting on it
                 return
             if self.stop_event.is_set():
                 return

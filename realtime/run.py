@@ -133,7 +133,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     layers = Layers(skeleton="pose" in models, seg="seg" in models, depth="pointmap" in models, normal="normal" in models)
 
-    tracks = video = viewer = progress = None
+    tracks = video = viewer = progress = main_loop = None
     try:
         if "tracks" in outputs:
             tracks = TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
@@ -150,13 +150,11 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
             InferStage(predictor, feedback, dense_every=options.dense_every),
             SmoothStage(IdentityTracker(), smoother, feedback),
         ]
-        main_loop = None
         if options.view or video is not None:
             stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
         if options.view:
             viewer = _viewer(options, info, device, layers, write, outputs) if main_loop_factory is None else main_loop_factory(write, layers)
             write.viewer = viewer
-            main_loop = viewer.run
         stages.append(write)
     except BaseException:
         for sink in (tracks, video, progress):
@@ -165,6 +163,11 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         raise
 
     pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+    if viewer is not None:
+        def main_loop(stop: threading.Event) -> None:
+            viewer.run(stop)  # returns when the window closes or the run stops
+            if not pipeline.finished.is_set():
+                pipeline.stop("window closed")  # no effect if the run had already stopped
     with _stop_on_signals(pipeline):
         result = pipeline.run(main_loop)
     lines = [result.message] + metrics.summary()
