@@ -53,16 +53,16 @@ def test_person_leaving_and_returning_is_reidentified(seed):
 def test_birth_after_k_hits_and_death_after_the_reid_window():
     tracker = IdentityTracker(confirm_hits=3, max_misses=2, reid_seconds=0.5)
     box = np.array([[100, 100, 160, 250]], np.float32)
-    got = [int(tracker.update(box, timestamp=t / 25)[0]) for t in range(5)]
+    got = [int(tracker.update(box, None, None, t / 25)[0]) for t in range(5)]
     assert got == [TENTATIVE, TENTATIVE, 0, 0, 0]
     # A blip seen once is never confirmed.
-    assert tracker.update(np.array([[400, 50, 430, 120]], np.float32), timestamp=5 / 25).tolist() == [TENTATIVE]
+    assert tracker.update(np.array([[400, 50, 430, 120]], np.float32), None, None, 5 / 25).tolist() == [TENTATIVE]
     # Back after 0.4 s (lost, within the window): same ID straight away.
-    assert tracker.update(box, timestamp=15 / 25).tolist() == [0]
+    assert tracker.update(box, None, None, 15 / 25).tolist() == [0]
     # Back after 2 s: the track died; a new one is born with a new ID, never 0 again.
-    later = [int(tracker.update(box, timestamp=(65 + t) / 25)[0]) for t in range(3)]
+    later = [int(tracker.update(box, None, None, (65 + t) / 25)[0]) for t in range(3)]
     assert later == [TENTATIVE, TENTATIVE, 1]
-    assert tracker.update(np.zeros((0, 4)), timestamp=70 / 25).shape == (0,)
+    assert tracker.update(np.zeros((0, 4)), None, None, 70 / 25).shape == (0,)
 
 
 def test_keypoints_tell_apart_people_with_the_same_box():
@@ -75,7 +75,9 @@ def test_keypoints_tell_apart_people_with_the_same_box():
     for t in range(30):
         order = rng.permutation(2)
         kps = np.stack([poses[o] + rng.normal(0, 2, poses[o].shape) for o in order])
-        ids = tracker.update(np.stack([box, box]), kps, np.ones(kps.shape[:2]), timestamp=t / 25)
+        scores = np.ones(kps.shape[:2])
+        kps[:, :20] = np.nan  # unknown keypoints are ignored, not taken as (0, 0)
+        ids = tracker.update(np.stack([box, box]), kps, scores, t / 25)
         by_pose = dict(zip(order.tolist(), ids.tolist()))
         first = first or by_pose
         assert by_pose == first

@@ -100,6 +100,7 @@ class IdentityTracker:
     iou_weight:         weight of box IoU against keypoint OKS in the similarity.
     min_similarity:     pairs below this similarity are never matched.
     min_keypoint_score: keypoints scoring at or below this are ignored.
+    velocity_smoothing: weight of each new velocity measurement (box noise / dt is large).
     """
 
     def __init__(
@@ -141,14 +142,15 @@ class IdentityTracker:
     def update(
         self,
         boxes: np.ndarray,
-        keypoints: Optional[np.ndarray] = None,
-        scores: Optional[np.ndarray] = None,
-        timestamp: float = 0.0,
+        keypoints: Optional[np.ndarray],
+        scores: Optional[np.ndarray],
+        timestamp: float,
     ) -> np.ndarray:
         """Match one frame's people to the tracks.
 
-        boxes: (N, 4) xyxy px; keypoints: (N, K, 2) px or None; scores: (N, K)
-        keypoint confidences or None (all keypoints trusted); timestamp: s, increasing.
+        boxes: (N, 4) xyxy px; keypoints: (N, K, 2) px (NaN where unknown) or None
+        (boxes only); scores: (N, K) keypoint confidences, or None (all trusted);
+        timestamp: s, from the source, increasing (gaps from dropped frames are fine).
         Returns ids (N,) int64: the stable ID of each person, or -1 (`TENTATIVE`)
         while its track is not confirmed yet.
         """
@@ -158,7 +160,10 @@ class IdentityTracker:
             keypoints = np.asarray(keypoints, dtype=np.float64).reshape(n, -1, 2)
             if scores is None:
                 scores = np.ones(keypoints.shape[:2])
-            scores = np.asarray(scores, dtype=np.float64).reshape(keypoints.shape[:2])
+            scores = np.nan_to_num(np.asarray(scores, dtype=np.float64).reshape(keypoints.shape[:2]))
+            known = np.isfinite(keypoints).all(axis=-1)
+            scores = np.where(known, scores, 0.0)  # unknown keypoints never count as visible
+            keypoints = np.where(known[..., None], keypoints, 0.0)
         det_of_track: dict[int, int] = {}
         self._forget(timestamp)
         active = [i for i, t in enumerate(self._tracks) if t.misses <= self.max_misses]
