@@ -200,6 +200,7 @@ def make_box_finder(
     max_people: Optional[int] = None,
     device: str = "cpu",
     half: bool = False,
+    widen: Optional[float] = 0.75,
 ) -> BoxFinder:
     """A `BoxFinder` from CLI-style options (`--boxes-from`, `--detector`,
     `--detect-every`, `--max-people`), loading the detector when needed.
@@ -230,5 +231,5 @@ def make_box_finder(
                     f"with `--boxes-from seg` or `--boxes-from frame`."
                 ) from None
         dtype = torch.float16 if half and device != "cpu" else torch.float32
-        detector = load_detector(detector_checkpoint, device=device, dtype=dtype)
+        detector = load_detector(detector_checkpoint, widen=widen, device=device, dtype=dtype)
     return BoxFinder(boxes_from, detector, detect_every=detect_every, max_people=max_people)

@@ -93,16 +93,17 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
-        main_loop_factory: Optional[Callable] = None) -> RunSummary:
-    """Run the whole pipeline. `models` (task -> module on the device) and `box_finder`
-    replace loading from checkpoints, for tests and benchmarks."""
+        source: Optional[Source] = None, main_loop_factory: Optional[Callable] = None) -> RunSummary:
+    """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
+    `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
     device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
 
-    source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
-                         fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
+    if source is None:
+        source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
+                             fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
     info = source.open()
     try:
         outputs = _output_paths(options, info)

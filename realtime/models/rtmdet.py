@@ -324,7 +324,7 @@ def detector_path(checkpoint: Optional[str | os.PathLike] = None, *, download: b
 def load_detector(
     checkpoint: Optional[str | os.PathLike] = None,
     *,
-    widen: float = 0.75,
+    widen: Optional[float] = 0.75,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
 ) -> Detector:
@@ -333,11 +333,16 @@ def load_detector(
     checkpoint: an mmdet `.pth` (read with weights_only=True) or a `.safetensors`
     state dict; None looks under `$SAPIENS_CHECKPOINT_ROOT/detector/rtmdet_m.pth`,
     then the Hugging Face cache, then downloads from `facebook/sapiens-pose-bbox-detector`.
-    widen: width factor (0.75 = RTMDet-m, the released model).
+    widen: width factor (0.75 = RTMDet-m, the released model); None reads it from the
+    file's stem width (e.g. the narrow test fixtures).
     """
     path = detector_path(checkpoint)
+    raw = read_state_dict(path)
+    if widen is None:
+        stem = raw.get("backbone.stem.0.conv.weight", raw.get("module.backbone.stem.0.conv.weight"))
+        widen = stem.shape[0] * 2 / 64 if stem is not None and stem.ndim == 4 else 0.75
     model = RTMDet(widen=widen)
-    state_dict = filter_state_dict(read_state_dict(path), model)
+    state_dict = filter_state_dict(raw, model)
     what = f"the RTMDet person detector (widen {widen:g})"
     load_strict(model, state_dict, source=str(path), what=what, hint=_width_hint(state_dict, widen))
     differ = _shared_conv_report(state_dict)
