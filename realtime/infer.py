@@ -117,7 +117,9 @@ class Predictor:
         if len(boxes) == 0:
             return torch.zeros((0, 0, 3), device=self.device)
         in_h, in_w = self.input_hw
-        box_t = torch.as_tensor(np.asarray(boxes, np.float32), device=self.device)
+        boxes = np.asarray(boxes, np.float32).copy()
+        boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
+        box_t = torch.as_tensor(boxes, device=self.device)
         center, scale = codec.box_to_center_scale(box_t, (in_w, in_h))
         results = []
         start = 0

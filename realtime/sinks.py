@@ -27,7 +27,8 @@ class VideoWriter:
     """Encode RGB frames with their timestamps into an MP4 (H.264, yuv420p).
 
     The output is opened at the first frame (its size is known then); odd
-    sizes are padded by one black pixel (yuv420p needs even sizes).
+    sizes are padded by one black pixel (yuv420p needs even sizes), and later
+    frames of another size are scaled to fit that size.
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float, audio_from: Optional[str] = None,
@@ -50,9 +51,7 @@ class VideoWriter:
 
         if self._container is None:
             self._open(image.shape[1], image.shape[0])
-        image = _pad_even(image)
-        if image.shape[1] != self._stream.width or image.shape[0] != self._stream.height:
-            raise ValueError(f"frame size changed from {self._stream.width}x{self._stream.height} to {image.shape[1]}x{image.shape[0]}")
+        image = _fit(image, self._stream.width, self._stream.height)
         frame = av.VideoFrame.from_ndarray(image, format="rgb24")
         pts = max(int(round(timestamp / TIME_BASE)), self._last_pts + 1)
         frame.pts, frame.time_base = pts, TIME_BASE
@@ -132,11 +131,20 @@ class VideoWriter:
         self.close()
 
 
-def _pad_even(image: np.ndarray) -> np.ndarray:
+def _fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """The frame at the video's size: padded by a pixel to even sizes, or, when a source
+    changes size (an image folder of mixed sizes), scaled to fit and centred on black."""
     h, w = image.shape[:2]
-    if h % 2 == 0 and w % 2 == 0:
-        return image
-    return np.pad(image, ((0, h % 2), (0, w % 2), (0, 0)))
+    if (h + h % 2, w + w % 2) == (height, width):
+        return np.pad(image, ((0, h % 2), (0, w % 2), (0, 0))) if (h % 2 or w % 2) else image
+    import cv2
+
+    s = min(width / w, height / h)
+    nw, nh = max(1, min(width, round(w * s))), max(1, min(height, round(h * s)))
+    canvas = np.zeros((height, width, 3), np.uint8)
+    top, left = (height - nh) // 2, (width - nw) // 2
+    canvas[top:top + nh, left:left + nw] = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA)
+    return canvas
 
 
 def _check_writable(path: Path) -> None:

@@ -189,6 +189,8 @@ class VideoSource(Source):
                         t = last_t + 1e-6
                     last_t = t
                     yield t, _rotate(frame.to_ndarray(format="rgb24"), frame.rotation)
+                if not self.live:
+                    self._check_complete(last_t + (start or 0.0))
                 return
             except (av.error.FFmpegError, OSError) as err:
                 pending = []
@@ -212,6 +214,22 @@ class VideoSource(Source):
                     return
                 self._decoded = self._container.decode(self._container.streams.video[0])
                 offset = max(last_t, 0.0) + 1.0 / (self.info.fps or 30.0)
+
+    def _check_complete(self, last_pts_seconds: float) -> None:
+        """A file whose frames stop well before the duration its header promises was cut short."""
+        container = self._container
+        stream = container.streams.video[0]
+        if stream.duration is not None and stream.time_base is not None:
+            expected = float((stream.start_time or 0) * stream.time_base) + float(stream.duration * stream.time_base)
+        elif container.duration is not None:
+            expected = container.duration / 1e6
+        else:
+            return
+        period = 1.0 / (self.info.fps or 30.0)
+        if last_pts_seconds + 2 * period < expected - 0.05:
+            self.ended_early = (f"{self.uri} ended at {last_pts_seconds:.2f} s although its header says {expected:.2f} s; "
+                                f"the file is probably truncated, and everything before that point was processed")
+            log.warning(self.ended_early)
 
     def close(self) -> None:
         self._decoded = None
