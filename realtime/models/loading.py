@@ -19,7 +19,7 @@ import torch
 
 from realtime.errors import UserError
 from realtime.models import hub
-from realtime.models.archs import ARCHS, DEFAULT_SIZE, BackboneArch, arch_name, size_of
+from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, BackboneArch, size_of
 from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
 from realtime.models.heads import OUTPUT_LAYER
 from realtime.models.sapiens2 import Sapiens2, rope_periods
@@ -267,7 +267,14 @@ def load_backbone(
 
 
 def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
-    """Fetch the checkpoints of `tasks` (and "detector") into the HF cache; returns where each went."""
+    """Fetch the checkpoints of `tasks` (pose/seg/normal/pointmap, and "detector") of one
+    size into the HF cache, with huggingface_hub's progress bars; returns where each went."""
+    known = ("pose", "seg", "normal", "pointmap", "detector")
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise UserError(f"Cannot download {', '.join(map(repr, unknown))}; choose from {', '.join(known)} (no albedo weights are released).")
+    if size_of(size) not in SIZES:
+        raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
     out: dict[str, Path] = {}
     for task in tasks:
         if task == "detector":
@@ -276,8 +283,6 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
                 filenames=[hub.DETECTOR_FILENAME], what="the RTMDet person detector checkpoint",
                 fetch_command="sapiens-rt download --tasks detector",
             )
-            continue
-        check_task(task)
-        lookup_arch(arch_name(size))
-        out[task] = checkpoint_path(task, size_of(size))
+        else:
+            out[task] = checkpoint_path(task, size_of(size))
     return out
