@@ -168,3 +168,15 @@ def test_unknown_task_and_arch():
         build_model("pose", "3b")
     with pytest.raises(UserError, match="No pose head is defined for fixture_e64_h4_l18"):
         build_model("pose", "fixture_e64_h4_l18")
+
+
+def test_albedo_round_trip_and_released_sizes_only(tmp_path):
+    model = build_model("albedo", "fixture_e32_h4_l18")
+    path = tmp_path / "albedo.safetensors"
+    save_file(model.state_dict(), str(path))
+    loaded = load_model("albedo", path)
+    x = torch.randn(1, 3, 64, 48)
+    with torch.no_grad():
+        assert torch.equal(loaded(x), model(x))
+    with pytest.raises(UserError, match="No released checkpoint exists for arch 'fixture_e32_h4_l18'"):
+        load_model("pose", arch="fixture_e32_h4_l18")

@@ -23,7 +23,7 @@ from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, BackboneArch, size
 from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
 from realtime.models.heads import OUTPUT_LAYER
 from realtime.models.sapiens2 import Sapiens2, rope_periods
-from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch
+from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -219,9 +219,11 @@ def load_model(
     found via `$SAPIENS_CHECKPOINT_ROOT`, the HF cache, or a hub download. `arch` is
     read off the file's shapes when None. bf16/fp16 keep RoPE in bf16 as trained."""
     check_task(task)
+    warn_if_slow_on_cpu(device, dtype)
     if checkpoint is None:
         size = size_of(arch) if arch else DEFAULT_SIZE
-        lookup_arch(f"sapiens2_{size}")
+        if size not in SIZES:
+            raise UserError(f"No released checkpoint exists for arch {arch!r}; pass a checkpoint path, or one of the sizes {', '.join(SIZES)}.")
         checkpoint = checkpoint_path(task, size)
     source = str(checkpoint)
     sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
