@@ -46,6 +46,7 @@ def test_wrong_arch_gives_the_key_report(pose_file):
     assert "keys with other shapes" in msg and "keys missing" in msg  # 24 vs 18 layers, 1024 vs 32 wide
     assert "backbone.cls_token: file [1, 1, 32] vs model [1, 1, 1024]" in msg
     assert "It looks like a fixture_e32_h4_l18 pose checkpoint." in msg
+    assert load_model("pose", pose_file, arch="fixture_e32_h4_l18").arch == "fixture_e32_h4_l18"  # the right arch loads
 
 
 def test_truncated_and_foreign_files(tmp_path, pose_file):

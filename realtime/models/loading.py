@@ -194,7 +194,7 @@ def infer_head_kwargs(task: str, sd: Mapping[str, torch.Tensor]) -> dict:
 
 
 def describe(sd: Mapping[str, torch.Tensor]) -> str:
-    """'It looks like a sapiens2_0.4b pose checkpoint.' or '' when nothing fits."""
+    """One sentence on what a state dict holds, e.g. 'It looks like a sapiens2_0.4b pose checkpoint.'"""
     task = infer_task(sd)
     arch = infer_backbone(sd, "backbone.") or infer_backbone(sd, "")
     if arch is None and task is None:
@@ -231,8 +231,8 @@ def load_model(
     if file_task is not None and file_task != task:
         raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: {describe(sd)} Pass a {task} checkpoint, or ask for task {file_task}.")
     found = infer_backbone(sd, "backbone.")
-    if arch is not None:
-        spec = lookup_arch(arch)
+    if arch is not None and (found is None or found.name != lookup_arch(arch).name):
+        spec = lookup_arch(arch)  # the file does not look like it: build what was asked, report the difference
         kwargs = head_kwargs_for(task, spec)
     elif found is not None and file_task == task:
         spec, kwargs = found, infer_head_kwargs(task, sd)
