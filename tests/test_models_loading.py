@@ -181,3 +181,21 @@ def test_albedo_round_trip_and_released_sizes_only(tmp_path):
         assert torch.equal(loaded(x), model(x))
     with pytest.raises(UserError, match="No released checkpoint exists for arch 'fixture_e32_h4_l18'"):
         load_model("pose", arch="fixture_e32_h4_l18")
+
+
+def test_unreachable_hub_fails_before_any_download_attempt(tmp_path, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("SAPIENS_CHECKPOINT_ROOT", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("hf_hub_download must not be tried when the hub is unreachable")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_download)
+    with pytest.raises(UserError, match="cannot be reached"):
+        load_model("seg", arch="0.8b")
