@@ -12,7 +12,7 @@ from realtime.cli import main
 from realtime.errors import UserError
 from realtime.models import build_model, download, load_backbone, load_model
 from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO
-from realtime.models.loading import from_transformers_naming
+from realtime.models.hf_naming import from_transformers_naming
 from realtime.models.sapiens2 import rope_periods
 
 
@@ -68,12 +68,29 @@ def test_backbone_only_file_is_recognised(fixtures_dir):
         load_backbone(fixtures_dir / "pose_weights.safetensors")
 
 
-def _to_transformers_naming(sd: dict) -> dict:
-    """Official keys -> transformers' Sapiens2 names (written independently of the loader)."""
+def _to_transformers_naming(sd: dict, layer: str) -> dict:
+    """Official keys -> transformers' Sapiens2 names (written independently of the loader);
+    `layer` is "model.layer" (older transformers) or "layer" (newer)."""
     out = {}
     for key, value in sd.items():
-        if not key.startswith("backbone."):
-            out[key] = value
+        parts = key.split(".")
+        if key.startswith("decode_head."):
+            name, rest = parts[1], parts[2:]
+            if name.startswith("conv_") and name != "conv_layers":
+                new = "decode_head.predictor." + rest[-1]
+            elif name == "deconv_layers":
+                new = f"decode_head.deconv_layers.{int(rest[0]) // 3}.conv.{rest[-1]}"
+            elif name == "conv_layers":
+                new = f"decode_head.conv_layers.{int(rest[0]) // 3}.convolution.{rest[-1]}"
+            elif name == "input_conv":
+                new = f"decode_head.input_conv.convolution.{rest[-1]}"
+            elif name == "upsample_blocks":
+                new = f"decode_head.upsample_layers.{rest[0]}.conv.{rest[-1]}"
+            elif name == "scale_conv_layers":
+                new = f"scale_head.conv_layers.{int(rest[0]) // 3}.convolution.{rest[-1]}"
+            else:  # scale_final_layer
+                new = f"scale_head.predictor.mlp.{rest[0]}.{rest[-1]}"
+            out[new] = value
             continue
         k = key.removeprefix("backbone.")
         parts = k.split(".")
@@ -91,8 +108,8 @@ def _to_transformers_naming(sd: dict) -> dict:
             i, rest = parts[1], ".".join(parts[2:])
             if rest.startswith("ffn.w12."):
                 gate, up = value.chunk(2)
-                out[f"sapiens2.model.layer.{i}.mlp.gate_proj.{parts[-1]}"] = gate
-                out[f"sapiens2.model.layer.{i}.mlp.up_proj.{parts[-1]}"] = up
+                out[f"sapiens2.{layer}.{i}.mlp.gate_proj.{parts[-1]}"] = gate
+                out[f"sapiens2.{layer}.{i}.mlp.up_proj.{parts[-1]}"] = up
                 continue
             table = {"ln1.weight": "norm1.weight", "ln2.weight": "norm2.weight", "attn.gamma.weight": "layer_scale1.lambda1",
                      "ffn.w3.weight": "mlp.down_proj.weight", "ffn.w3.bias": "mlp.down_proj.bias",
@@ -100,22 +117,27 @@ def _to_transformers_naming(sd: dict) -> dict:
             for a, b in (("wq", "q_proj"), ("wk", "k_proj"), ("wv", "v_proj"), ("proj", "o_proj")):
                 for p in ("weight", "bias"):
                     table[f"attn.{a}.{p}"] = f"attention.{b}.{p}"
-            new = f"model.layer.{i}.{table[rest]}"
+            new = f"{layer}.{i}.{table[rest]}"
         out["sapiens2." + new] = value
     return out
 
 
-def test_transformers_naming_loads_and_gives_the_same_output(tmp_path, pose_file, pose_io):
-    official = load_file(str(pose_file))
-    renamed = _to_transformers_naming(official)
-    assert "sapiens2.model.layer.9.attention.q_proj.weight" in renamed and "backbone.cls_token" not in renamed
+@pytest.mark.parametrize("task,layer", [("pose", "model.layer"), ("seg", "layer"), ("pointmap", "layer")])
+def test_transformers_naming_loads_and_gives_the_same_output(tmp_path, fixtures_dir, task, layer):
+    path_official = fixtures_dir / f"{task}_weights.safetensors"
+    official = load_file(str(path_official))
+    renamed = _to_transformers_naming(official, layer)
+    assert f"sapiens2.{layer}.9.attention.q_proj.weight" in renamed and "backbone.cls_token" not in renamed
+    assert not any(k.startswith("decode_head.conv_") and "layers" not in k for k in renamed)
     path = tmp_path / "model.safetensors"
     save_file(renamed, str(path))
-    model = load_model("pose", path)
+    model = load_model(task, path)
     assert model.arch == "fixture_e32_h4_l18"
-    reference = load_model("pose", pose_file)
-    assert torch.equal(_heatmaps(model, pose_io), _heatmaps(reference, pose_io))
     assert set(from_transformers_naming(renamed)) == set(official)
+    io = load_file(str(fixtures_dir / f"{task}_io.safetensors"))
+    a, b = _heatmaps(model, io), _heatmaps(load_model(task, path_official), io)
+    for x, y in zip(a if task == "pointmap" else [a], b if task == "pointmap" else [b]):
+        assert torch.allclose(x, y, rtol=1e-5, atol=1e-5)  # same weights; BLAS may pick other kernels per buffer
 
 
 def test_missing_periods_are_recomputed(tmp_path, pose_file, pose_io):
