@@ -162,11 +162,34 @@ def _cmd_smooth(args) -> int:
 
     out = smooth_tracks_file(args.tracks, args.out, args.method)
     print(f"wrote {out}")
+def _add_download(sub) -> None:
+    p = sub.add_parser(
+        "download",
+        help="fetch Sapiens2 checkpoints (and the person detector) into the Hugging Face cache",
+        description="Fetch checkpoints ahead of time into the Hugging Face cache (with a progress bar), "
+        "so later runs work offline. Prints where each file went. Files already in the cache or under "
+        "$SAPIENS_CHECKPOINT_ROOT are not fetched again.",
+        epilog="examples:\n"
+        "  sapiens-rt download --tasks pose,seg --size 0.4b\n"
+        "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap, detector (default: pose,detector)")
+    p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
+    p.set_defaults(func=_cmd_download)
+
+
+def _cmd_download(args) -> int:
+    from realtime.models import DEFAULT_SIZE, download
+
+    tasks = [t.strip() for t in (args.tasks or "pose,detector").split(",") if t.strip()]
+    for task, path in download(tasks, args.size or DEFAULT_SIZE).items():
+        print(f"{task}: {path}")
     return 0
 
 
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = (_add_run, _add_export, _add_smooth)
+_COMMANDS: tuple = (_add_run, _add_download, _add_export, _add_smooth)
 
 
 def main(argv: list[str] | None = None) -> int:

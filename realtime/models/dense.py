@@ -3,10 +3,11 @@ the official demos do it (SPEC §4.4-4.7), as tensor ops on any device.
 
 Images come in as (3, H, W) RGB, uint8 or float 0-255. Resizes follow the
 OpenCV calls of the demos: INTER_AREA is an exact box filter (two small matrix
-products), INTER_LINEAR on uint8 repeats OpenCV's fixed-point arithmetic, and
-INTER_CUBIC is PyTorch's bicubic (a = -0.75, half-pixel centres). From uint8
-the result is rounded like OpenCV's uint8 output; against OpenCV 5 it is exact
-or off by one grey level at well under 1 % of the pixels (see tests).
+products) when every side shrinks and OpenCV's 2-tap "area" coefficients when
+one grows; INTER_LINEAR uses OpenCV's taps and, on uint8, its fixed-point
+arithmetic; INTER_CUBIC is PyTorch's bicubic (a = -0.75, half-pixel centres).
+From uint8 the result is rounded like OpenCV's uint8 output; against OpenCV 5
+it is exact or off by one grey level at a small share of the pixels (see tests).
 """
 
 from __future__ import annotations
@@ -29,54 +30,67 @@ def _area_weights(n_in: int, n_out: int, device) -> torch.Tensor:
     return (overlap / r).float()
 
 
-def _linear_taps(n_in: int, n_out: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """OpenCV's INTER_LINEAR source indices and 11-bit fixed-point weights along one axis."""
-    f = (torch.arange(n_out, device=device, dtype=torch.float64) + 0.5) * (n_in / n_out) - 0.5
-    s = torch.floor(f)
-    f, s = f - s, s.long()
-    f = torch.where((s < 0) | (s >= n_in - 1), torch.zeros_like(f), f)
+def _linear_taps(n_in: int, n_out: int, area: bool, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """OpenCV's 2-tap source indices and 11-bit fixed-point weights of the first tap along
+    one axis. `area`: the coefficients OpenCV's INTER_AREA uses when a side grows."""
+    dst = torch.arange(n_out, device=device, dtype=torch.float64)
+    inv_scale = n_out / n_in
+    scale = 1.0 / inv_scale  # as OpenCV computes it: floor() of exact multiples depends on this rounding
+    if area:
+        s = torch.floor(dst * scale)
+        f = (dst + 1) - (s + 1) * inv_scale
+        f = torch.where(f <= 0, torch.zeros_like(f), f - torch.floor(f))
+    else:
+        pos = (dst + 0.5) * scale - 0.5
+        s = torch.floor(pos)
+        f = pos - s
+    s = s.long()
+    f = torch.where((s < 0) | (s >= n_in - 1), torch.zeros_like(f), f.float().double())  # OpenCV keeps fx as float
     s = s.clamp(0, n_in - 1)
-    w0 = torch.round((1 - f) * 2048).long()
-    return s, (s + 1).clamp(max=n_in - 1), w0, 2048 - w0
+    return s, (s + 1).clamp(max=n_in - 1), torch.round((1 - f) * 2048).long()
 
 
-def _resize_linear_u8(image: torch.Tensor, size_hw: tuple[int, int]) -> torch.Tensor:
-    """Bilinear resize of uint8 (3, H, W) with OpenCV's integer arithmetic (its vectorised
-    rounding), so the result equals cv2.resize(INTER_LINEAR) at nearly every pixel."""
-    ys0, ys1, wy0, wy1 = _linear_taps(image.shape[-2], size_hw[0], image.device)
-    xs0, xs1, wx0, wx1 = _linear_taps(image.shape[-1], size_hw[1], image.device)
-    x = image.long()
-    rows = x[:, :, xs0] * wx0 + x[:, :, xs1] * wx1  # scaled by 2^11
-    top, bottom = rows[:, ys0], rows[:, ys1]
-    out = (((wy0[:, None] * (top >> 4)) >> 16) + ((wy1[:, None] * (bottom >> 4)) >> 16) + 2) >> 2
-    return out.clamp(0, 255).float()[None]
-
-
-def _resize(image: torch.Tensor, size_hw: tuple[int, int], mode: str) -> torch.Tensor:
-    """(3, H, W) -> (1, 3, h, w) float 0-255; rounded and clipped when the input is uint8."""
+def _resize_linear(image: torch.Tensor, size_hw: tuple[int, int], area: bool) -> torch.Tensor:
+    """2-tap (bilinear) resize of (3, H, W) with OpenCV's taps. On uint8 it repeats OpenCV's
+    integer arithmetic (its vectorised rounding), so it equals cv2.resize at nearly every pixel."""
+    ys0, ys1, wy0 = _linear_taps(image.shape[-2], size_hw[0], area, image.device)
+    xs0, xs1, wx0 = _linear_taps(image.shape[-1], size_hw[1], area, image.device)
+    wy0, wx0 = wy0[:, None], wx0
+    if image.dtype == torch.uint8:
+        x = image.long()
+        rows = x[:, :, xs0] * wx0 + x[:, :, xs1] * (2048 - wx0)  # scaled by 2^11
+        top, bottom = rows[:, ys0], rows[:, ys1]
+        out = (((wy0 * (top >> 4)) >> 16) + (((2048 - wy0) * (bottom >> 4)) >> 16) + 2) >> 2
+        return out.clamp(0, 255).float()[None]
     x = image.float()
-    if mode == "bilinear" and image.dtype == torch.uint8:
-        return _resize_linear_u8(image, size_hw)
-    if mode == "area":
-        wy = _area_weights(x.shape[-2], size_hw[0], x.device)
-        wx = _area_weights(x.shape[-1], size_hw[1], x.device)
+    ax, ay = wx0 / 2048, wy0 / 2048
+    rows = x[:, :, xs0] * ax + x[:, :, xs1] * (1 - ax)
+    return (rows[:, ys0] * ay + rows[:, ys1] * (1 - ay))[None]
+
+
+def _resize(image: torch.Tensor, size_hw: tuple[int, int], interpolation: str) -> torch.Tensor:
+    """cv2.resize of (3, H, W) to size_hw with INTER_LINEAR / INTER_AREA / INTER_CUBIC
+    ("linear", "area", "cubic") -> (1, 3, h, w) float 0-255, rounded and clipped for uint8 input."""
+    H, W = image.shape[-2:]
+    if interpolation == "linear" or (interpolation == "area" and (size_hw[0] > H or size_hw[1] > W)):
+        return _resize_linear(image, size_hw, area=interpolation == "area")
+    x = image.float()
+    if interpolation == "area":  # every side shrinks: a box filter with fractional coverage
+        wy = _area_weights(H, size_hw[0], x.device)
+        wx = _area_weights(W, size_hw[1], x.device)
         out = (wy @ x @ wx.T)[None]
     else:
-        out = F.interpolate(x[None], size=size_hw, mode=mode, align_corners=False)
+        out = F.interpolate(x[None], size=size_hw, mode="bicubic", align_corners=False)
     if not image.is_floating_point():
         out = out.round_().clamp_(0, 255)
     return out
 
 
 def seg_preprocess(image: torch.Tensor, size_hw: tuple[int, int] = INPUT_HW) -> torch.Tensor:
-    """(3, H, W) RGB -> (1, 3, h, w) normalised: stretched to size_hw (aspect not kept);
-    box filter when the width shrinks and both sides shrink, bicubic when the width grows."""
-    H, W = image.shape[-2:]
-    if size_hw[1] < W:
-        mode = "area" if size_hw[0] <= H else "bilinear"
-    else:
-        mode = "bicubic"
-    return normalize(_resize(image, size_hw, mode))
+    """(3, H, W) RGB -> (1, 3, h, w) normalised: stretched to size_hw (aspect not kept),
+    INTER_AREA when the width shrinks, else INTER_CUBIC, as the official demo."""
+    interpolation = "area" if size_hw[1] < image.shape[-1] else "cubic"
+    return normalize(_resize(image, size_hw, interpolation))
 
 
 def seg_postprocess(logits: torch.Tensor, out_hw: tuple[int, int]) -> torch.Tensor:
@@ -91,7 +105,7 @@ def resize_pad(image: torch.Tensor, size_hw: tuple[int, int] = INPUT_HW) -> tupl
     H, W = image.shape[-2:]
     r = min(size_hw[1] / W, size_hw[0] / H)
     nw, nh = int(W * r), int(H * r)
-    resized = _resize(image, (nh, nw), "bilinear")
+    resized = _resize(image, (nh, nw), "linear")
     left, top = (size_hw[1] - nw) // 2, (size_hw[0] - nh) // 2
     pad = (left, size_hw[1] - nw - left, top, size_hw[0] - nh - top)
     return normalize(F.pad(resized, pad, value=0.0)), pad

@@ -4,7 +4,7 @@ work out the arch from tensor shapes, and load strictly with a readable report.
 Accepted layouts: Meta's task files (`backbone.*` + `decode_head.*`), the
 pretrain files (backbone keys without prefix), the hub's `model.safetensors`
 (same keys, maybe without `rope_embed.periods`), and transformers' own naming
-(`model.layer.N.attention.q_proj...`).
+(`model.layer.N.attention.q_proj...`, see `hf_naming.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import torch
 
 from realtime.errors import UserError
 from realtime.models import hub
-from realtime.models.archs import ARCHS, DEFAULT_SIZE, BackboneArch, arch_name, size_of
+from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, BackboneArch, size_of
 from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
 from realtime.models.heads import OUTPUT_LAYER
+from realtime.models.hf_naming import from_transformers_naming, is_transformers_naming
 from realtime.models.sapiens2 import Sapiens2, rope_periods
-from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch
+from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -60,64 +61,6 @@ def checkpoint_path(task: str, size: str = DEFAULT_SIZE, checkpoint: Optional[st
 
 
 # ----------------------------------------------------------------------------- key names
-
-# transformers' Sapiens2 module paths -> the official ones (see transformers' modeling_sapiens2.py).
-_HF_RENAMES = (
-    (r"^embeddings\.cls_token$", "cls_token"),
-    (r"^embeddings\.register_tokens$", "storage_tokens"),
-    (r"^embeddings\.patch_embeddings\.", "patch_embed.projection."),
-    (r"^rope_embeddings\.periods$", PERIODS_KEY),
-    (r"^model\.layer\.(\d+)\.norm1\.", r"blocks.\1.ln1."),
-    (r"^model\.layer\.(\d+)\.norm2\.", r"blocks.\1.ln2."),
-    (r"^model\.layer\.(\d+)\.attention\.q_proj\.", r"blocks.\1.attn.wq."),
-    (r"^model\.layer\.(\d+)\.attention\.k_proj\.", r"blocks.\1.attn.wk."),
-    (r"^model\.layer\.(\d+)\.attention\.v_proj\.", r"blocks.\1.attn.wv."),
-    (r"^model\.layer\.(\d+)\.attention\.o_proj\.", r"blocks.\1.attn.proj."),
-    (r"^model\.layer\.(\d+)\.attention\.(q_norm|k_norm)\.", r"blocks.\1.attn.\2."),
-    (r"^model\.layer\.(\d+)\.layer_scale1\.lambda1$", r"blocks.\1.attn.gamma.weight"),
-    (r"^model\.layer\.(\d+)\.mlp\.down_proj\.", r"blocks.\1.ffn.w3."),
-    (r"^norm\.weight$", "ln1.weight"),
-)
-_HF_GATE = re.compile(r"^model\.layer\.(\d+)\.mlp\.(gate_proj|up_proj)\.(weight|bias)$")
-
-
-def is_transformers_naming(state_dict: Mapping[str, torch.Tensor]) -> bool:
-    return any(".layer_scale1.lambda1" in k or k.endswith("embeddings.register_tokens") for k in state_dict)
-
-
-def from_transformers_naming(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Rename a transformers-style Sapiens2 state dict to the official layout.
-
-    The backbone may sit under any prefix (`sapiens2.`, `backbone.`, none); it comes
-    back under `backbone.` when the dict also holds other keys (a task head), else
-    bare. `mlp.gate_proj` and `mlp.up_proj` are fused into `ffn.w12` (gate first)."""
-    anchor = next(k for k in state_dict if k.endswith("embeddings.register_tokens"))
-    prefix = anchor[: -len("embeddings.register_tokens")]
-    inner = {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
-    others = {k: v for k, v in state_dict.items() if not k.startswith(prefix)}
-    out_prefix = "backbone." if others else ""
-    out: dict[str, torch.Tensor] = dict(others)
-    gates: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
-    for key, value in inner.items():
-        m = _HF_GATE.match(key)
-        if m:
-            gates.setdefault((m[1], m[3]), {})[m[2]] = value
-            continue
-        for pattern, repl in _HF_RENAMES:
-            new, n = re.subn(pattern, repl, key)
-            if n:
-                out[out_prefix + new] = value
-                break
-        else:
-            out[out_prefix + key] = value  # unknown: left for the strict report to name
-    for (layer, kind), parts in gates.items():
-        if set(parts) == {"gate_proj", "up_proj"}:
-            out[f"{out_prefix}blocks.{layer}.ffn.w12.{kind}"] = torch.cat((parts["gate_proj"], parts["up_proj"]))
-        else:
-            for name, value in parts.items():
-                out[f"{out_prefix}model.layer.{layer}.mlp.{name}.{kind}"] = value
-    return out
-
 
 def filter_state_dict(state_dict: Mapping[str, torch.Tensor], backbone_prefix: str) -> dict[str, torch.Tensor]:
     """Pure clean-up before a strict load: drop wrapper prefixes, map transformers naming,
@@ -194,7 +137,7 @@ def infer_head_kwargs(task: str, sd: Mapping[str, torch.Tensor]) -> dict:
 
 
 def describe(sd: Mapping[str, torch.Tensor]) -> str:
-    """'It looks like a sapiens2_0.4b pose checkpoint.' or '' when nothing fits."""
+    """One sentence on what a state dict holds, e.g. 'It looks like a sapiens2_0.4b pose checkpoint.'"""
     task = infer_task(sd)
     arch = infer_backbone(sd, "backbone.") or infer_backbone(sd, "")
     if arch is None and task is None:
@@ -219,9 +162,11 @@ def load_model(
     found via `$SAPIENS_CHECKPOINT_ROOT`, the HF cache, or a hub download. `arch` is
     read off the file's shapes when None. bf16/fp16 keep RoPE in bf16 as trained."""
     check_task(task)
+    warn_if_slow_on_cpu(device, dtype)
     if checkpoint is None:
         size = size_of(arch) if arch else DEFAULT_SIZE
-        lookup_arch(f"sapiens2_{size}")
+        if size not in SIZES:
+            raise UserError(f"No released checkpoint exists for arch {arch!r}; pass a checkpoint path, or one of the sizes {', '.join(SIZES)}.")
         checkpoint = checkpoint_path(task, size)
     source = str(checkpoint)
     sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
@@ -229,8 +174,8 @@ def load_model(
     if file_task is not None and file_task != task:
         raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: {describe(sd)} Pass a {task} checkpoint, or ask for task {file_task}.")
     found = infer_backbone(sd, "backbone.")
-    if arch is not None:
-        spec = lookup_arch(arch)
+    if arch is not None and (found is None or found.name != lookup_arch(arch).name):
+        spec = lookup_arch(arch)  # the file does not look like it: build what was asked, report the difference
         kwargs = head_kwargs_for(task, spec)
     elif found is not None and file_task == task:
         spec, kwargs = found, infer_head_kwargs(task, sd)
@@ -267,7 +212,14 @@ def load_backbone(
 
 
 def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
-    """Fetch the checkpoints of `tasks` (and "detector") into the HF cache; returns where each went."""
+    """Fetch the checkpoints of `tasks` (pose/seg/normal/pointmap, and "detector") of one
+    size into the HF cache, with huggingface_hub's progress bars; returns where each went."""
+    known = ("pose", "seg", "normal", "pointmap", "detector")
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise UserError(f"Cannot download {', '.join(map(repr, unknown))}; choose from {', '.join(known)} (no albedo weights are released).")
+    if size_of(size) not in SIZES:
+        raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
     out: dict[str, Path] = {}
     for task in tasks:
         if task == "detector":
@@ -276,8 +228,6 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
                 filenames=[hub.DETECTOR_FILENAME], what="the RTMDet person detector checkpoint",
                 fetch_command="sapiens-rt download --tasks detector",
             )
-            continue
-        check_task(task)
-        lookup_arch(arch_name(size))
-        out[task] = checkpoint_path(task, size_of(size))
+        else:
+            out[task] = checkpoint_path(task, size_of(size))
     return out

@@ -195,7 +195,10 @@ class WindowTokenizer(nn.Module):
 
 
 class Sapiens2(nn.Module):
-    """Sapiens2 backbone: (B, 3, H, W) normalised image -> featmap (B, E, H/16, W/16)."""
+    """Sapiens2 backbone: (B, 3, H, W) normalised image -> featmap (B, E, H/16, W/16).
+
+    Returns the tensor itself (the official module wraps it in a 1-tuple); only the
+    `featmap` output of the last layer exists, the only one any released model uses."""
 
     def __init__(self, arch: BackboneArch) -> None:
         super().__init__()
