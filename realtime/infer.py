@@ -82,6 +82,14 @@ class Predictor:
 
             self._flip = torch.as_tensor(flip_indices(), device=self.device)
 
+    def warm_up(self, image_hw: tuple[int, int]) -> None:
+        """One prediction on a black frame, so the first real frame does not pay for
+        kernel selection, allocator growth or compilation."""
+        h, w = image_hw
+        self.predict(np.zeros((h, w, 3), np.uint8), np.array([[0, 0, w - 1, h - 1]], np.float32))
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
     @torch.inference_mode()
     def predict(self, image: np.ndarray, boxes: np.ndarray, tasks: Optional[set[str]] = None) -> Prediction:
         """image: (H, W, 3) uint8 RGB; boxes: (N, 4) xyxy pixels; tasks: which of the

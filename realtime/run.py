@@ -163,6 +163,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
                 sink.close()
         raise
 
+    predictor.warm_up((info.height, info.width))
     pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
     if viewer is not None:
         def main_loop(stop: threading.Event) -> None:

@@ -164,14 +164,15 @@ class RenderStage:
     name = "render"
 
     def __init__(self, layers, metrics, caption: Callable[[dict], str]):
+        from viz.compose import compose
+
+        self.compose = compose
         self.layers = layers  # viz.compose.Layers, toggled by the viewer's hot keys
         self.metrics = metrics
         self.caption = caption
 
     def process(self, frame: Frame) -> Frame:
-        from viz.compose import compose
-
-        return frame.replace(overlay=compose(frame, self.layers, caption=self.caption(self.metrics.snapshot())))
+        return frame.replace(overlay=self.compose(frame, self.layers, caption=self.caption(self.metrics.snapshot())))
 
     def close(self) -> None:
         pass

@@ -79,7 +79,8 @@ def test_a_failing_stage_stops_cleanly_with_valid_outputs(tmp_path):
     src = write_video(tmp_path / "m.mp4", frames, fps=25)
     options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"),
                          device="cpu", smooth="none", progress=False, max_in_flight=1)
-    summary = run(options, models={"pose": FailingModel(MarkerPoseModel(), fail_on_call=6)}, box_finder=whole_frame_boxes)
+    # call 1 is the warm-up before the run, so call 7 is frame 5
+    summary = run(options, models={"pose": FailingModel(MarkerPoseModel(), fail_on_call=7)}, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 1
     assert "stage 'infer' failed on frame 5: RuntimeError: injected failure" in summary.result.message
     assert threading.active_count() == before

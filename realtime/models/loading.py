@@ -223,11 +223,9 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for task in tasks:
         if task == "detector":
-            out[task] = hub.resolve_file(
-                explicit=None, root_relative=[f"detector/{hub.DETECTOR_FILENAME}"], repo_id=hub.DETECTOR_REPO,
-                filenames=[hub.DETECTOR_FILENAME], what="the RTMDet person detector checkpoint",
-                fetch_command="sapiens-rt download --tasks detector",
-            )
+            from realtime.models.rtmdet import detector_path
+
+            out[task] = detector_path()
         else:
             out[task] = checkpoint_path(task, size_of(size))
     return out

@@ -21,12 +21,10 @@ from torch import nn
 from realtime.errors import UserError
 from realtime.models import rtmdet_post as post
 from realtime.models.checkpoint import load_strict, read_state_dict
-from realtime.models.hub import resolve_file
+from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO, resolve_file
 
 log = logging.getLogger(__name__)
 
-DETECTOR_REPO = "facebook/sapiens-pose-bbox-detector"
-DETECTOR_FILENAME = "rtmdet_m_8xb32-100e_coco-obj365-person-235e8209.pth"
 DETECTOR_ROOT_RELATIVE = "detector/rtmdet_m.pth"  # the Sapiens2 docs' layout under $SAPIENS_CHECKPOINT_ROOT
 DETECTOR_FETCH_COMMAND = "sapiens-rt download --tasks detector"
 DEEPEN = 0.67  # RTMDet-m depth factor
