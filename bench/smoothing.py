@@ -205,7 +205,7 @@ def table(seconds: float, seed: int = 0) -> str:
         res = evaluate(seq)
         raw_jitter = res["raw"]["jitter"]
         lines.append(f"\n{name}: {len(seq.t)} frames, 308 keypoints, seed {seed}")
-        lines.append(f"| method | jitter px/s^2 | jitter cut | mean error px | p95 error px |")
+        lines.append("| method | jitter px/s^2 | jitter cut | mean error px | p95 error px |")
         lines.append("|---|---:|---:|---:|---:|")
         for method, r in res.items():
             cut = raw_jitter / r["jitter"]

@@ -93,13 +93,15 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
-        source: Optional[Source] = None, main_loop_factory: Optional[Callable] = None) -> RunSummary:
+        source: Optional[Source] = None) -> RunSummary:
     """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
     `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
     device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
+    if options.boxes_from == "seg" and "seg" not in options.tasks:
+        raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
     if source is None:
         source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
@@ -111,13 +113,12 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
-        return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs, main_loop_factory)
+        return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
     finally:
         source.close()
 
 
-def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs,
-                  main_loop_factory) -> RunSummary:
+def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs) -> RunSummary:
     from realtime.export.jsonl import TrackWriter
     from realtime.infer import Predictor
     from realtime.sinks import VideoWriter
@@ -127,6 +128,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     metrics = Metrics()
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, flip_test=options.flip_test)
+    predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
         from trackers.live import LiveSmoother
@@ -134,7 +136,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     layers = Layers(skeleton="pose" in models, seg="seg" in models, depth="pointmap" in models, normal="normal" in models)
 
-    tracks = video = viewer = progress = main_loop = None
+    tracks = video = viewer = progress = None
     try:
         if "tracks" in outputs:
             tracks = TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
@@ -154,7 +156,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         if options.view or video is not None:
             stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
         if options.view:
-            viewer = _viewer(options, info, device, layers, write, outputs) if main_loop_factory is None else main_loop_factory(write, layers)
+            viewer = _viewer(options, info, device, layers, write, outputs)
             write.viewer = viewer
         stages.append(write)
     except BaseException:
@@ -163,19 +165,28 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
                 sink.close()
         raise
 
-    predictor.warm_up((info.height, info.width))
     pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
-    if viewer is not None:
-        def main_loop(stop: threading.Event) -> None:
-            viewer.run(stop)  # returns when the window closes or the run stops
-            if not pipeline.finished.is_set():
-                pipeline.stop("window closed")  # no effect if the run had already stopped
     with _stop_on_signals(pipeline):
-        result = pipeline.run(main_loop)
-    lines = [result.message] + metrics.summary()
-    lines.append(f"boxes from: {options.boxes_from}" + (f" (detector every {options.detect_every} frames, poses in between)" if options.boxes_from == "detector" and options.detect_every > 1 else ""))
+        result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
+    lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)]
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
+
+
+def _viewer_loop(viewer, pipeline: Pipeline) -> Callable[[threading.Event], None]:
+    """The main thread's loop while the stages run: the viewer's, until its window closes."""
+    def loop(stop: threading.Event) -> None:
+        viewer.run(stop)  # returns when the window closes or the run stops
+        if not pipeline.finished.is_set():
+            pipeline.stop("window closed")  # no effect if the run had already stopped
+    return loop
+
+
+def _boxes_line(box_finder, options: RunOptions) -> str:
+    counts = getattr(box_finder, "sources", None)
+    if counts:
+        return "boxes from: " + ", ".join(f"{source} {n} frames" for source, n in counts.most_common())
+    return f"boxes from: {options.boxes_from}"
 
 
 def _dtype(name: Optional[str], device: str) -> torch.dtype:
@@ -233,7 +244,8 @@ def _box_finder(options: RunOptions, device: str):
     from realtime.detect import make_box_finder
 
     return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
-                           detect_every=options.detect_every, max_people=options.max_people)
+                           detect_every=options.detect_every, max_people=options.max_people,
+                           half=device.startswith("cuda"))
 
 
 def _viewer(options, info, device, layers, write: WriteStage, outputs):

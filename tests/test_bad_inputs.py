@@ -3,8 +3,6 @@ and leaves nothing half-written that looks valid."""
 
 import socket
 
-import cv2
-import numpy as np
 import pytest
 
 from media import numbered_frames, write_video

@@ -4,7 +4,6 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 from realtime.metrics import Metrics
 from realtime.pipeline import Pipeline

@@ -8,7 +8,7 @@ import pytest
 
 from media import numbered_frames, write_video
 from realtime.errors import UserError
-from realtime.sources import ImageFolderSource, VideoSource, WebcamSource, open_source
+from realtime.sources import WebcamSource, open_source
 
 
 def _read_all(source):

@@ -7,7 +7,6 @@ import threading
 import time
 
 import av
-import numpy as np
 import pytest
 
 from doubles import MarkerPoseModel, SlowModel, whole_frame_boxes

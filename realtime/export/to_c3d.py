@@ -21,7 +21,6 @@ from typing import Optional
 
 import numpy as np
 
-from realtime.errors import UserError
 from realtime.export.lift3d import camera_to_z_up
 from realtime.export.markers import marker_data
 from realtime.export.tracks import Tracks

@@ -46,10 +46,10 @@ def _every_third(prefix: str, suffix: str = "") -> Callable[[re.Match], str]:
 
 # heads: transformers name -> official name (`{out}` is the task's output conv)
 _HEAD = (
-    (rf"^decode_head\.deconv_layers\.(\d+)\.conv\.(weight)$", _every_third("decode_head.deconv_layers")),
+    (r"^decode_head\.deconv_layers\.(\d+)\.conv\.(weight)$", _every_third("decode_head.deconv_layers")),
     (rf"^decode_head\.conv_layers\.(\d+)\.{_CONV}\.(weight|bias)$", _every_third("decode_head.conv_layers")),
     (rf"^decode_head\.input_conv\.{_CONV}\.(weight|bias)$", lambda m: f"decode_head.input_conv.0.{m[1]}"),
-    (rf"^decode_head\.upsample_layers\.(\d+)\.conv\.(weight|bias)$", lambda m: f"decode_head.upsample_blocks.{m[1]}.0.{m[2]}"),
+    (r"^decode_head\.upsample_layers\.(\d+)\.conv\.(weight|bias)$", lambda m: f"decode_head.upsample_blocks.{m[1]}.0.{m[2]}"),
     (rf"^scale_head\.conv_layers\.(\d+)\.{_CONV}\.(weight|bias)$", _every_third("decode_head.scale_conv_layers")),
     (r"^scale_head\.predictor\.mlp\.(\d+)\.(weight|bias)$", lambda m: f"decode_head.scale_final_layer.{m[1]}.{m[2]}"),
 )
