@@ -24,7 +24,7 @@ from realtime.models import dense
 
 log = logging.getLogger(__name__)
 
-POINTMAP_INPUT_HW = (1024, 768)  # the pointmap's scale branch is tied to the 64x48 token grid
+POINTMAP_INPUT_HW = (1024, 768)  # the released pointmap's scale branch is tied to the 64x48 token grid
 
 
 @dataclass
@@ -55,7 +55,9 @@ class Predictor:
     models:      task name ("pose", "seg", "normal", "pointmap") -> model already on
                  `device` in `dtype` (see `realtime.models.load_model`).
     input_hw:    network input size for pose (person crops) and seg (whole frame).
-    dense_hw:    network input size for normal (pointmap always uses 1024x768).
+    dense_hw:    network input size for normal.
+    pointmap_hw: network input size for pointmap (its scale branch fixes it: 1024x768 for
+                 the released models).
     map_max_side: dense maps come back at most this many pixels on their long side.
     flip_test:   average pose heatmaps with the mirrored crop's (the official demo does; 2x cost).
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
@@ -63,6 +65,7 @@ class Predictor:
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  input_hw: tuple[int, int] = (1024, 768), dense_hw: tuple[int, int] = (1024, 768),
+                 pointmap_hw: tuple[int, int] = POINTMAP_INPUT_HW,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16):
         unknown = set(models) - {"pose", "seg", "normal", "pointmap"}
         if unknown:
@@ -72,6 +75,7 @@ class Predictor:
         self.dtype = dtype
         self.input_hw = tuple(input_hw)
         self.dense_hw = tuple(dense_hw)
+        self.pointmap_hw = tuple(pointmap_hw)
         self.map_max_side = map_max_side
         self.flip_test = flip_test
         self.max_batch = max_batch
@@ -169,7 +173,7 @@ class Predictor:
         return dense.normal_postprocess(raw.float(), pad, map_hw)[0].permute(1, 2, 0)
 
     def _pointmap(self, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
-        x, pad = dense.resize_pad(frame, POINTMAP_INPUT_HW)
+        x, pad = dense.resize_pad(frame, self.pointmap_hw)
         points, scale = self.models["pointmap"](x.to(self.dtype))
         return dense.pointmap_postprocess(points.float(), scale.float(), pad, map_hw)[0].permute(1, 2, 0)
 

@@ -47,6 +47,7 @@ class RunOptions:
     device: Optional[str] = None
     dtype: Optional[str] = None
     input_hw: tuple[int, int] = (1024, 768)
+    pointmap_hw: tuple[int, int] = (1024, 768)  # fixed by the pointmap model (tiny test models differ)
     max_people: Optional[int] = None
     boxes_from: str = "detector"
     detect_every: int = 1
@@ -127,7 +128,8 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
 
     metrics = Metrics()
     feedback = Feedback()
-    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, flip_test=options.flip_test)
+    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, pointmap_hw=options.pointmap_hw,
+                          flip_test=options.flip_test)
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:

@@ -107,12 +107,14 @@ class InferStage:
         return frame.replace(people=people, dense=dense)
 
     def _lift(self, pred, dense: Optional[DenseMaps], frame: Frame) -> Optional[np.ndarray]:
-        if not self.lift_3d or dense is None or dense.pointmap is None or len(pred.keypoints) == 0:
+        """3D keypoints from this frame's own pointmap; none on frames that reuse an older
+        map (people move: a stale map would give wrong depths; offline smoothing fills gaps)."""
+        if not self.lift_3d or pred.pointmap is None or len(pred.keypoints) == 0:
             return None
         from realtime.export.lift3d import sample_keypoints_3d
 
-        foreground = dense.seg > 0 if dense.seg is not None else None
-        return sample_keypoints_3d(dense.pointmap, pred.keypoints, pred.keypoint_scores, (frame.width, frame.height),
+        foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
+        return sample_keypoints_3d(pred.pointmap, pred.keypoints, pred.keypoint_scores, (frame.width, frame.height),
                                    foreground, min_score=self.min_score)
 
     def close(self) -> None:

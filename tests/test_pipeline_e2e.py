@@ -78,3 +78,25 @@ def test_a_failing_stage_stops_cleanly_with_valid_outputs(tmp_path):
     _, rows = _read_jsonl(tmp_path / "t.jsonl")
     video, _, _ = read_video(tmp_path / "o.mp4")
     assert [r["frame"] for r in rows] == list(range(5)) and len(video) == 5
+
+
+def test_all_dense_tasks_with_3d_keypoints_in_the_tracks(tmp_path, fixtures_dir):
+    """pose + seg + normal + pointmap (fixture models), pointmap every 2nd frame: depth and
+    normal panes in the video, metric 3D keypoints on the frames with a fresh pointmap."""
+    from realtime.models import load_model
+
+    frames = [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(6)]
+    src = write_video(tmp_path / "clip.mp4", frames, fps=10)
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg", "normal", "pointmap")}
+    tracks = tmp_path / "t.jsonl"
+    options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tracks), device="cpu",
+                         input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=2, progress=False)
+    summary = run(options, models=models, box_finder=whole_frame_boxes)
+    assert summary.result.exit_code == 0, summary.result.message
+    video, _, _ = read_video(tmp_path / "o.mp4")
+    assert len(video) == 6 and video[0].shape[1] > 160  # overlay plus the depth/normal panes beside it
+    _, rows = _read_jsonl(tracks)
+    with_3d = [r["frame"] for r in rows if r["people"][0].get("kpts3d") is not None]
+    assert with_3d == [0, 2, 4]  # only frames whose pointmap was computed, not reused
+    points = np.array([[np.nan if v is None else v for v in p] for p in rows[0]["people"][0]["kpts3d"]], float)
+    assert points.shape == (308, 3) and np.isfinite(points).any()
