@@ -42,7 +42,7 @@ def _add_run(sub) -> None:
   sapiens-rt run dance.mp4 --tasks pose --no-video --tracks dance.jsonl
   sapiens-rt run rtsp://cam.local/stream --view --tasks pose,seg,depth
   sapiens-rt run shots/ --out shots.mp4           # a folder of images
-  sapiens-rt run clip.mp4 --device cpu --dtype bf16 --input-size 512x384   # faster on a CPU
+  sapiens-rt run clip.mp4 --device cpu --input-size 512x384 --tasks pose   # lighter, for a CPU
 
 outputs: without --out/--tracks everything goes to recordings/<source>-<time>/.
 exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or option,
