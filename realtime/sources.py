@@ -14,6 +14,7 @@ import glob
 import logging
 import re
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -52,18 +53,20 @@ class SourceInfo:
     audio_path: Optional[str] = None
 
 
-class Source:
+class Source(ABC):
     """Base class: `open()` fills `info`; `frames()` yields (timestamp, rgb); `close()` releases."""
 
     info: SourceInfo
     # Set when the source ended early (truncated file, lost stream): one sentence for the summary.
     ended_early: Optional[str] = None
 
+    @abstractmethod
     def open(self) -> SourceInfo:
-        raise NotImplementedError
+        """Open the source (or fail with a UserError) and return what is known about it."""
 
+    @abstractmethod
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
-        raise NotImplementedError
+        """(timestamp seconds, (H, W, 3) uint8 RGB) in order, until the source ends."""
 
     def close(self) -> None:
         pass
