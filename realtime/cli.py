@@ -65,7 +65,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
     m.add_argument("--input-size", default="1024x768", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default 1024x768; 512x384 is ~4x faster)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
-    m.add_argument("--dense-every", type=int, default=1, metavar="N", help="run normal/depth every N frames and reuse the last maps in between (default 1)")
+    m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
+                   "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
@@ -92,15 +93,22 @@ def _cmd_run(args) -> int:
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
         checkpoints[parse_tasks(task)[0]] = path
-    for name, value in (("--dense-every", args.dense_every), ("--detect-every", args.detect_every), ("--max-people", args.max_people or 1)):
+    dense_every, dense_auto = None, False
+    if args.dense_every == "auto":
+        dense_auto = True
+    elif args.dense_every is not None:
+        if not args.dense_every.isdigit() or int(args.dense_every) < 1:
+            raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
+        dense_every = int(args.dense_every)
+    for name, value in (("--detect-every", args.detect_every), ("--max-people", args.max_people or 1)):
         if value < 1:
-            raise UserError(f"{name} must be at least 1.")
+            raise UserError(f"{name} must be at least 1; use 1 for every frame.")
     options = RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
         input_hw=parse_size(args.input_size), max_people=args.max_people, boxes_from=args.boxes_from,
-        detect_every=args.detect_every, dense_every=args.dense_every, flip_test=args.flip_test,
+        detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects,

@@ -51,7 +51,8 @@ class RunOptions:
     max_people: Optional[int] = None
     boxes_from: str = "detector"
     detect_every: int = 1
-    dense_every: int = 1
+    dense_every: Optional[int] = None  # normal/depth every N frames; None: adaptive on live sources, 1 on files
+    dense_auto: bool = False  # adaptive for any source (fit the dense tasks into the source's frame budget)
     flip_test: bool = False
     smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
     smoothness: float = 0.5
@@ -152,7 +153,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         write = WriteStage(tracks=tracks, video=video, progress=progress, metrics=metrics)
         stages = [
             DetectStage(box_finder, feedback),
-            InferStage(predictor, feedback, dense_every=options.dense_every),
+            InferStage(predictor, feedback, schedule=_dense_schedule(options, info)),
             SmoothStage(IdentityTracker(), smoother, feedback),
         ]
         if options.view or video is not None:
@@ -173,6 +174,15 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)]
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
+
+
+def _dense_schedule(options: RunOptions, info: SourceInfo):
+    from realtime.stages import DenseSchedule
+
+    if options.dense_every is not None and not options.dense_auto:
+        return DenseSchedule(every=options.dense_every, fps=info.fps)
+    adaptive = options.dense_auto or info.live
+    return DenseSchedule(every=None if adaptive else 1, fps=info.fps)
 
 
 def _viewer_loop(viewer, pipeline: Pipeline) -> Callable[[threading.Event], None]:

@@ -10,6 +10,7 @@ through `Feedback`, which always holds the newest values.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -58,17 +59,55 @@ class DetectStage:
         pass
 
 
+class DenseSchedule:
+    """When normal and pointmap run: every `every` frames, or, with `every=None`, as often
+    as the frame budget allows: from measured times of frames with and without them,
+    every N frames with N the smallest that keeps inference within 1/fps on average."""
+
+    MAX_GAP = 30  # even a GPU without headroom refreshes the maps this often
+
+    def __init__(self, every: Optional[int], fps: Optional[float]):
+        self.every = every
+        self.budget = 1.0 / (fps or 30.0)
+        self._base: Optional[float] = None  # seconds per frame without the dense tasks
+        self._full: Optional[float] = None  # ... and with them
+        self._last: Optional[int] = None
+
+    def due(self, index: int) -> bool:
+        if self._last is None:
+            return True
+        return index - self._last >= self.interval()
+
+    def interval(self) -> int:
+        if self.every is not None:
+            return self.every
+        if self._base is None or self._full is None:
+            return 2  # measure a frame without the dense tasks next
+        spare = self.budget - self._base
+        extra = max(self._full - self._base, 0.0)
+        if spare <= 0:
+            return self.MAX_GAP
+        return int(min(self.MAX_GAP, max(1, np.ceil(extra / spare))))
+
+    def record(self, index: int, seconds: float, ran_dense: bool) -> None:
+        if ran_dense:
+            self._last = index
+            self._full = seconds if self._full is None else 0.8 * self._full + 0.2 * seconds
+        else:
+            self._base = seconds if self._base is None else 0.8 * self._base + 0.2 * seconds
+
+
 class InferStage:
-    """Pose and seg on every frame; normal and pointmap every `dense_every` frames,
-    their last maps reused in between (DenseMaps.computed_on says from when)."""
+    """Pose and seg on every frame; normal and pointmap when `schedule` says so, their
+    last maps reused in between (DenseMaps.computed_on says from when)."""
 
     name = "infer"
 
-    def __init__(self, predictor: Predictor, feedback: Feedback, *, dense_every: int = 1,
+    def __init__(self, predictor: Predictor, feedback: Feedback, *, schedule: Optional[DenseSchedule] = None,
                  lift_3d: bool = True, min_score: float = 0.3):
         self.predictor = predictor
         self.feedback = feedback
-        self.dense_every = max(1, dense_every)
+        self.schedule = schedule or DenseSchedule(every=1, fps=None)
         self.lift_3d = lift_3d
         self.min_score = min_score
         self._last_dense: Optional[DenseMaps] = None
@@ -76,11 +115,13 @@ class InferStage:
     def process(self, frame: Frame) -> Frame:
         loaded = set(self.predictor.models)
         tasks = loaded - set(DENSE_TASKS)
-        due = self._last_dense is None or frame.index - self._last_dense.computed_on >= self.dense_every
+        due = bool(loaded & set(DENSE_TASKS)) and self.schedule.due(frame.index)
         if due:
             tasks |= loaded & set(DENSE_TASKS)
         boxes = np.stack([p.box for p in frame.people]) if frame.people else np.zeros((0, 4), np.float32)
+        start = time.perf_counter()
         pred = self.predictor.predict(frame.image, boxes, tasks)
+        self.schedule.record(frame.index, time.perf_counter() - start, due)
 
         dense = None
         if loaded - {"pose"}:
@@ -90,7 +131,7 @@ class InferStage:
                 normal=pred.normal if due else (reused.normal if reused else None),
                 pointmap=pred.pointmap if due else (reused.pointmap if reused else None),
                 depth=pred.pointmap[..., 2] if pred.pointmap is not None else (reused.depth if reused else None),
-                computed_on=frame.index if due else reused.computed_on,
+                computed_on=frame.index if due or reused is None else reused.computed_on,
             )
             if due:
                 self._last_dense = dense
