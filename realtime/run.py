@@ -109,13 +109,19 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
     info = source.open()
+    created: list[Path] = []
     try:
         outputs = _output_paths(options, info)
+        for path in outputs.values():
+            _make_parent(Path(path), created)
         if models is None:
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
         return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
+    except BaseException:
+        _remove_empty(created)
+        raise
     finally:
         source.close()
 
@@ -139,6 +145,10 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     layers = Layers(skeleton="pose" in models, seg="seg" in models, depth="pointmap" in models, normal="normal" in models)
 
+    if options.view:
+        from viz.viewer import check_display
+
+        check_display()  # before any output file exists
     tracks = video = viewer = progress = None
     try:
         if "tracks" in outputs:
@@ -220,23 +230,34 @@ def _output_paths(options: RunOptions, info: SourceInfo) -> dict[str, str]:
     if not options.no_video:
         outputs["video"] = options.out or str(folder / "overlay.mp4")
     outputs["tracks"] = options.tracks or str(folder / "tracks.jsonl")
-    for path in outputs.values():
-        _check_output(Path(path))
     return outputs
 
 
-def _check_output(path: Path) -> None:
-    """Fail before any work if `path` cannot be written; create nothing but its folder."""
+def _make_parent(path: Path, created: list[Path]) -> None:
+    """Create the folders for `path` (recording them in `created`) and check it can be
+    written, before any work is done."""
     import os
 
     if path.is_dir():
         raise UserError(f"Output {path} is a folder; give a file name inside it instead.")
+    missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(missing):
+            folder.mkdir()
+            created.append(folder)
     except OSError as err:
-        raise UserError(f"Cannot create the folder {path.parent} ({err.strerror}); choose a writable output path.") from None
+        raise UserError(f"Cannot create the folder {folder} ({err.strerror}); choose a writable output path.") from None
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UserError(f"Cannot write {path} (permission denied); choose a writable output path.")
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Undo `_make_parent` after a run that failed before writing anything."""
+    for folder in reversed(folders):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: something was written there after all
+            pass
 
 
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:

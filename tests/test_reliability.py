@@ -146,6 +146,7 @@ def test_missing_weights_while_offline(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("SAPIENS_CHECKPOINT_ROOT", raising=False)
     code, err = _cli(tmp_path, capsys, "--tasks", "pose", "--boxes-from", "frame")
     assert code == 2 and "facebook/sapiens2-pose-0.4b" in err and "sapiens-rt download" in err
+    assert not (tmp_path / "rec").exists()  # no empty output folder left behind
     code, err = _cli(tmp_path, capsys, "--tasks", "pose", "--checkpoint", f"pose={tmp_path / 'none.safetensors'}")
     assert code == 2 and "does not exist" in err
 
