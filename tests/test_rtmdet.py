@@ -197,3 +197,13 @@ def test_checkpoint_resolution_from_root_and_offline_error(tmp_path, monkeypatch
     (tmp_path / "detector").mkdir()
     (tmp_path / "detector" / "rtmdet_m.pth").write_bytes((rtmdet_fixtures_dir / CHECKPOINTS[0]).read_bytes())
     assert load_detector(widen=0.25).model.bbox_head.rtm_cls[0].weight.shape == (1, 64, 1, 1)
+
+
+def test_load_detector_is_public_api_of_realtime_models(rtmdet_fixtures_dir):
+    import numpy as np
+
+    from realtime.models import load_detector
+
+    detector = load_detector(rtmdet_fixtures_dir / "tiny_w025_checkpoint.pth", widen=None)  # width read from the file
+    boxes, scores = detector(np.full((240, 320, 3), 114, np.uint8))
+    assert boxes.dtype == np.float32 and boxes.shape[1] == 4 and len(scores) == len(boxes) >= 1
