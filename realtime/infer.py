@@ -24,6 +24,7 @@ from realtime.models import dense
 
 log = logging.getLogger(__name__)
 
+NUM_KEYPOINTS = 308
 POINTMAP_INPUT_HW = (1024, 768)  # the released pointmap's scale branch is tied to the 64x48 token grid
 
 
@@ -106,7 +107,7 @@ class Predictor:
 
         outputs: dict[str, torch.Tensor] = {}
         for task in ("pose", "seg", "normal", "pointmap"):  # launch all, then collect
-            if task not in tasks:
+            if task not in tasks or (task == "pose" and len(boxes) == 0):
                 continue
             with self._on_stream(task, upload_done):
                 if task == "pose":
@@ -120,14 +121,12 @@ class Predictor:
         if self.cuda:
             for task in outputs:
                 torch.cuda.current_stream(self.device).wait_stream(self._streams[task])
-        return self._to_numpy(outputs, len(boxes))
+        return self._to_numpy(outputs)
 
     # -- per task, all on the device
 
     def _pose(self, frame: torch.Tensor, boxes: np.ndarray) -> torch.Tensor:
         """(N, K, 3) float32: x, y in image pixels and the score."""
-        if len(boxes) == 0:
-            return torch.zeros((0, 0, 3), device=self.device)
         in_h, in_w = self.input_hw
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
@@ -192,11 +191,10 @@ class Predictor:
         stream.wait_stream(upload_done)
         return torch.cuda.stream(stream)
 
-    def _to_numpy(self, outputs: dict[str, torch.Tensor], num_people: int) -> Prediction:
+    def _to_numpy(self, outputs: dict[str, torch.Tensor]) -> Prediction:
         pose = outputs.get("pose")
-        if pose is None or num_people == 0:
-            k = 308 if pose is None or pose.shape[1] == 0 else pose.shape[1]
-            kpts, scores = np.zeros((0, k, 2), np.float32), np.zeros((0, k), np.float32)
+        if pose is None:  # nobody in the frame, or pose not asked for
+            kpts, scores = np.zeros((0, NUM_KEYPOINTS, 2), np.float32), np.zeros((0, NUM_KEYPOINTS), np.float32)
         else:
             pose = pose.cpu().numpy()
             kpts, scores = pose[..., :2].astype(np.float32), pose[..., 2].astype(np.float32)
