@@ -17,7 +17,6 @@ WINDOW = 512  # recent samples kept per series for percentiles and rates
 class Metrics:
     def __init__(self, window: int = WINDOW):
         self._lock = threading.Lock()
-        self._window = window
         self._stage: dict[str, deque] = defaultdict(lambda: deque(maxlen=window))
         self._latency: deque = deque(maxlen=window)
         self._read_times: deque = deque(maxlen=window)

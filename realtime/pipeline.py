@@ -183,7 +183,7 @@ class Pipeline:
             if not finished.is_set():
                 self.stop_event.set()
             for t in threads:
-                _join(t, self)
+                _join(t)
             self._close_all()
             self.metrics.stop_clock()
         return self._result()
@@ -272,7 +272,7 @@ def _getter(q: queue.Queue, stop: threading.Event) -> Callable:
     return get
 
 
-def _join(thread: threading.Thread, pipeline: Pipeline) -> None:
+def _join(thread: threading.Thread) -> None:
     """Join a thread; a stage stuck inside a long call gets a reminder every few seconds."""
     waited = 0.0
     while thread.is_alive():

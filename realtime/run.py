@@ -28,7 +28,6 @@ from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, Smoo
 log = logging.getLogger(__name__)
 
 TASK_NAMES = {"pose": "pose", "seg": "seg", "normal": "normal", "depth": "pointmap", "pointmap": "pointmap"}
-SIZES = ("0.1b", "0.4b", "0.8b", "1b", "5b")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -98,7 +97,9 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         source: Optional[Source] = None) -> RunSummary:
     """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
     `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
-    device = options.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    from realtime.infer import default_device
+
+    device = options.device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)

@@ -11,6 +11,7 @@ sources is the pipeline's job (its source gate), not the source's.
 from __future__ import annotations
 
 import glob
+import itertools
 import logging
 import re
 import time
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 
 STREAM_SCHEMES = ("rtsp://", "rtsps://", "rtmp://", "udp://", "tcp://", "http://", "https://", "srt://")
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
-VIDEO_SUFFIXES = {".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v", ".mpg", ".mpeg", ".ts", ".flv", ".wmv"}
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ class VideoSource(Source):
         while True:
             start: Optional[float] = None
             try:
-                for frame in _chain(pending, self._decoded):
+                for frame in itertools.chain(pending, self._decoded):
                     t = frame.time if frame.time is not None else last_t + 1.0 / (self.info.fps or 30.0)
                     if start is None:
                         start = t
@@ -242,11 +242,6 @@ class VideoSource(Source):
             except Exception:  # closing a dead stream can fail; nothing is left to save
                 pass
             self._container = None
-
-
-def _chain(first: list, rest):
-    yield from first
-    yield from rest
 
 
 def _rotate(image: np.ndarray, degrees_ccw: int) -> np.ndarray:
