@@ -231,6 +231,13 @@ class Detector:
         self.model = model.to(device=device, dtype=dtype).eval()
         self.device = torch.device(device)
         self.dtype = dtype
+        self.cuda = self.device.type == "cuda"
+        # Its own stream, so a detection overlaps the task models' streams instead of
+        # queueing behind them on the default stream.
+        self.stream = torch.cuda.Stream(self.device) if self.cuda else None
+        self._pinned: dict[str, torch.Tensor] = {}  # host buffers the GPU copies from / into
+        if self.cuda:
+            post.mean_std(self.device)  # made now, not with the first frame
 
     def preprocess(self, image: np.ndarray, *, rgb: bool = False) -> tuple[torch.Tensor, float, float]:
         """(H, W, 3) uint8 -> ((1, 3, 640, 640) network input, w_scale, h_scale).
@@ -243,8 +250,7 @@ class Detector:
             padded, w_scale, h_scale = post.letterbox_cv2(image)
             padded = torch.from_numpy(padded)
         else:
-            frame = torch.from_numpy(np.ascontiguousarray(image)).to(self.device, non_blocking=True)
-            padded, w_scale, h_scale = post.letterbox_torch(frame)
+            padded, w_scale, h_scale = post.letterbox_torch(self._upload(image))
         return post.normalize(padded, rgb=rgb).to(self.dtype), w_scale, h_scale
 
     @torch.inference_mode()
@@ -257,18 +263,45 @@ class Detector:
     def raw(self, image: np.ndarray, *, rgb: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The detector's own output (mmdet's `inference_detector`): the top 100
         candidates, boxes (<=100, 4) and scores, before the demo's filtering."""
-        boxes, scores = self.candidates(image, rgb=rgb)
-        return _numpy(boxes[: post.MAX_PER_IMG]), _numpy(scores[: post.MAX_PER_IMG])
+        return post.keep_candidates(self._top_candidates(image, rgb))
 
     def __call__(self, image: np.ndarray, *, rgb: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Person boxes of one (H, W, 3) uint8 frame, BGR (or RGB with `rgb=True`)."""
-        boxes, scores = self.candidates(image, rgb=rgb)
-        boxes, scores = post.select_people(boxes[: post.MAX_PER_IMG], scores[: post.MAX_PER_IMG], image.shape[:2])
-        return _numpy(boxes), _numpy(scores)
+        boxes, scores = self.raw(image, rgb=rgb)
+        return post.select_people_np(boxes, scores, image.shape[:2])
 
+    @torch.inference_mode()
+    def _top_candidates(self, image: np.ndarray, rgb: bool) -> np.ndarray:
+        """(100, 5) rows of `post.top_candidates` on the host. On CUDA everything up to
+        them runs on the detector's stream, and waiting for them is the only host sync."""
+        if not self.cuda:
+            x, w_scale, h_scale = self.preprocess(image, rgb=rgb)
+            return post.top_candidates(*self.model(x), w_scale, h_scale).numpy()
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))  # weights written on the default stream
+        with torch.cuda.stream(self.stream):
+            x, w_scale, h_scale = self.preprocess(image, rgb=rgb)
+            rows = post.top_candidates(*self.model(x), w_scale, h_scale)
+            host = self._host_buffer("rows", rows.shape, rows.dtype)
+            host.copy_(rows, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(self.stream)
+        done.synchronize()
+        return host.numpy().copy()
 
-def _numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to("cpu", torch.float32).numpy()
+    def _upload(self, image: np.ndarray) -> torch.Tensor:
+        """The frame on the device through a pinned buffer (a pageable copy would block).
+        The buffer is reused: the previous call's wait already covered its copy."""
+        if not self.cuda:
+            return torch.from_numpy(np.ascontiguousarray(image)).to(self.device)
+        host = self._host_buffer("frame", image.shape, torch.uint8)
+        host.numpy()[...] = image
+        return host.to(self.device, non_blocking=True)
+
+    def _host_buffer(self, name: str, shape, dtype: torch.dtype) -> torch.Tensor:
+        buf = self._pinned.get(name)
+        if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
+            buf = self._pinned[name] = torch.empty(tuple(shape), dtype=dtype, pin_memory=True)
+        return buf
 
 
 def filter_state_dict(state_dict: dict[str, torch.Tensor], model: RTMDet) -> dict[str, torch.Tensor]:

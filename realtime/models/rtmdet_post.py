@@ -7,6 +7,8 @@ the Sapiens2 demo's person selection).
 
 from __future__ import annotations
 
+import functools
+
 import cv2
 import numpy as np
 import torch
@@ -69,9 +71,15 @@ def normalize(padded: torch.Tensor, *, rgb: bool = False) -> torch.Tensor:
     x = padded.float()
     if rgb:
         x = x.flip(-1)
-    mean = torch.tensor(MEAN_BGR, dtype=torch.float32, device=x.device)
-    std = torch.tensor(STD_BGR, dtype=torch.float32, device=x.device)
+    mean, std = mean_std(x.device)
     return ((x - mean) / std).permute(2, 0, 1)[None].contiguous()
+
+
+@functools.lru_cache(maxsize=8)
+def mean_std(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Made once per device: a host -> device copy per frame would make the host wait."""
+    return (torch.tensor(MEAN_BGR, dtype=torch.float32, device=device),
+            torch.tensor(STD_BGR, dtype=torch.float32, device=device))
 
 
 def candidates_from_outputs(
@@ -113,6 +121,87 @@ def candidates_from_outputs(
     boxes, scores = boxes[valid], scores[valid]
     scores, order = scores.sort(descending=True)
     return boxes[order], scores
+
+
+def top_candidates(
+    cls_logits: list[torch.Tensor],
+    dists: list[torch.Tensor],
+    w_scale: float,
+    h_scale: float,
+    *,
+    input_size: int = INPUT_SIZE,
+    strides: tuple[int, ...] = STRIDES,
+) -> torch.Tensor:
+    """`candidates_from_outputs(...)[:MAX_PER_IMG]` with shapes that do not depend on the
+    data, so a GPU never has to tell the host how many candidates it found.
+
+    Returns (k, 5) float32 rows (x1, y1, x2, y2, score), k = min(MAX_PER_IMG, all cells),
+    sorted by score; rows that the reference drops (score <= SCORE_THR, empty box) have
+    score -1. `keep_candidates` removes them on the host."""
+    boxes_per_level, scores_per_level = [], []
+    for logit, dist, stride in zip(cls_logits, dists, strides):
+        width = logit.shape[-1]
+        score = logit[0, 0].float().sigmoid().reshape(-1)
+        dist = dist[0].float().permute(1, 2, 0).reshape(-1, 4)
+        # topk of all cells then the threshold = the threshold then the top NMS_PRE
+        kept, keep = score.topk(min(NMS_PRE, score.numel()))
+        xs = (keep % width).float() * stride
+        ys = torch.div(keep, width, rounding_mode="floor").float() * stride
+        d = dist[keep]
+        boxes_per_level.append(torch.stack([xs - d[:, 0], ys - d[:, 1], xs + d[:, 2], ys + d[:, 3]], dim=1))
+        scores_per_level.append(kept)
+    boxes = torch.cat(boxes_per_level).clamp_(0, input_size)
+    scores = torch.cat(scores_per_level)
+    # The reference's float32 reciprocals; a float32-exact Python scalar multiplies identically.
+    fx, fy = float(np.float32(1 / w_scale)), float(np.float32(1 / h_scale))
+    boxes = torch.stack((boxes[:, 0] * fx, boxes[:, 1] * fy, boxes[:, 2] * fx, boxes[:, 3] * fy), dim=1)
+    valid = ((boxes[:, 2] - boxes[:, 0]) > 0) & ((boxes[:, 3] - boxes[:, 1]) > 0) & (scores > SCORE_THR)
+    scores = torch.where(valid, scores, torch.full_like(scores, -1.0))
+    scores, order = scores.topk(min(MAX_PER_IMG, scores.numel()))
+    return torch.cat((boxes[order], scores[:, None]), dim=1)
+
+
+def keep_candidates(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Host side of `top_candidates`: (k, 5) rows -> boxes (M, 4) and scores (M,) float32,
+    the reference's candidates (still sorted by score)."""
+    rows = rows[rows[:, 4] > SCORE_THR]
+    return np.ascontiguousarray(rows[:, :4], np.float32), np.ascontiguousarray(rows[:, 4], np.float32)
+
+
+def demo_nms_np(boxes: np.ndarray, scores: np.ndarray, iou_thr: float = DEMO_NMS_THR) -> np.ndarray:
+    """`demo_nms` on host arrays (float32 arithmetic, as on the device): kept indices (M,) int64."""
+    boxes, scores = boxes.astype(np.float32), scores.astype(np.float32)
+    x1, y1, x2, y2 = boxes.T
+    areas = (x2 - x1 + 1) * (y2 - y1 + 1)
+    inter_w = np.clip(np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None]) + 1, 0, None)
+    inter_h = np.clip(np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None]) + 1, 0, None)
+    inter = inter_w * inter_h
+    overlaps = inter / (areas[:, None] + areas[None] - inter) > iou_thr
+    suppressed = np.zeros(len(scores), bool)
+    keep = []
+    for i in np.argsort(-scores, kind="stable"):
+        if not suppressed[i]:
+            keep.append(i)
+            suppressed |= overlaps[i]
+    return np.array(keep, np.int64)
+
+
+def select_people_np(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    image_hw: tuple[int, int],
+    *,
+    bbox_thr: float = DEMO_BBOX_THR,
+    nms_thr: float = DEMO_NMS_THR,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`select_people` on host arrays: boxes (M, 4) and scores (M,) float32, M >= 1."""
+    passing = scores > bbox_thr
+    boxes, scores = boxes[passing], scores[passing]
+    if len(boxes) == 0:
+        height, width = image_hw
+        return np.array([[0.0, 0.0, width - 1.0, height - 1.0]], np.float32), np.zeros(1, np.float32)
+    keep = demo_nms_np(boxes, scores, nms_thr)
+    return boxes[keep].astype(np.float32), scores[keep].astype(np.float32)
 
 
 def demo_nms(boxes: torch.Tensor, scores: torch.Tensor, iou_thr: float = DEMO_NMS_THR) -> torch.Tensor:

@@ -1,0 +1,77 @@
+"""The CUDA code paths, run on a stand-in GPU (tests/gpu_standin.py): how often the host
+would wait for the GPU, and on which streams the work is launched. No CUDA needed."""
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from realtime.models import rtmdet_post as post
+from realtime.models.rtmdet import load_detector
+from tests.gpu_standin import StandinGPU, StandinTensor
+
+# -- the harness itself: it must see what it claims to see
+
+
+def test_standin_counts_what_blocks_the_host_and_nothing_else():
+    with StandinGPU() as gpu:
+        x = torch.arange(6.0, device="cuda")
+        assert x.device.type == "cuda" and isinstance(x, StandinTensor)
+        y = (x * 2).sum()
+        gpu.rec.clear()
+        assert y.item() == 30.0  # 1: a value read on the host
+        assert x[x > 2].tolist() == [3.0, 4.0, 5.0]  # 2: boolean mask, 3: tolist of the result
+        torch.tensor([1.0], device="cuda")  # 4: a blocking upload
+        torch.ones(3).to("cuda", non_blocking=True)  # 5: pageable source
+        host = torch.empty(6, pin_memory=True)
+        host.copy_(x, non_blocking=True)  # pinned, non-blocking: no wait
+        pinned = torch.ones(3).pin_memory()
+        pinned.to("cuda", non_blocking=True)  # no wait
+        assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # 6: blocking download
+        assert len(gpu.rec.syncs()) == 6, [s.what for s in gpu.rec.syncs()]
+        assert host.tolist() == x.cpu().tolist()
+
+
+def test_standin_records_streams_and_waits():
+    with StandinGPU() as gpu:
+        side = torch.cuda.Stream()
+        x = torch.ones(4, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            y = x + 1
+        done = torch.cuda.Event()
+        done.record(side)
+        done.synchronize()
+        kinds = [(e.kind, e.stream) for e in gpu.rec.log if e.kind != "op" or "add" in e.what]
+        assert kinds == [("wait", side.name), ("op", side.name), ("record", side.name), ("sync", "default")]
+        assert y.cpu().tolist() == [2.0] * 4
+
+
+# -- the detector
+
+
+@pytest.fixture(scope="module")
+def rtmdet_case(rtmdet_fixtures_dir):
+    return load_file(str(rtmdet_fixtures_dir / "tiny_w025_case_a.safetensors"))
+
+
+def test_detector_on_gpu_waits_once_and_uses_its_own_stream(rtmdet_fixtures_dir, rtmdet_case):
+    image = rtmdet_case["image_bgr_uint8"].numpy()
+    weights = rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"
+    cpu = load_detector(weights, widen=0.25)
+    with torch.inference_mode():  # the GPU's preprocessing, on the CPU
+        padded, w_scale, h_scale = post.letterbox_torch(torch.from_numpy(image))
+        rows = post.top_candidates(*cpu.model(post.normalize(padded)), w_scale, h_scale).numpy()
+    want_boxes, want_scores = post.keep_candidates(rows)
+    want_people = post.select_people_np(want_boxes, want_scores, image.shape[:2])
+    with StandinGPU() as gpu:
+        det = load_detector(weights, widen=0.25, device="cuda")
+        for call, want in ((det.raw, (want_boxes, want_scores)), (det, want_people)):
+            gpu.rec.clear()
+            got = call(image)
+            syncs = gpu.rec.syncs()
+            assert len(syncs) <= 1, [s.what for s in syncs]
+            assert gpu.rec.ops() and not gpu.rec.ops("default"), "detector work went to the default stream"
+            for g, w in zip(got, want):
+                assert isinstance(g, np.ndarray) and g.dtype == np.float32
+                np.testing.assert_allclose(g, w, atol=1e-4, rtol=0)
