@@ -237,6 +237,8 @@ class Detector:
         self.stream = torch.cuda.Stream(self.device) if self.cuda else None
         self._pinned: dict[str, torch.Tensor] = {}  # host buffers the GPU copies from / into
         if self.cuda:
+            if self.device.index is None:  # as tensors report it, so per-device caches hit
+                self.device = torch.device("cuda", torch.cuda.current_device())
             post.mean_std(self.device)  # made now, not with the first frame
 
     def preprocess(self, image: np.ndarray, *, rgb: bool = False) -> tuple[torch.Tensor, float, float]:
