@@ -137,7 +137,7 @@ class StandinTensor(torch.Tensor):
 _IN_PLACE = {torch.Tensor.__setitem__, torch.Tensor.copy_}
 _GUARDED = _IN_PLACE | {torch.Tensor.__getitem__, torch.Tensor.__invert__, torch.Tensor.contiguous,
                         torch.Tensor.new_tensor, torch.Tensor.new_zeros, torch.Tensor.new_ones, torch.Tensor.new_empty,
-                        torch.Tensor.new_full}
+                        torch.Tensor.new_full, torch.nonzero, torch.Tensor.nonzero}
 
 
 def _mark_pinned(t: torch.Tensor) -> None:
