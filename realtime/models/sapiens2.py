@@ -2,8 +2,9 @@
 official state-dict keys so released files load with strict=True.
 
 Numerics that matter (SPEC §1.5): RoPE tables and the rotation itself are
-computed in bfloat16 even in an fp32 model, GQA kv heads are expanded with
-`repeat_interleave`, all RMSNorms use eps 1e-6.
+computed in bfloat16 even in an fp32 model (once per patch grid, kept as buffers),
+GQA kv heads serve query heads in `repeat_interleave` order (SDPA's `enable_gqa`),
+all RMSNorms use eps 1e-6.
 """
 
 from __future__ import annotations
@@ -62,19 +63,41 @@ def apply_rope(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.T
 
 class RopePositionEmbedding(nn.Module):
     """Owns the bf16 `periods` buffer; it stays bf16 whatever dtype the model is cast to,
-    so fp32, bf16 and fp16 models all rotate with the trained bf16 RoPE."""
+    so fp32, bf16 and fp16 models all rotate with the trained bf16 RoPE.
+
+    The (sin, cos) tables of each patch grid are computed once, eagerly and in bf16 as
+    officially, and kept as non-persistent buffers `sin_HxW` / `cos_HxW`: a forward only
+    looks them up, so `torch.compile` never traces (and never re-rounds) their maths."""
 
     def __init__(self, head_dim: int) -> None:
         super().__init__()
         self.register_buffer("periods", rope_periods(head_dim), persistent=True)
+        self._grids: set[tuple[int, int]] = set()  # grids whose tables are buffers
 
     def _apply(self, fn, recurse=True):
         super()._apply(fn, recurse)
         self.periods = self.periods.to(ROPE_DTYPE)  # values are bf16-exact, so this is lossless
+        for h, w in self._grids:  # recomputed where they now live, never cast (fp16 would flush tiny sines)
+            self._make_tables(h, w)
         return self
 
+    def _load_from_state_dict(self, *args, **kwargs):
+        super()._load_from_state_dict(*args, **kwargs)
+        for h, w in self._grids:  # new periods: the tables follow
+            self._make_tables(h, w)
+
+    @torch.compiler.disable  # always eager: the official bf16 rounding, step by step
+    def _make_tables(self, h: int, w: int) -> None:
+        with torch.inference_mode(False), torch.no_grad():
+            sin, cos = rope_tables(self.periods.detach(), h, w)
+        self.register_buffer(f"sin_{h}x{w}", sin, persistent=False)
+        self.register_buffer(f"cos_{h}x{w}", cos, persistent=False)
+        self._grids.add((h, w))
+
     def forward(self, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return rope_tables(self.periods, h, w)
+        if (h, w) not in self._grids:
+            self._make_tables(h, w)
+        return getattr(self, f"sin_{h}x{w}"), getattr(self, f"cos_{h}x{w}")
 
 
 class PatchEmbed(nn.Module):
@@ -128,11 +151,9 @@ class GroupedQueryAttention(nn.Module):
         if sin is not None:
             # Elementwise per head, so rotating k before the kv expansion is identical and cheaper.
             q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
-        if self.kv_heads != self.num_heads:
-            repeat = self.num_heads // self.kv_heads
-            k = k.repeat_interleave(repeat, dim=1)  # kv head j serves query heads j*r .. j*r+r-1
-            v = v.repeat_interleave(repeat, dim=1)
-        o = F.scaled_dot_product_attention(q, k, v)
+        # GQA: kv head j serves query heads j*r .. j*r+r-1 (repeat_interleave order), without
+        # materialising the repeated K/V where the kernel supports it.
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=self.kv_heads != self.num_heads)
         return self.gamma(self.proj(o.transpose(1, 2).reshape(B, T, -1)))
 
 

@@ -1,0 +1,72 @@
+"""Compile-readiness of the backbone: RoPE tables made once, eagerly, in the official bf16
+rounding and kept as buffers; GQA without materialised K/V; torch.compile changes nothing."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+from realtime.models import load_backbone
+from realtime.models import sapiens2
+from realtime.models.sapiens2 import GroupedQueryAttention
+
+CASE = "r64x48_b2"
+
+
+@pytest.fixture(scope="module")
+def backbone(fixtures_dir):
+    return load_backbone(fixtures_dir / "backbone_weights.safetensors")
+
+
+@pytest.fixture(scope="module")
+def backbone_io(fixtures_dir):
+    return load_file(str(fixtures_dir / "backbone_io.safetensors"))
+
+
+def test_rope_tables_are_made_once_and_kept_as_buffers(backbone, backbone_io, monkeypatch):
+    made = []
+    real = sapiens2.rope_tables
+    monkeypatch.setattr(sapiens2, "rope_tables", lambda *a: made.append(a[1:]) or real(*a))
+    x = backbone_io[f"{CASE}.input"]
+    h, w = x.shape[-2] // 16, x.shape[-1] // 16
+    backbone.rope_embed._grids.discard((h, w))  # as if never seen
+    with torch.no_grad():
+        for _ in range(3):
+            out = backbone(x)
+    assert made == [(h, w)]
+    buffers = dict(backbone.named_buffers())
+    assert torch.equal(buffers[f"rope_embed.sin_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.sin"])
+    assert torch.equal(buffers[f"rope_embed.cos_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.cos"])
+    assert f"rope_embed.sin_{h}x{w}" not in backbone.state_dict()  # checkpoints stay official
+    d = (out - backbone_io[f"{CASE}.featmap"]).abs()
+    assert d.max() <= 4e-3 and d.mean() <= 3e-4
+
+
+def test_rope_tables_stay_bit_exact_bf16_when_the_model_is_cast(fixtures_dir, backbone_io):
+    model = load_backbone(fixtures_dir / "backbone_weights.safetensors")
+    x = backbone_io[f"{CASE}.input"]
+    h, w = x.shape[-2] // 16, x.shape[-1] // 16
+    with torch.no_grad():
+        model(x)
+        model.to(torch.float16)  # fp16 would flush the smallest sines to zero: they are recomputed
+        sin, cos = model.rope_embed(h, w)
+    assert sin.dtype == torch.bfloat16 and torch.equal(sin.float(), backbone_io[f"{CASE}.rope_sincos.sin"])
+    assert torch.equal(cos.float(), backbone_io[f"{CASE}.rope_sincos.cos"])
+
+
+def test_gqa_equals_repeated_kv_heads():
+    torch.manual_seed(0)
+    attn = GroupedQueryAttention(64, num_heads=4, kv_heads=2).eval()
+    x = torch.randn(2, 9 + 12, 64)
+    sin, cos = sapiens2.rope_tables(sapiens2.rope_periods(16), 3, 4)
+    with torch.no_grad():
+        got = attn(x, sin, cos)
+        # the reference: K/V heads materialised with repeat_interleave (SPEC §1.4)
+        B, T, _ = x.shape
+        q = attn.q_norm(attn.wq(x).view(B, T, 4, 16).transpose(1, 2))
+        k = attn.k_norm(attn.wk(x).view(B, T, 2, 16).transpose(1, 2))
+        v = attn.wv(x).view(B, T, 2, 16).transpose(1, 2)
+        q, k = sapiens2.apply_rope(q, sin, cos), sapiens2.apply_rope(k, sin, cos)
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
+        want = attn.gamma(attn.proj(o.transpose(1, 2).reshape(B, T, -1)))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
