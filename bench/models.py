@@ -4,6 +4,7 @@ depend on weight values).
     python bench/models.py            # CPU 512x384 fp32 + bf16; GPU 1024x768 fp16/bf16 if CUDA is there
     python bench/models.py --no-cpu   # GPU only
     python bench/models.py --emulated-bf16   # also time bf16 on a CPU without bf16 units (slow)
+    python bench/models.py --official sapiens2.py   # also ours vs the official backbone, alternating
 
 Prints one line per setting: ms per forward, ms per image and the achieved
 FLOP rate. FLOPs are counted (torch.utils.flop_counter on the meta device, one
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import time
 
 import torch
@@ -48,11 +50,46 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def bench_cpu(model, iters: int, emulated_bf16: bool) -> None:
+def cpu_bf16_support() -> str:
+    """How this CPU does bf16 matrix maths, in words."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return "unknown (not Linux)"
+    units = [name for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if flag in flags]
+    return "native (" + ", ".join(units) + ")" if units else "emulated (no AVX512-BF16/AMX)"
+
+
+def _time(fn, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def load_official(path: str, ours) -> torch.nn.Module:
+    """The official standalone backbone (sapiens/backbones/standalone/sapiens2.py of
+    facebookresearch/sapiens2) with our backbone's weights, loaded strictly."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("official_sapiens2", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    official = module.Sapiens2(arch="sapiens2_0.4b", img_size=(512, 384), out_type="featmap")
+    official.load_state_dict(ours.state_dict(), strict=True)
+    return official.eval().requires_grad_(False)
+
+
+def bench_cpu(model, iters: int, emulated_bf16: bool, official_path: str | None) -> None:
     x = torch.randn(1, 3, 512, 384)
     flops = count_flops(512, 384)
-    print(f"CPU: {_cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}; {flops / 1e12:.2f} TFLOP per 512x384 image")
     native_bf16 = _cpu_has_bf16_units()
+    print(f"CPU: {_cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}; bf16: {cpu_bf16_support()}; "
+          f"{flops / 1e12:.2f} TFLOP per 512x384 image")
+    official = load_official(official_path, model.backbone) if official_path else None
     for dtype in (torch.float32, torch.bfloat16):
         name = str(dtype).removeprefix("torch.")
         if dtype == torch.bfloat16 and not native_bf16 and not emulated_bf16:
@@ -66,15 +103,27 @@ def bench_cpu(model, iters: int, emulated_bf16: bool) -> None:
         with torch.inference_mode():
             if warm:
                 model(inp)
-            start = time.perf_counter()
-            for _ in range(runs):
-                model(inp)
-            ms = (time.perf_counter() - start) / runs * 1e3
-        note = f"{runs} runs after a warm-up" if warm else "1 cold run; this CPU has no bf16 units, bf16 is emulated"
+            ms = statistics.median(_time(lambda: model(inp), runs))
+        note = f"median of {runs} runs after a warm-up" if warm else "1 cold run; this CPU has no bf16 units, bf16 is emulated"
         print(
             f"  0.4B pose, random weights, 1x3x512x384 {name:>8}: "
             f"{ms:8.1f} ms/forward, {flops / (ms / 1e3) / 1e9:6.1f} GFLOP/s ({note})"
         )
+        if official is not None and warm:
+            compare_backbones(model.backbone, official.to(dtype), inp, runs, name)
+
+
+def compare_backbones(ours, official, x: torch.Tensor, runs: int, name: str) -> None:
+    """Ours and the official backbone, same weights and input, in alternating runs."""
+    with torch.inference_mode():
+        ours(x), official(x)  # warm both
+        a, b = [], []
+        for _ in range(runs):
+            a += _time(lambda: ours(x), 1)
+            b += _time(lambda: official(x), 1)
+    ratios = sorted(p / q for p, q in zip(a, b))
+    print(f"  backbone only {name:>8}: ours {statistics.median(a):8.1f} ms, official {statistics.median(b):8.1f} ms "
+          f"(medians of {runs} alternating runs); ours/official per pair {', '.join(f'{r:.2f}' for r in ratios)}")
 
 
 def bench_gpu(model, iters: int) -> None:
@@ -114,6 +163,9 @@ def main() -> None:
     parser.add_argument("--no-cpu", action="store_true")
     parser.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
     parser.add_argument("--emulated-bf16", action="store_true", help="time bf16 on a CPU without bf16 units too (minutes)")
+    parser.add_argument("--official", metavar="SAPIENS2_PY",
+                        help="the official standalone backbone file (sapiens/backbones/standalone/sapiens2.py of "
+                             "facebookresearch/sapiens2): also time it against ours, alternating")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.threads:
@@ -121,7 +173,7 @@ def main() -> None:
     model = build_model("pose", "sapiens2_0.4b")
     print(f"model: {model.arch} {model.task}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, random weights")
     if not args.no_cpu:
-        bench_cpu(model, args.cpu_iters, args.emulated_bf16)
+        bench_cpu(model, args.cpu_iters, args.emulated_bf16, args.official)
     if torch.cuda.is_available():
         bench_gpu(model, args.gpu_iters)
     else:

@@ -1,0 +1,113 @@
+"""One command for anyone with an NVIDIA GPU: check the GPU path, then time it.
+
+    python bench/gpu_check.py                 # tests, then fps eager and compiled
+    python bench/gpu_check.py --no-compile    # skip torch.compile (its first frames take minutes)
+    python bench/gpu_check.py --peak-tflops 989   # your GPU's dense bf16/fp16 peak, if not in the table
+
+1. Runs the GPU tests (`pytest -m gpu`), among them the one that runs `Predictor.predict`
+   and the detector under `torch.cuda.set_sync_debug_mode("error")`: any hidden host sync
+   in the hot path fails it.
+2. Prints frames per second at 1024x768 network input (the released models' size) for
+   pose only (1 person), pose + seg, and all four tasks, with random 0.4B weights (speed
+   does not depend on weight values), eager and compiled, with the achieved TFLOP/s and
+   MFU (achieved / the GPU's dense half-precision peak).
+
+Without a CUDA GPU it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# FLOP per image at 1024x768 for the 0.4B models (torch.utils.flop_counter, 1 multiply-add = 2 FLOP)
+TFLOP_PER_IMAGE = {"pose": 3.87, "seg": 3.59, "normal": 5.03, "pointmap": 8.34}
+# Dense (no sparsity) bf16/fp16 tensor-core peaks with fp32 accumulation, TFLOP/s, from the vendors' datasheets
+PEAK_TFLOPS = {"H100 SXM": 989, "H100 NVL": 835, "H100 PCIe": 756, "H100": 756, "H200": 989, "GH200": 989,
+               "A100": 312, "L40S": 362, "L40": 181, "L4": 121, "RTX 4090": 165, "RTX 4080": 97,
+               "RTX 3090": 71, "A10": 125, "RTX 6000 Ada": 364, "B200": 2250}
+SETS = (("pose only", ("pose",)), ("pose + seg", ("pose", "seg")), ("all tasks", ("pose", "seg", "normal", "pointmap")))
+
+
+def peak_tflops(name: str) -> float | None:
+    for key in sorted(PEAK_TFLOPS, key=len, reverse=True):  # most specific first ("H100 SXM" before "H100")
+        if all(part in name for part in key.split()):
+            return PEAK_TFLOPS[key]
+    return None
+
+
+def run_gpu_tests() -> int:
+    print("== GPU tests (pytest -m gpu), the hot path under torch.cuda.set_sync_debug_mode('error')", flush=True)
+    return subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests"], cwd=ROOT)
+
+
+def time_predictor(tasks, compiled: bool, frames: int, dtype: torch.dtype) -> float:
+    """Frames per second of Predictor.predict on a 720p frame with one person, models random."""
+    from realtime.infer import Predictor
+    from realtime.models import build_model
+
+    models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
+    if compiled:
+        models = {task: torch.compile(model, dynamic=False) for task, model in models.items()}
+    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768))
+    image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    boxes = np.array([[400, 60, 880, 700]], np.float32)
+    predictor.warm_up(image.shape[:2])
+    for _ in range(3):
+        predictor.predict(image, boxes)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(frames):
+        predictor.predict(image, boxes)  # each returns numpy: the frame is done
+    fps = frames / (time.perf_counter() - start)
+    del predictor, models
+    torch.cuda.empty_cache()
+    return fps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frames", type=int, default=50)
+    parser.add_argument("--no-tests", action="store_true")
+    parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print(f"No CUDA GPU here (torch {torch.__version__}, built with CUDA {torch.version.cuda}): nothing to check. "
+              "Run this on a machine with an NVIDIA GPU and a CUDA build of torch.")
+        return 0
+    from realtime.infer import default_dtype
+
+    name = torch.cuda.get_device_name()
+    peak = args.peak_tflops or peak_tflops(name)
+    dtype = default_dtype("cuda")
+    print(f"GPU: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, dtype {str(dtype).removeprefix('torch.')}; "
+          f"peak {'%g TFLOP/s dense half precision' % peak if peak else 'unknown (pass --peak-tflops for MFU)'}")
+    failed = 0 if args.no_tests else run_gpu_tests()
+    torch.backends.cudnn.benchmark = True
+    print(f"== Predictor.predict, 1024x768 network input, 1 person, 0.4B models, {args.frames} frames")
+    for label, tasks in SETS:
+        tflop = sum(TFLOP_PER_IMAGE[t] for t in tasks)
+        ceiling = f", ceiling {peak / tflop:6.1f} fps" if peak else ""
+        for compiled in (False,) if args.no_compile else (False, True):
+            fps = time_predictor(tasks, compiled, args.frames, dtype)
+            rate = fps * tflop
+            mfu = f", MFU {rate / peak:5.1%}" if peak else ""
+            print(f"  {label:<10} {'compiled' if compiled else 'eager':>8}: {fps:7.1f} fps, {rate:6.1f} TFLOP/s "
+                  f"({tflop:.2f} TFLOP/frame){mfu}{ceiling}", flush=True)
+    if failed:
+        print("Some GPU tests FAILED (see above).")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
