@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -26,7 +27,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime import __version__
-from realtime.errors import UserError
+from realtime.errors import OutputWriteError, UserError
 from realtime.export.tracks import PersonTrack, Tracks
 from realtime.frames import Frame, Person
 
@@ -122,6 +123,7 @@ class TrackWriter:
         self.path = Path(path)
         self.num_keypoints = len(keypoint_names)
         self.frames_written = 0
+        self._good_size = 0  # bytes up to the end of the last complete line
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "w", encoding="utf-8", newline="\n")
@@ -142,13 +144,31 @@ class TrackWriter:
     def _write_text(self, line: str) -> None:
         # One write + flush per line: after a kill the file ends at a line boundary
         # or inside the single line in flight, which readers skip.
-        self._file.write(line + "\n")
-        self._file.flush()
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+        except OSError as err:
+            self._fail(err)
+        self._good_size = self._file.tell()
+
+    def _fail(self, err: OSError) -> None:
+        """A write error (disk full): cut the file back to its last complete line and say so."""
+        try:
+            self._file.close()  # may try the failed write again; the cut below undoes it
+        except OSError:
+            pass
+        try:
+            if self.path.is_file() and self.path.stat().st_size > self._good_size:
+                os.truncate(self.path, self._good_size)
+        except OSError:
+            pass
+        raise OutputWriteError(f"cannot write the tracks file {self.path} ({err.strerror or err}); it keeps its first "
+                               f"{self.frames_written} frames; free disk space or choose another --tracks") from None
 
     def write_frame(self, frame: Frame) -> None:
         """Append one frame line (also when `frame.people` is empty)."""
         if self._file.closed:
-            raise ValueError("TrackWriter.write_frame called after close()")
+            raise ValueError("TrackWriter.write_frame called after close() or a write error")
         people = ",".join(_person_json(p, self.num_keypoints) for p in frame.people)
         timestamp = json.dumps(round(float(frame.timestamp), 6)) if np.isfinite(frame.timestamp) else "null"
         self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp},"people":[{people}]}}')
@@ -156,7 +176,10 @@ class TrackWriter:
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as err:
+                self._fail(err)
 
     def __enter__(self) -> "TrackWriter":
         return self
