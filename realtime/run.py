@@ -21,6 +21,7 @@ import torch
 
 from realtime.errors import UserError
 from realtime.metrics import Metrics
+from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.sources import Source, SourceInfo, open_source
 from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, SmoothStage, WriteStage
@@ -111,19 +112,24 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
     info = source.open()
     created: list[Path] = []
+    locks = OutputLocks()
     try:
         outputs = _output_paths(options, info)
+        check_outputs(outputs, source.input_files())
         for path in outputs.values():
             _make_parent(Path(path), created)
+        locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
         return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
     except BaseException:
+        locks.release()  # removes output files it created that are still empty
         _remove_empty(created)
         raise
     finally:
+        locks.release()
         source.close()
 
 

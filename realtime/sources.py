@@ -71,6 +71,10 @@ class Source(ABC):
     def close(self) -> None:
         pass
 
+    def input_files(self) -> list[str]:
+        """The files this source reads (outputs must never be one of them)."""
+        return []
+
     def __enter__(self) -> "Source":
         self.open()
         return self
@@ -217,6 +221,9 @@ class VideoSource(Source):
                     return
                 self._decoded = self._container.decode(self._container.streams.video[0])
                 offset = max(last_t, 0.0) + 1.0 / (self.info.fps or 30.0)
+
+    def input_files(self) -> list[str]:
+        return [] if self.live else [self.uri]
 
     def _check_complete(self, last_pts_seconds: float) -> None:
         """A file whose frames stop well before the duration its header promises was cut short."""
@@ -380,6 +387,9 @@ class ImageFolderSource(Source):
                 self.skipped.append(str(file))
                 continue
             yield i / self.fps, image
+
+    def input_files(self) -> list[str]:
+        return [str(f) for f in getattr(self, "files", [])]
 
     @staticmethod
     def _read(file: Path) -> Optional[np.ndarray]:
