@@ -182,6 +182,7 @@ class Pipeline:
         finally:
             if not finished.is_set():
                 self.stop_event.set()
+                self.source.cancel()  # a capture thread waiting for data returns now
             for t in threads:
                 _join(t)
             self._close_all()
