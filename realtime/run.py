@@ -104,6 +104,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
+    if options.max_frames is not None and options.max_frames < 1:
+        raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
