@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import signal
 import sys
+import threading
 
 from realtime import __version__
-from realtime.errors import UserError
+from realtime.errors import Terminated, UserError
+
+log = logging.getLogger("sapiens-rt")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -233,17 +237,28 @@ def _cmd_download(args) -> int:
 _COMMANDS: tuple = (_add_run, _add_download, _add_export, _add_smooth)
 
 
+def _raise_on_signal(signum, _frame) -> None:
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
+    # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _raise_on_signal)
+        signal.signal(signal.SIGTERM, _raise_on_signal)
     try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        log.info("sapiens-rt %s: starting", args.command)
         return int(args.func(args) or 0)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        terminated = isinstance(err, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":

@@ -18,3 +18,7 @@ class OutputWriteError(UserError):
     before. It ends the run like a failed stage (exit 1)."""
 
     exit_code = 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl+C's KeyboardInterrupt so the same clean-up runs (exit status 143)."""

@@ -122,6 +122,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
             _make_parent(Path(path), created)
         locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
+            log.info("loading models")
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
@@ -146,6 +147,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, pointmap_hw=options.pointmap_hw,
                           flip_test=options.flip_test)
+    log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
@@ -181,15 +183,17 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
             viewer = _viewer(options, info, device, layers, write, outputs)
             write.viewer = viewer
         stages.append(write)
-    except BaseException:
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+        log.info("running")
+        with _stop_on_signals(pipeline):
+            result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
+    except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
         for sink in (tracks, video, progress):
             if sink is not None:
                 sink.close()
+        if tracks is not None and tracks.frames_written == 0:
+            Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
         raise
-
-    pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
-    with _stop_on_signals(pipeline):
-        result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)]
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
@@ -354,7 +358,7 @@ class _stop_on_signals:
     def _handle(self, signum, _frame) -> None:
         if not self.pipeline.stop_event.is_set():
             print("\nstopping: finishing the current frame and closing the outputs...", file=sys.stderr)
-        self.pipeline.stop("interrupted")
+        self.pipeline.stop("terminated" if signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self.saved.items():
