@@ -212,7 +212,7 @@ def get(name: str) -> Task:
     for task in _TABLE.values():
         if key == task.name or key in task.aliases:
             return task
-    raise UserError(f"Unknown task {name!r}; choose from {choices()}.")
+    raise UserError(f"Unknown task {name.strip()}; choose from {choices()}.")
 
 
 def choices() -> str:
