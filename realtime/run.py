@@ -49,6 +49,7 @@ class RunOptions:
     dtype: Optional[str] = None
     input_hw: tuple[int, int] = INPUT_HW  # pose crops and seg (the tasks that follow --input-size)
     pointmap_hw: tuple[int, int] = INPUT_HW  # fixed by the pointmap model (tiny test models differ)
+    task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
     max_people: Optional[int] = None
     boxes_from: str = "detector"
     detect_every: int = 1
@@ -139,7 +140,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     metrics = Metrics()
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
-                          sizes={"pointmap": options.pointmap_hw}, flip_test=options.flip_test)
+                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test)
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
