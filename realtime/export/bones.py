@@ -141,6 +141,12 @@ def _in_order(bones: list[Bone]) -> tuple[Bone, ...]:
     return tuple(ordered)
 
 
+def bone_parents(bones: tuple[Bone, ...]) -> np.ndarray:
+    """(B,) int64 index of each bone's parent, -1 for the root."""
+    index = {b.name: i for i, b in enumerate(bones)}
+    return np.array([index[b.parent] if b.parent else -1 for b in bones], dtype=np.int64)
+
+
 def mirror_name(name: str) -> Optional[str]:
     """leftUpperArm <-> rightUpperArm; None for centre bones."""
     for a, b in (("left", "right"), ("right", "left")):

@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.export.bones import TOES_END, Bone, bone_table, mirror_name, points_used, solver_points
+from realtime.export.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_points
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,7 @@ class Skeleton:
 
     @property
     def parents(self) -> np.ndarray:
-        index = {b.name: i for i, b in enumerate(self.bones)}
-        return np.array([index[b.parent] if b.parent else -1 for b in self.bones], dtype=np.int64)
+        return bone_parents(self.bones)
 
     @property
     def leaves(self) -> np.ndarray:
@@ -171,7 +170,7 @@ class RotationSolver:
 
     def __init__(self, bones: tuple[Bone, ...]):
         self.bones = bones
-        self.parents = Skeleton(bones, np.zeros((len(bones), 3)), np.zeros((len(bones), 3))).parents
+        self.parents = bone_parents(bones)
         p0 = np.array([b.rest_primary for b in bones])
         s0 = np.array([b.rest_secondary for b in bones])
         self.rest_secondary = s0
@@ -230,7 +229,7 @@ def _heads(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> np.ndarray
 def _offset_samples(bones, heads, globals_, held, points) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame samples (..., B, 3) of each bone's head in its parent's rest frame, and of
     each leaf bone's end relative to its head in its own; NaN where not measured."""
-    parents = Skeleton(bones, np.zeros((len(bones), 3)), np.zeros((len(bones), 3))).parents
+    parents = bone_parents(bones)
     offsets = np.full(heads.shape, np.nan)
     ends = np.full(heads.shape, np.nan)
     for b, bone in enumerate(bones):
