@@ -121,7 +121,7 @@ def _cmd_run(args) -> int:
 def _add_export(sub) -> None:
     parser = sub.add_parser(
         "export",
-        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D or Blender",
+        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D, Blender, BVH or glTF",
         description="Convert a keypoint tracks .jsonl (written live by sapiens-rt) to a format other tools open.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
@@ -130,21 +130,26 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to coco --subset coco17      # run_coco.json, COCO person keypoints
   sapiens-rt export run.jsonl --to trc --person 1 --smooth rts   # OpenSim markers (3D metres if recorded)
   sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (pointmap task)
-  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH""",
+  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
+  sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
+  sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender"), help="output format")
+    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf"), help="output format")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
-    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D need one person)")
+    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
-    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth"), help="smooth offline (zero-phase) before exporting")
+    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
+                        help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf)")
+    parser.add_argument("--fingers", action="store_true", help="bvh/gltf: add finger bones (15 per hand)")
     parser.set_defaults(func=_cmd_export)
 
 
 def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
-    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth)
+    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
+                        fingers=args.fingers)
     print(f"wrote {out}")
     return 0
 
