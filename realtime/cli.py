@@ -95,7 +95,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (default: pose,seg)")
+    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
@@ -130,7 +130,7 @@ def _cmd_run(args) -> int:
         task, sep, path = item.partition("=")
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
-        checkpoints[parse_tasks(task)[0]] = path
+        checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
     dense_every, dense_auto = None, False
     if args.dense_every == "auto":
         dense_auto = True
@@ -156,7 +156,7 @@ def _cmd_run(args) -> int:
 def _add_export(sub) -> None:
     parser = sub.add_parser(
         "export",
-        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D or Blender",
+        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D, Blender, BVH or glTF",
         description="Convert a keypoint tracks .jsonl (written live by sapiens-rt) to a format other tools open.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
@@ -165,21 +165,26 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to coco --subset coco17      # run_coco.json, COCO person keypoints
   sapiens-rt export run.jsonl --to trc --person 1 --smooth rts   # OpenSim markers (3D metres if recorded)
   sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (pointmap task)
-  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH""",
+  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
+  sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
+  sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender"), help="output format")
+    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf"), help="output format")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
-    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D need one person)")
+    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
-    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth"), help="smooth offline (zero-phase) before exporting")
+    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
+                        help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf)")
+    parser.add_argument("--fingers", action="store_true", help="bvh/gltf: add finger bones (15 per hand)")
     parser.set_defaults(func=_cmd_export)
 
 
 def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
-    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth)
+    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
+                        fingers=args.fingers)
     print(f"wrote {out}")
     return 0
 
@@ -219,7 +224,7 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap, detector (default: pose,detector)")
+    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: pose,detector); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 
