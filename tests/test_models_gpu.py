@@ -55,3 +55,24 @@ def test_codec_on_gpu_matches_cpu(fixtures_dir):
     k_gpu, s_gpu = decode_heatmaps(hm.cuda())
     valid = s_cpu > 0
     assert torch.equal(s_cpu, s_gpu.cpu()) and (k_cpu - k_gpu.cpu()).abs()[valid].max() <= 1e-3
+
+
+def test_detector_call_makes_no_hidden_host_sync(rtmdet_fixtures_dir):
+    from realtime.models.rtmdet import load_detector
+
+    image = load_file(str(rtmdet_fixtures_dir / "tiny_w025_case_a.safetensors"))["image_bgr_uint8"].numpy()
+    cpu = load_detector(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors", widen=0.25)
+    det = load_detector(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors", widen=0.25, device="cuda")
+    det(image)  # allocations and kernel choice before the checked call
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        boxes, scores = det(image)  # only its final event wait, which the debug mode allows
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    from realtime.models import rtmdet_post as post
+
+    with torch.inference_mode():  # the GPU's letterbox, on the CPU
+        padded, w_scale, h_scale = post.letterbox_torch(torch.from_numpy(image))
+        rows = post.top_candidates(*cpu.model(post.normalize(padded)), w_scale, h_scale).numpy()
+    want, _ = post.select_people_np(*post.keep_candidates(rows), image.shape[:2])
+    assert boxes.shape == want.shape and abs(boxes - want).max() < 1e-2
