@@ -13,8 +13,10 @@ blur is a small convolution around each peak, so only keypoints need to leave th
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -38,6 +40,21 @@ def box_to_center_scale(
     wide = w > aspect * h
     scale = torch.stack((torch.where(wide, w, h * aspect), torch.where(wide, w / aspect, h)), dim=1)
     return center, scale
+
+
+def box_to_center_scale_np(
+    boxes: np.ndarray, input_size: tuple[int, int] = POSE_INPUT_SIZE, padding: float = BOX_PADDING
+) -> tuple[np.ndarray, np.ndarray]:
+    """`box_to_center_scale` on the host: the same float32 arithmetic, so the same numbers,
+    without a round trip to the device (the Predictor uploads the result in one copy)."""
+    boxes = np.asarray(boxes, np.float32)
+    center = (boxes[:, :2] + boxes[:, 2:]) / np.float32(2)
+    scale = (boxes[:, 2:] - boxes[:, :2]) * np.float32(padding)
+    aspect = np.float32(input_size[0] / input_size[1])
+    w, h = scale[:, 0], scale[:, 1]
+    wide = w > aspect * h
+    scale = np.stack((np.where(wide, w, h * aspect), np.where(wide, w / aspect, h)), axis=1).astype(np.float32)
+    return center.astype(np.float32), scale
 
 
 def udp_warp_matrix(center: torch.Tensor, scale: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE) -> torch.Tensor:
@@ -67,24 +84,32 @@ def crop_persons(
         return torch.zeros(0, 3, h, w, device=image.device)
     src = image.float()[None]
     matrix = udp_warp_matrix(center.float(), scale.float(), input_size).to(image.device)
-    # Crop pixel (u, v) samples image point A^-1 ((u, v) - t).
-    inverse = torch.linalg.inv(matrix[:, :, :2])
+    # Crop pixel (u, v) samples image point A^-1 ((u, v) - t); the UDP A is diagonal, so its
+    # inverse is elementwise (torch.linalg.inv would check for errors on the host).
+    kx, ky = matrix[:, 0, 0], matrix[:, 1, 1]
     v, u = torch.meshgrid(
         torch.arange(h, device=image.device, dtype=torch.float32),
         torch.arange(w, device=image.device, dtype=torch.float32),
         indexing="ij",
     )
-    dst = torch.stack((u, v), dim=-1)[None] - matrix[:, None, None, :, 2]  # (N, h, w, 2)
-    pts = torch.einsum("nij,nhwj->nhwi", inverse, dst)
-    grid = torch.stack((2 * pts[..., 0] / max(W - 1, 1) - 1, 2 * pts[..., 1] / max(H - 1, 1) - 1), dim=-1)
+    px = (u[None] - matrix[:, 0, 2, None, None]) * (1 / kx)[:, None, None]  # (N, h, w)
+    py = (v[None] - matrix[:, 1, 2, None, None]) * (1 / ky)[:, None, None]
+    grid = torch.stack((2 * px / max(W - 1, 1) - 1, 2 * py / max(H - 1, 1) - 1), dim=-1)
     # All crops in one call: stack their grids vertically against the single image.
     grid = grid.reshape(1, n * h, w, 2)
-    shrink = torch.minimum(matrix[:, 0, :2].norm(dim=1), matrix[:, 1, :2].norm(dim=1)) < 1
-    out = torch.empty(n, 3, h, w, device=image.device)
-    for mode, chosen in (("bilinear", shrink), ("bicubic", ~shrink)):
-        if chosen.any():
-            sampled = F.grid_sample(src, grid, mode=mode, padding_mode="zeros", align_corners=True)
-            out[chosen] = sampled.view(3, n, h, w).transpose(0, 1)[chosen]
+    shrink = torch.minimum(kx.abs(), ky.abs()) < 1  # (N,)
+
+    def sample(mode: str) -> torch.Tensor:
+        sampled = F.grid_sample(src, grid, mode=mode, padding_mode="zeros", align_corners=True)
+        return sampled.view(3, n, h, w).transpose(0, 1)
+
+    if image.device.type == "cpu":  # reading the flags costs nothing here: sample only the modes used
+        out = torch.empty(n, 3, h, w, device=image.device)
+        for mode, chosen in (("bilinear", shrink), ("bicubic", ~shrink)):
+            if chosen.any():
+                out[chosen] = sample(mode)[chosen]
+    else:  # on a GPU, both and a select: no host wait for the flags
+        out = torch.where(shrink[:, None, None, None], sample("bilinear"), sample("bicubic"))
     if not image.is_floating_point():
         out = out.round_().clamp_(0, 255)
     return out
@@ -92,9 +117,15 @@ def crop_persons(
 
 def normalize(x: torch.Tensor) -> torch.Tensor:
     """RGB 0-255 (N, 3, h, w) -> the model's input: (x - mean) / std per channel (SPEC §4.1)."""
-    mean = torch.tensor(PIXEL_MEAN, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
-    std = torch.tensor(PIXEL_STD, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
+    mean, std = _mean_std(x.device)
     return (x.float() - mean) / std
+
+
+@functools.lru_cache(maxsize=8)
+def _mean_std(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    # Constants are made once per device: a host -> device copy per frame makes the host wait.
+    return (torch.tensor(PIXEL_MEAN, device=device, dtype=torch.float32).view(1, 3, 1, 1),
+            torch.tensor(PIXEL_STD, device=device, dtype=torch.float32).view(1, 3, 1, 1))
 
 
 def flip_test(model: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, flip_indices: torch.Tensor) -> torch.Tensor:
@@ -105,7 +136,8 @@ def flip_test(model: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, fl
     return (plain + mirrored.flip(-1)[:, flip_indices.to(out.device)]) / 2
 
 
-def _gaussian_kernel(size: int, device) -> torch.Tensor:
+@functools.lru_cache(maxsize=8)
+def _gaussian_kernel(size: int, device: torch.device) -> torch.Tensor:
     sigma = 0.3 * ((size - 1) * 0.5 - 1) + 0.8  # OpenCV's default for sigma = 0
     x = torch.arange(size, dtype=torch.float64) - (size - 1) / 2
     k = torch.exp(-(x**2) / (2 * sigma**2))
@@ -201,10 +233,15 @@ def keypoints_to_image(
     keypoints_in: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE
 ) -> torch.Tensor:
     """Crop-input px (N, K, 2) -> original image px (N, K, 2) (SPEC §4.2 step 8)."""
-    size = torch.tensor(input_size, dtype=keypoints_in.dtype, device=keypoints_in.device)
+    size = _size_tensor(tuple(input_size), keypoints_in.dtype, keypoints_in.device)
     scale = scale.to(keypoints_in)[:, None, :]
     center = center.to(keypoints_in)[:, None, :]
     return keypoints_in / size * scale + center - scale / 2
+
+
+@functools.lru_cache(maxsize=16)
+def _size_tensor(size: tuple[int, int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    return torch.tensor(size, dtype=dtype, device=device)
 
 
 def flip_indices_tensor(device=None) -> torch.Tensor:
@@ -215,6 +252,16 @@ def flip_indices_tensor(device=None) -> torch.Tensor:
 
 
 __all__ = [
-    "box_to_center_scale", "udp_warp_matrix", "crop_persons", "normalize", "flip_test",
+    "box_to_center_scale", "box_to_center_scale_np", "udp_warp_matrix", "crop_persons", "normalize", "flip_test",
     "decode_heatmaps", "keypoints_to_image", "flip_indices_tensor", "POSE_INPUT_SIZE",
 ]
+
+
+def make_constants(device: torch.device | str, input_sizes=()) -> None:
+    """Make the per-device constants of this module now (a construction-time cost) rather
+    than with the first frame. input_sizes: the (w, h) sizes keypoints will be mapped from."""
+    device = torch.device(device)
+    _mean_std(device)
+    _gaussian_kernel(BLUR_KERNEL, device)
+    for size in input_sizes:
+        _size_tensor(tuple(size), torch.float32, device)

@@ -20,6 +20,7 @@ from torch import nn
 
 from realtime import codec
 from realtime import tasks as task_table
+from realtime.models import dense
 from realtime.errors import UserError
 from realtime.models.archs import INPUT_HW
 
@@ -61,10 +62,14 @@ def default_device() -> str:
 
 
 def default_dtype(device: str) -> torch.dtype:
-    """Half precision on CUDA (bf16 where the GPU supports it), fp32 on CPU."""
+    """Half precision on CUDA: bf16 where the GPU has it natively (Ampere and later),
+    else fp16; fp32 on CPU."""
     if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
     return torch.float32
+
+
+BATCH_BUCKETS = (1, 2, 4, 8, 16)  # person crops per forward are padded up to one of these
 
 
 class Predictor:
@@ -78,13 +83,19 @@ class Predictor:
     map_max_side: dense maps come back at most this many pixels on their long side.
     flip_test:   average pose heatmaps with the mirrored crop's (the official demo does; 2x cost).
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
+    compile:     torch.compile the models (True, or a torch.compile backend); person crops are
+                 padded to BATCH_BUCKETS so shapes repeat, and `warm_up` compiles every bucket.
+
+    On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
+    non-blocking copies on an upload stream; each task runs on its own stream, linked to the
+    upload by an event; the outputs come back in non-blocking copies into pinned memory,
+    and the host waits once, for all of them.
     """
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
-                 map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16):
+                 map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
-        self.models = models
         self.device = torch.device(device)
         self.dtype = dtype
         self.input_hw = tuple(input_hw)
@@ -94,15 +105,41 @@ class Predictor:
         self.flip_test = flip_test
         self.max_batch = max_batch
         self.cuda = self.device.type == "cuda"
-        self._streams = {task: torch.cuda.Stream(self.device) for task in models} if self.cuda else {}
+        if compile:
+            backend = "inductor" if compile is True else compile
+            models = {name: torch.compile(model, dynamic=False, backend=backend) for name, model in models.items()}
+        self.models = models
+        self.compiled = any(hasattr(m, "_orig_mod") for m in models.values())  # torch.compile wrappers
+        self._streams: dict[str, torch.cuda.Stream] = {}
+        if self.cuda:
+            if self.device.index is None:  # as tensors report it, so per-device constant caches hit
+                self.device = torch.device("cuda", torch.cuda.current_device())
+            torch.backends.cudnn.benchmark = True  # shapes repeat (buckets): pick the fastest kernels once
+            loaded = torch.cuda.current_stream(self.device)  # where the weights were copied
+            self._streams = {name: torch.cuda.Stream(self.device) for name in [*models, "upload", "collect"]}
+            for stream in self._streams.values():
+                stream.wait_stream(loaded)
         self._flip = {name: torch.as_tensor(t.flip_indices(), device=self.device)
                       for name, t in self.tasks.items() if t.per_person and t.flip_indices is not None}
+        codec.make_constants(self.device, [(w, h) for (h, w) in self.sizes.values()])
+        dense.make_constants(self.device)
+
+    def buckets(self) -> tuple[int, ...]:
+        """The person counts a forward is padded to (at most `max_batch`)."""
+        return tuple(sorted({b for b in BATCH_BUCKETS if b < self.max_batch} | {self.max_batch}))
 
     def warm_up(self, image_hw: tuple[int, int]) -> None:
-        """One prediction on a black frame, so the first real frame does not pay for
-        kernel selection, allocator growth or compilation."""
+        """Predictions on a black frame, so the first real frame does not pay for kernel
+        selection, allocator growth or compilation. On a GPU or when compiled, every
+        person-count bucket runs once, so `--compile` never compiles mid-run."""
         h, w = image_hw
-        self.predict(np.zeros((h, w, 3), np.uint8), np.array([[0, 0, w - 1, h - 1]], np.float32))
+        black = np.zeros((h, w, 3), np.uint8)
+        whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
+        self.predict(black, whole)
+        per_person = {name for name, t in self.tasks.items() if t.per_person}
+        if (self.cuda or self.compiled) and per_person:
+            for n in self.buckets()[1:]:
+                self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
@@ -111,52 +148,63 @@ class Predictor:
         """image: (H, W, 3) uint8 RGB; boxes: (N, 4) xyxy pixels; tasks: which of the
         loaded models to run this time (default all)."""
         wanted = set(self.models) if tasks is None else tasks & set(self.models)
-        frame = self._upload(image)  # (3, H, W) uint8 on the device
+        run = [t for t in task_table.ordered(wanted) if not (t.per_person and len(boxes) == 0)]
         h, w = image.shape[:2]
         map_hw = _fit(h, w, self.map_max_side)
-        upload_done = torch.cuda.current_stream(self.device) if self.cuda else None
-
+        plans = {t.name: self._plan(t, boxes) for t in run if t.per_person}
+        frame, geometry = self._upload(image, plans)
         outputs: dict[str, torch.Tensor] = {}
-        for task in task_table.ordered(wanted):  # launch all, then collect
-            if task.per_person and len(boxes) == 0:
-                continue
-            with self._on_stream(task.name, upload_done):
+        for task in run:  # launch all, then collect
+            with self._on_stream(task.name, frame, geometry):
                 if task.per_person:
-                    outputs[task.name] = self._persons(task, frame, boxes)
+                    outputs[task.name] = self._persons(task, frame, boxes, plans[task.name], geometry)
                 else:
                     outputs[task.name] = self._whole_image(task, frame, map_hw)
-        if self.cuda:
-            for name in outputs:
-                torch.cuda.current_stream(self.device).wait_stream(self._streams[name])
-        return self._to_numpy(outputs)
+        return self._collect(outputs)
 
     # -- per task, all on the device
 
-    def _persons(self, task, frame: torch.Tensor, boxes: np.ndarray) -> torch.Tensor:
-        """(N, K, 3) float32: x, y in image pixels and the score."""
-        in_h, in_w = input_hw = self.sizes[task.name]
+    def _plan(self, task, boxes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """Host geometry of the person crops: (M, 4) float32 rows center | scale, padded per
+        chunk of `max_batch` boxes up to a bucket, and the chunks as (first box, boxes, bucket)."""
+        in_h, in_w = self.sizes[task.name]
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
-        box_t = torch.as_tensor(boxes, device=self.device)
-        center, scale = codec.box_to_center_scale(box_t, (in_w, in_h))
-        model = self.models[task.name]
-        results = []
-        start = 0
-        while start < len(boxes):
-            stop = min(start + self.max_batch, len(boxes))
+        center, scale = codec.box_to_center_scale_np(boxes, (in_w, in_h))
+        rows = np.concatenate((center, scale), axis=1)
+        chunks, parts = [], []
+        for start in range(0, len(rows), self.max_batch):
+            part = rows[start:start + self.max_batch]
+            bucket = min(b for b in self.buckets() if b >= len(part))
+            parts.append(np.concatenate((part, np.repeat(part[:1], bucket - len(part), axis=0))))  # copies of a real box
+            chunks.append((start, len(part), bucket))
+        return np.concatenate(parts), chunks
+
+    def _persons(self, task, frame: torch.Tensor, boxes: np.ndarray, plan, geometry) -> torch.Tensor:
+        """(N, K, 3) float32: x, y in image pixels and the score."""
+        while True:
             try:
-                x = task.preprocess(frame, center[start:stop], scale[start:stop], input_hw).to(self.dtype)
-                if self.flip_test and task.name in self._flip:
-                    heatmaps = codec.flip_test(model, x, self._flip[task.name])
-                else:
-                    heatmaps = model(x)
-                # decode in float32: half-precision argmax ties and log() of small values are coarse
-                results.append(task.postprocess(heatmaps.float(), (center[start:stop], scale[start:stop]), input_hw))
+                return self._persons_batched(task, frame, plan[1], geometry[task.name])
             except torch.cuda.OutOfMemoryError:
-                self._shrink_batch(stop - start)
-                continue
-            start = stop
-        return torch.cat(results)
+                self._shrink_batch(min(self.max_batch, len(boxes)))
+                plan = self._plan(task, boxes)  # new chunks: their geometry goes up again (a rare path)
+                geometry = {task.name: torch.as_tensor(plan[0], device=self.device)}
+
+    def _persons_batched(self, task, frame: torch.Tensor, chunks, geometry: torch.Tensor) -> torch.Tensor:
+        input_hw = self.sizes[task.name]
+        model = self.models[task.name]
+        results, offset = [], 0
+        for _, count, bucket in chunks:
+            center, scale = geometry[offset:offset + bucket, :2], geometry[offset:offset + bucket, 2:]
+            offset += bucket
+            x = task.preprocess(frame, center, scale, input_hw).to(self.dtype)
+            if self.flip_test and task.name in self._flip:
+                heatmaps = codec.flip_test(model, x, self._flip[task.name])
+            else:
+                heatmaps = model(x)
+            # decode in float32: half-precision argmax ties and log() of small values are coarse
+            results.append(task.postprocess(heatmaps.float(), (center, scale), input_hw)[:count])
+        return torch.cat(results) if len(results) > 1 else results[0]
 
     def _shrink_batch(self, tried: int) -> None:
         torch.cuda.empty_cache()
@@ -167,34 +215,74 @@ class Predictor:
         log.warning("GPU out of memory: pose batch lowered to %d crops", self.max_batch)
 
     def _whole_image(self, task, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
-        x, meta = task.preprocess(frame, self.sizes[task.name])
-        raw = self.models[task.name](x.to(self.dtype))
-        raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
-        return task.postprocess(raw, meta, map_hw)
+        for attempt in (1, 2):
+            try:
+                x, meta = task.preprocess(frame, self.sizes[task.name])
+                raw = self.models[task.name](x.to(self.dtype))
+                raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
+                return task.postprocess(raw, meta, map_hw)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()  # cached blocks of other shapes may be all it needed
+                if attempt == 2:
+                    raise UserError(f"The GPU ran out of memory running {task.name}; turn it off with --tasks, "
+                                    f"lower --input-size, or use --dtype fp16/bf16.") from None
 
     # -- transfers
 
-    def _upload(self, image: np.ndarray) -> torch.Tensor:
-        host = torch.from_numpy(np.ascontiguousarray(image))
-        if self.cuda:
-            host = host.pin_memory()
-        return host.to(self.device, non_blocking=True).permute(2, 0, 1)
+    def _upload(self, image: np.ndarray, plans: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The frame (3, H, W) uint8 and each per-person task's crop geometry on the device."""
+        image = np.ascontiguousarray(image)
+        if not self.cuda:
+            return torch.from_numpy(image).permute(2, 0, 1), {name: torch.from_numpy(p[0]) for name, p in plans.items()}
+        host = torch.empty(image.shape, dtype=torch.uint8, pin_memory=True)  # recycled by the pinned allocator
+        host.numpy()[...] = image
+        geometry = {}
+        with torch.cuda.stream(self._streams["upload"]):
+            frame = host.to(self.device, non_blocking=True).permute(2, 0, 1)
+            if plans:
+                rows = np.concatenate([p[0] for p in plans.values()])
+                pinned = torch.empty(rows.shape, dtype=torch.float32, pin_memory=True)
+                pinned.numpy()[...] = rows
+                on_device = pinned.to(self.device, non_blocking=True)  # all tasks' boxes in one copy
+                offset = 0
+                for name, (task_rows, _) in plans.items():
+                    geometry[name] = on_device[offset:offset + len(task_rows)]
+                    offset += len(task_rows)
+        return frame, geometry
 
-    def _on_stream(self, task: str, upload_done):
+    def _on_stream(self, task: str, frame: torch.Tensor, geometry: dict[str, torch.Tensor]):
         if not self.cuda:
             return nullcontext()
         stream = self._streams[task]
-        stream.wait_stream(upload_done)
+        stream.wait_stream(self._streams["upload"])  # an event recorded on the upload stream
+        frame.record_stream(stream)  # made on the upload stream, read here: not recycled before this reads it
+        if task in geometry:
+            geometry[task].record_stream(stream)
         return torch.cuda.stream(stream)
 
-    def _to_numpy(self, outputs: dict[str, torch.Tensor]) -> Prediction:
-        person = next((outputs[t.name] for t in self.tasks.values() if t.per_person and t.name in outputs), None)
+    def _collect(self, outputs: dict[str, torch.Tensor]) -> Prediction:
+        """Everything back to numpy with one host wait (on CUDA)."""
+        if self.cuda:
+            collect = self._streams["collect"]
+            pinned = {}
+            for name, out in outputs.items():
+                collect.wait_stream(self._streams[name])
+                out.record_stream(collect)
+                pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+                with torch.cuda.stream(collect):
+                    pinned[name].copy_(out, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(collect)
+            done.synchronize()  # the frame's only host wait
+            host = {name: t.numpy() for name, t in pinned.items()}
+        else:
+            host = {name: out.numpy() for name, out in outputs.items()}
+        person = next((host[t.name] for t in self.tasks.values() if t.per_person and t.name in host), None)
         if person is None:  # nobody in the frame, or pose not asked for
             kpts, scores = np.zeros((0, NUM_KEYPOINTS, 2), np.float32), np.zeros((0, NUM_KEYPOINTS), np.float32)
         else:
-            person = person.cpu().numpy()
             kpts, scores = person[..., :2].astype(np.float32), person[..., 2].astype(np.float32)
-        maps = {name: out.cpu().numpy() for name, out in outputs.items() if not self.tasks[name].per_person}
+        maps = {name: out for name, out in host.items() if not self.tasks[name].per_person}
         return Prediction(kpts, scores, maps)
 
 

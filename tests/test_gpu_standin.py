@@ -1,6 +1,8 @@
 """The CUDA code paths, run on a stand-in GPU (tests/gpu_standin.py): how often the host
 would wait for the GPU, and on which streams the work is launched. No CUDA needed."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -75,3 +77,49 @@ def test_detector_on_gpu_waits_once_and_uses_its_own_stream(rtmdet_fixtures_dir,
             for g, w in zip(got, want):
                 assert isinstance(g, np.ndarray) and g.dtype == np.float32
                 np.testing.assert_allclose(g, w, atol=1e-4, rtol=0)
+
+
+# -- the Predictor: pose + seg on their own streams, one host wait per frame
+
+
+@pytest.fixture(scope="module")
+def task_models(fixtures_dir):
+    from realtime.models import load_model
+
+    return {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg")}
+
+
+IMAGE = np.random.default_rng(0).integers(0, 256, (96, 128, 3), dtype=np.uint8)
+BOXES = np.array([[10, 10, 60, 90], [40, 5, 120, 95], [0, 0, 127, 95]], np.float32)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip):
+    from realtime.infer import Predictor
+
+    cpu = Predictor(task_models, input_hw=(128, 96), flip_test=flip)
+    wants = {n: cpu.predict(IMAGE, BOXES[:n]) for n in (1, 3)}
+    with StandinGPU() as gpu:
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        predictor = Predictor(models, device="cuda", input_hw=(128, 96), flip_test=flip)
+        pose_stream, seg_stream = predictor._streams["pose"].name, predictor._streams["seg"].name
+        for n in (1, 3):
+            gpu.rec.clear()
+            got = predictor.predict(IMAGE, BOXES[:n])
+            log = gpu.rec.log
+            syncs = [i for i, e in enumerate(log) if e.kind == "sync"]
+            assert len(syncs) == 1, [log[i].what for i in syncs]
+            pose_ops, seg_ops = gpu.rec.ops(pose_stream), gpu.rec.ops(seg_stream)
+            assert pose_ops and seg_ops and not gpu.rec.ops("default")
+            # Seg is launched while pose may still run: the host waits only after both are
+            # queued, and neither stream waits for the other.
+            assert max(pose_ops + seg_ops) < syncs[0]
+            waits = [e for e in log if e.kind == "wait"]
+            assert not any(e.stream == seg_stream and pose_stream in e.what for e in waits)
+            assert not any(e.stream == pose_stream and seg_stream in e.what for e in waits)
+            # tensors made on one stream and read on another are kept alive for it
+            assert sum(e.kind == "record_stream" for e in log) >= 4
+            want = wants[n]
+            np.testing.assert_array_equal(got.keypoints, want.keypoints)
+            np.testing.assert_array_equal(got.keypoint_scores, want.keypoint_scores)
+            np.testing.assert_array_equal(got.seg, want.seg)

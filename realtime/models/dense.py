@@ -12,6 +12,8 @@ it is exact or off by one grey level at a small share of the pixels (see tests).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -124,10 +126,21 @@ def normal_postprocess(raw: torch.Tensor, pad: Padding, out_hw: tuple[int, int])
     return F.interpolate(_crop(n, pad), size=out_hw, mode="bilinear", align_corners=False)
 
 
+@functools.lru_cache(maxsize=8)
+def _blur_taps(sigma: float, device: torch.device) -> torch.Tensor:
+    """Made once per device: a host -> device copy per frame makes the host wait."""
+    k = torch.exp(-torch.tensor([-1.0, 0.0, 1.0], device=device) ** 2 / (2 * sigma**2))
+    return k / k.sum()
+
+
+def make_constants(device: torch.device | str) -> None:
+    """Make the per-device constants now rather than with the first frame."""
+    _blur_taps(0.8, torch.device(device))
+
+
 def _gaussian_blur3(x: torch.Tensor, sigma: float = 0.8) -> torch.Tensor:
     """torchvision-style 3x3 Gaussian blur with reflect padding, per channel."""
-    k = torch.exp(-torch.tensor([-1.0, 0.0, 1.0], device=x.device) ** 2 / (2 * sigma**2))
-    k = k / k.sum()
+    k = _blur_taps(sigma, x.device)
     c = x.shape[1]
     x = F.pad(x, (1, 1, 1, 1), mode="reflect")
     x = F.conv2d(x, k.view(1, 1, 1, 3).expand(c, 1, 1, 3), groups=c)
