@@ -17,7 +17,8 @@ from doubles import MarkerPoseModel, whole_frame_boxes
 from media import gaussian_marker, read_video, write_video
 from realtime import tasks
 from realtime.cli import main
-from realtime.models import build_model, dense
+from realtime import transforms
+from realtime.models import build_model
 from realtime.models.heads import _DenseHead
 from realtime.run import RunOptions, run
 from realtime.sources import Source, SourceInfo
@@ -53,7 +54,7 @@ def _gray_render(maps, foreground, size_hw):
 GRAY = tasks.Task(
     name="gray", head=GrayHead, output_layer="conv_gray",
     head_kwargs={"fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4))},
-    preprocess=dense.resize_pad, postprocess=_gray_postprocess, field="gray", aliases=("grey",),
+    preprocess=transforms.resize_pad, postprocess=_gray_postprocess, field="gray", aliases=("grey",),
     hub_repo=None, input_hw=(64, 48), pane="gray", title="gray", hot_keys=("B",), render=_gray_render,
 )
 
