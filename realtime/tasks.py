@@ -100,6 +100,7 @@ def _pose_postprocess(heatmaps: torch.Tensor, box: tuple, input_hw) -> torch.Ten
     center, scale = box
     kpts_in, scores = codec.decode_heatmaps(heatmaps)
     kpts = transforms.keypoints_to_image(kpts_in, center, scale, input_hw)
+    kpts = torch.where(scores[..., None] > 0, kpts, torch.nan)  # no peak at all: unknown, not a corner of the crop
     return torch.cat([kpts, scores[..., None]], dim=-1)
 
 

@@ -100,7 +100,7 @@ def test_detector_runs_again_when_tracking_confidence_drops():
 
 
 def test_detector_finding_nobody_gives_the_whole_frame():
-    finder = BoxFinder("detector", FakeDetector([[0, 0, 639, 479]], [0.0]))
+    finder = BoxFinder("detector", FakeDetector(np.zeros((0, 4)), np.zeros(0)))
     boxes, scores, source = finder(IMAGE, 0)
     assert source == "frame" and boxes.tolist() == [[0, 0, 639, 479]] and scores.tolist() == [1.0]
 
