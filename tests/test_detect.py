@@ -10,7 +10,7 @@ from realtime.errors import UserError
 from realtime.frames import Person
 from realtime.models.rtmdet import load_detector
 from trackers.identity import box_iou
-from trackers.synthetic import body_template, person_box, person_keypoints
+from synthetic.tracking import body_template, person_box, person_keypoints
 
 IMAGE = np.zeros((480, 640, 3), np.uint8)
 
