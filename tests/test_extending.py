@@ -202,3 +202,14 @@ def test_file_a_slow_sink_gets_every_frame_and_a_failing_one_stops_the_run(tmp_p
     summary = _marker_run(tmp_path, FileFrames(8, period=0.001), [Collect(fail_at=3)])
     assert summary.result.exit_code == 1
     assert "stage 'write' failed on frame 3: RuntimeError: network down" in summary.result.message
+
+
+def test_download_and_run_know_the_same_task_names(tmp_path, monkeypatch, capsys, fixtures_dir):
+    (tmp_path / "pointmap").mkdir()
+    target = tmp_path / "pointmap" / "sapiens2_1b_pointmap.safetensors"
+    target.write_bytes((fixtures_dir / "pointmap_weights.safetensors").read_bytes())
+    monkeypatch.setenv("SAPIENS_CHECKPOINT_ROOT", str(tmp_path))
+    for name in ("depth", "depth-estimation", "pointmap"):  # the CLI alias and the transformers task name
+        assert main(["download", "--tasks", name, "--size", "1b"]) == 0
+        assert capsys.readouterr().out.strip() == f"pointmap: {target}"
+    assert tasks.parse("keypoint-detection,image-segmentation,depth") == ("pose", "seg", "pointmap")
