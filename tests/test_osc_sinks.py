@@ -105,8 +105,6 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
             assert abs(np.dot(got, [x, -y, -z, w])) == pytest.approx(1.0, abs=1e-5), bone.name
         hips = bones["Hips"][:3]
         np.testing.assert_allclose(hips, pose.root_position * [-1, 1, 1], atol=1e-5)
-    # a bone's rotation, as Unity applies it, turns its child the mirrored way: the left upper arm
-    # (Unity -X side) moves like the rig's left arm mirrored
     assert sink.sender.sent == len(frames) and sink.sender.dropped == 0
 
 
