@@ -57,7 +57,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (default: pose,seg)")
+    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
@@ -92,7 +92,7 @@ def _cmd_run(args) -> int:
         task, sep, path = item.partition("=")
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
-        checkpoints[parse_tasks(task)[0]] = path
+        checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
     dense_every, dense_auto = None, False
     if args.dense_every == "auto":
         dense_auto = True
@@ -187,7 +187,7 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap, detector (default: pose,detector)")
+    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: pose,detector); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 

@@ -33,7 +33,7 @@ def _write_tracks(path, camera: np.ndarray, *, with_3d: bool = True, second_pers
                              keypoint_scores=scores.astype(np.float32), keypoints3d=xyz.astype(np.float32) if with_3d else None)]
             if second_person:
                 people.append(people[0].replace(track_id=2))
-            writer.write_frame(Frame(index=t, timestamp=t / FPS, image=_IMAGE, people=tuple(people)))
+            writer.write(Frame(index=t, timestamp=t / FPS, image=_IMAGE, people=tuple(people)))
     return path
 
 

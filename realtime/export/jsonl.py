@@ -104,7 +104,7 @@ class TrackWriter:
     """Writes the tracks JSONL live, one line per input frame, flushed per frame.
 
     Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
-    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write_frame(frame)`.
+    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write(frame)`.
     Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
     """
 
@@ -145,14 +145,16 @@ class TrackWriter:
         self._file.write(line + "\n")
         self._file.flush()
 
-    def write_frame(self, frame: Frame) -> None:
+    def write(self, frame: Frame) -> None:
         """Append one frame line (also when `frame.people` is empty)."""
         if self._file.closed:
-            raise ValueError("TrackWriter.write_frame called after close()")
+            raise ValueError("TrackWriter.write called after close()")
         people = ",".join(_person_json(p, self.num_keypoints) for p in frame.people)
         timestamp = json.dumps(round(float(frame.timestamp), 6)) if np.isfinite(frame.timestamp) else "null"
         self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp},"people":[{people}]}}')
         self.frames_written += 1
+
+    write_frame = write  # the name from before TrackWriter was a sink; code in flight elsewhere still uses it
 
     def close(self) -> None:
         if not self._file.closed:
