@@ -80,6 +80,8 @@ class UdpSender:
         return True
 
     def close(self) -> None:
+        if self.dropped:
+            log.warning("OSC to %s:%s: %d of %d frames could not be sent", *self.address[:2], self.dropped, self.sent + self.dropped)
         self.sock.close()
 
 
@@ -135,6 +137,29 @@ def to_unity(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np
     """Rig axes (right-handed, +X = character's left) -> Unity's (left-handed): mirror X.
     position (..., 3), rotation (..., 4) x, y, z, w."""
     return position * [-1.0, 1.0, 1.0], rotation * [1.0, -1.0, -1.0, 1.0]
+
+
+def motion_sinks(*, vmc: Optional[str] = None, vmc_person: Optional[int] = None, vmc_fingers: bool = False,
+                 osc: Optional[str] = None, tasks: Sequence[str] = ("pose",), smooth: Optional[str] = "one_euro",
+                 smoothness: float = 0.5) -> list:
+    """The sinks that `--vmc` / `--osc` ask for (an empty list when neither does); checks the options first."""
+    from realtime.data import keypoint_names
+
+    if vmc is None and (vmc_person is not None or vmc_fingers):
+        raise UserError("--vmc-person and --vmc-fingers go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
+    if (vmc or osc) and "pose" not in tasks:
+        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
+    if vmc and "pointmap" not in tasks:
+        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth.")
+    names = keypoint_names()
+    sinks = []
+    if vmc:
+        host, port = parse_endpoint(vmc, "--vmc", DEFAULT_VMC_PORT)
+        sinks.append(VmcSink(host, port, names, person=vmc_person, fingers=vmc_fingers, filter_method=smooth, smoothness=smoothness))
+    if osc:
+        host, port = parse_endpoint(osc, "--osc")
+        sinks.append(OscKeypointSink(host, port, names, filter_method=smooth, smoothness=smoothness))
+    return sinks
 
 
 def _area(person: Person) -> float:

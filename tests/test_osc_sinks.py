@@ -191,3 +191,63 @@ def test_rotation_mirroring_is_a_reflection():
     mirrored = Rotation.from_quat([x, -y, -z, w])
     v = np.array([0.3, -0.2, 0.9])
     np.testing.assert_allclose(mirrored.apply(v * [-1, 1, 1]), rotation.apply(v) * [-1, 1, 1], atol=1e-12)
+
+
+def _fixture_run(tmp_path, fixtures_dir, sinks, frames=6):
+    """pose + pointmap (the tiny fixture models) on a synthetic clip, every frame to `sinks`."""
+    from doubles import whole_frame_boxes
+    from media import gaussian_marker, write_video
+    from realtime.models import load_model
+    from realtime.run import RunOptions, run
+
+    src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
+    tracks = tmp_path / "t.jsonl"
+    options = RunOptions(source=str(src), tracks=str(tracks), no_video=True, device="cpu", input_hw=(128, 96),
+                         pointmap_hw=(256, 128), progress=False, sinks=sinks)
+    summary = run(options, models=models, box_finder=whole_frame_boxes)
+    assert summary.result.exit_code == 0, summary.result.message
+    rows = [line for line in tracks.read_text().splitlines()[1:] if '"type":"frame"' in line]
+    return len(rows)
+
+
+def test_a_fixture_run_streams_every_frame(tmp_path, fixtures_dir, receiver):
+    frames = 6
+    vmc = VmcSink("127.0.0.1", receiver.port, NAMES)
+    assert _fixture_run(tmp_path, fixtures_dir, [vmc], frames) == frames
+    bundles = receiver.bundles(frames)
+    for bundle in bundles:
+        assert {a: t for a, t, _ in bundle} == VMC_TYPES
+        assert {args[0] for a, _, args in bundle if a == "/VMC/Ext/Bone/Pos"} == UNITY_BONES
+    times = [bundle[-1][2][0] for bundle in bundles]
+    assert times == pytest.approx([i / 10 for i in range(frames)], abs=1e-3)
+
+
+def test_absent_or_stalled_receivers_never_cost_a_frame(tmp_path, fixtures_dir):
+    stalled = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)  # never read: full after a datagram
+    stalled.bind(("127.0.0.1", 0))
+    absent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    absent.bind(("127.0.0.1", 0))
+    absent_port = absent.getsockname()[1]
+    absent.close()
+    sinks = [VmcSink("127.0.0.1", stalled.getsockname()[1], NAMES), VmcSink("127.0.0.1", absent_port, NAMES),
+             OscKeypointSink("127.0.0.1", absent_port, NAMES)]
+    frames = 8
+    assert _fixture_run(tmp_path, fixtures_dir, sinks, frames) == frames  # frames out = frames in
+    assert all(sink.frames == frames for sink in sinks)
+    stalled.close()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tasks", "pose", "--vmc", "127.0.0.1:39539"], "--tasks pose,depth"),
+    (["--tasks", "seg,depth", "--osc", "127.0.0.1:9000"], "needs the pose task"),
+    (["--tasks", "pose,depth", "--vmc-person", "2"], "go with --vmc"),
+    (["--tasks", "pose,depth", "--vmc", "127.0.0.1:port"], "HOST:PORT"),
+])
+def test_run_options_for_streaming_are_checked_in_one_sentence(tmp_path, capsys, args, message):
+    from realtime.cli import main
+
+    assert main(["run", str(tmp_path / "missing.mp4"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err and err.count("\n") == 1
