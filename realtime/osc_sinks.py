@@ -33,8 +33,7 @@ import socket
 from typing import Optional, Sequence
 
 import numpy as np
-from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
-from pythonosc.osc_message_builder import OscMessageBuilder
+from pythonosc.parsing import osc_types
 
 from realtime.errors import UserError
 from realtime.frames import Frame, Person
@@ -85,20 +84,29 @@ class UdpSender:
         self.sock.close()
 
 
+def osc_message(address: str, args: Sequence) -> bytes:
+    """One OSC message: str -> s, int -> i, anything else -> f (python-osc's type encoders)."""
+    tags, data = ",", b""
+    for value in args:
+        if isinstance(value, str):
+            tags, data = tags + "s", data + osc_types.write_string(value)
+        elif isinstance(value, (int, np.integer)):
+            tags, data = tags + "i", data + osc_types.write_int(int(value))
+        else:
+            tags, data = tags + "f", data + osc_types.write_float(float(value))
+    return osc_types.write_string(address) + osc_types.write_string(tags) + data
+
+
+_BUNDLE_HEAD = osc_types.write_string("#bundle") + (1).to_bytes(8, "big")  # time tag 1: "immediately"
+
+
 def osc_bundle(messages: Sequence[tuple[str, Sequence]]) -> bytes:
-    """One OSC bundle (time tag: immediately) of (address, args); int -> i, float -> f, str -> s."""
-    bundle = OscBundleBuilder(IMMEDIATELY)
+    """One OSC bundle (time tag: immediately) of (address, args) messages."""
+    parts = [_BUNDLE_HEAD]
     for address, args in messages:
-        message = OscMessageBuilder(address)
-        for value in args:
-            if isinstance(value, str):
-                message.add_arg(value, OscMessageBuilder.ARG_TYPE_STRING)
-            elif isinstance(value, (int, np.integer)):
-                message.add_arg(int(value), OscMessageBuilder.ARG_TYPE_INT)
-            else:
-                message.add_arg(float(value), OscMessageBuilder.ARG_TYPE_FLOAT)
-        bundle.add_content(message.build())
-    return bundle.build().dgram
+        message = osc_message(address, args)
+        parts += [osc_types.write_int(len(message)), message]
+    return b"".join(parts)
 
 
 class Filter3D:
