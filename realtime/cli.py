@@ -9,14 +9,52 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
+import signal
 import sys
+import threading
 
 from realtime import __version__
-from realtime.errors import UserError
+from realtime.errors import Terminated, UserError
+
+log = logging.getLogger("sapiens-rt")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors in the one-line `error: ...` style of every other message."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}; see {self.prog} --help.\n")
+
+
+def _number(text: str, kind: type, what: str, low: float, low_ok: bool = True, high: float = math.inf):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not math.isfinite(value) or value < low or (value == low and not low_ok) or value > high:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, "a whole number of 1 or more", 1)
+
+
+def count(text: str) -> int:
+    return _number(text, int, "a whole number of 0 or more", 0)
+
+
+def positive_float(text: str) -> float:
+    return _number(text, float, "a positive number", 0.0, low_ok=False)
+
+
+def unit_float(text: str) -> float:
+    return _number(text, float, "a number from 0 to 1", 0.0, high=1.0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sapiens-rt",
         description="Real-time Sapiens2 pose, segmentation, normals and depth on cameras, videos and image folders.",
     )
@@ -75,17 +113,17 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
-    d.add_argument("--detect-every", type=int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
-    d.add_argument("--max-people", type=int, metavar="N", help="keep the N most confident people")
+    d.add_argument("--detect-every", type=positive_int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
+    d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
-    d.add_argument("--smoothness", type=float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
+    d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
     s = p.add_argument_group("source")
-    s.add_argument("--width", type=int, help="webcam capture width")
-    s.add_argument("--height", type=int, help="webcam capture height")
-    s.add_argument("--fps", type=float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a network stream (default 10)")
-    s.add_argument("--reconnects", type=int, default=3, help="times to reopen a stream that dies (default 3)")
-    s.add_argument("--max-frames", type=int, metavar="N", help="stop after N frames")
+    s.add_argument("--width", type=positive_int, help="webcam capture width")
+    s.add_argument("--height", type=positive_int, help="webcam capture height")
+    s.add_argument("--fps", type=positive_float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
+    s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
+    s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
+    s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     p.set_defaults(func=_cmd_run)
 
 
@@ -106,9 +144,6 @@ def _cmd_run(args) -> int:
         if not args.dense_every.isdigit() or int(args.dense_every) < 1:
             raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
         dense_every = int(args.dense_every)
-    for name, value in (("--detect-every", args.detect_every), ("--max-people", args.max_people or 1)):
-        if value < 1:
-            raise UserError(f"{name} must be at least 1; use 1 for every frame.")
     tasks = parse_tasks(args.tasks)
     options = RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
@@ -184,6 +219,8 @@ def _cmd_smooth(args) -> int:
 
     out = smooth_tracks_file(args.tracks, args.out, args.method)
     print(f"wrote {out}")
+    return 0
+
 def _add_download(sub) -> None:
     p = sub.add_parser(
         "download",
@@ -214,17 +251,28 @@ def _cmd_download(args) -> int:
 _COMMANDS: tuple = (_add_run, _add_download, _add_export, _add_smooth)
 
 
+def _raise_on_signal(signum, _frame) -> None:
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
+    # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _raise_on_signal)
+        signal.signal(signal.SIGTERM, _raise_on_signal)
     try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        log.info("sapiens-rt %s: starting", args.command)
         return int(args.func(args) or 0)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        terminated = isinstance(err, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.metrics import Metrics
 from realtime.models.archs import INPUT_HW
+from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.sources import Source, SourceInfo, open_source
 from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, SmoothStage, WriteStage
@@ -103,6 +104,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
+    if options.max_frames is not None and options.max_frames < 1:
+        raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
     options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
                                   checkpoints={task_table.get(t).name: p for t, p in options.checkpoints.items()})
     if options.boxes_from == "seg" and "seg" not in options.tasks:
@@ -113,19 +116,25 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
     info = source.open()
     created: list[Path] = []
+    locks = OutputLocks()
     try:
         outputs = _output_paths(options, info)
+        check_outputs(outputs, source.input_files())
         for path in outputs.values():
             _make_parent(Path(path), created)
+        locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
+            log.info("loading models")
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
         return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
     except BaseException:
+        locks.release()  # removes output files it created that are still empty
         _remove_empty(created)
         raise
     finally:
+        locks.release()
         source.close()
 
 
@@ -141,6 +150,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test)
+    log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
@@ -185,14 +195,17 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
                                            dynamic_ncols=True)))
         write.sinks = sinks
         stages.append(write)
-    except BaseException:
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+        log.info("running")
+        with _stop_on_signals(pipeline):
+            result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
+    except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
         for sink in sinks + [s for s in extra if s not in sinks]:
             sink.close()
+        tracks = next((s for s in sinks if isinstance(s, TrackWriter)), None)
+        if tracks is not None and tracks.frames_written == 0:
+            Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
         raise
-
-    pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
-    with _stop_on_signals(pipeline):
-        result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
@@ -369,7 +382,7 @@ class _stop_on_signals:
     def _handle(self, signum, _frame) -> None:
         if not self.pipeline.stop_event.is_set():
             print("\nstopping: finishing the current frame and closing the outputs...", file=sys.stderr)
-        self.pipeline.stop("interrupted")
+        self.pipeline.stop("terminated" if signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self.saved.items():

@@ -10,6 +10,7 @@ from typing import Optional
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
+from realtime.export.staging import check_output, staged
 from realtime.export.subsets import SUBSETS
 from realtime.export.to_blender import write_blend
 from realtime.export.to_c3d import write_c3d
@@ -69,14 +70,15 @@ def export_tracks(
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
     out = Path(out) if out is not None else default_output(tracks_path, to)
+    check_output(out, folder=to == "openpose")  # before the work: one sentence, nothing written
 
     if to == "blender":
         if smooth is None:
             read_tracks(tracks_path).select(person)  # fail early, with our message, on a bad file or id
-            return write_blend(tracks_path, out, person=person, subset=subset)
+            return staged(out, lambda target: write_blend(tracks_path, target, person=person, subset=subset))
         with tempfile.TemporaryDirectory() as folder:
             smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth)
-            return write_blend(smoothed, out, person=person, subset=subset)
+            return staged(out, lambda target: write_blend(smoothed, target, person=person, subset=subset))
 
     if to in MOTION_FORMATS:
         from realtime.export.mocap import motion_from_tracks
@@ -84,15 +86,15 @@ def export_tracks(
         from realtime.export.to_gltf import write_gltf
 
         motion, fps = motion_from_tracks(read_tracks(tracks_path).select(person), MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
-        return write_bvh(motion, out, fps) if to == "bvh" else write_gltf(motion, out)
+        return staged(out, lambda target: write_bvh(motion, target, fps) if to == "bvh" else write_gltf(motion, target))
 
     tracks = read_tracks(tracks_path)
     if smooth is not None:
         tracks = smooth_tracks(tracks, smooth)
     tracks = tracks.select(person)
     if to == "openpose":
-        return write_openpose(tracks, out, stem=tracks_path.stem)
+        return staged(out, lambda target: write_openpose(tracks, target, stem=tracks_path.stem), folder=True)
     if to == "coco":
-        return write_coco(tracks, out, subset=subset, stem=tracks_path.stem)
+        return staged(out, lambda target: write_coco(tracks, target, subset=subset, stem=tracks_path.stem))
     writer = {"csv": write_csv, "npz": write_npz, "trc": write_trc, "c3d": write_c3d}[to]
-    return writer(tracks, out, subset=subset)
+    return staged(out, lambda target: writer(tracks, target, subset=subset))
