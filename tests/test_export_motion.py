@@ -140,7 +140,8 @@ path, kind = sys.argv[-2], sys.argv[-1]
 if kind == "bvh":
     bpy.ops.import_anim.bvh(filepath=path, global_scale=0.01, update_scene_fps=True, update_scene_duration=True)
     arm = [o for o in bpy.data.objects if o.type == "ARMATURE"][0]
-    print("RESULT", len(arm.data.bones), bpy.context.scene.frame_end - bpy.context.scene.frame_start + 1, bpy.context.scene.render.fps)
+    start, end = arm.animation_data.action.frame_range
+    print("RESULT", len(arm.data.bones), int(round(end - start)) + 1, bpy.context.scene.render.fps)
 else:
     bpy.context.scene.render.fps = 30  # glTF stores seconds; Blender keys them at the scene's rate
     bpy.ops.import_scene.gltf(filepath=path)
