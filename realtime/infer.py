@@ -18,9 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from realtime import codec
+from realtime import codec, transforms
 from realtime import tasks as task_table
-from realtime.models import dense
 from realtime.errors import UserError
 from realtime.models.archs import INPUT_HW
 
@@ -121,8 +120,8 @@ class Predictor:
                 stream.wait_stream(loaded)
         self._flip = {name: torch.as_tensor(t.flip_indices(), device=self.device)
                       for name, t in self.tasks.items() if t.per_person and t.flip_indices is not None}
-        codec.make_constants(self.device, [(w, h) for (h, w) in self.sizes.values()])
-        dense.make_constants(self.device)
+        codec.make_constants(self.device)
+        transforms.make_constants(self.device, self.sizes.values())
 
     def buckets(self) -> tuple[int, ...]:
         """The person counts a forward is padded to (at most `max_batch`)."""
@@ -167,10 +166,9 @@ class Predictor:
     def _plan(self, task, boxes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
         """Host geometry of the person crops: (M, 4) float32 rows center | scale, padded per
         chunk of `max_batch` boxes up to a bucket, and the chunks as (first box, boxes, bucket)."""
-        in_h, in_w = self.sizes[task.name]
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
-        center, scale = codec.box_to_center_scale_np(boxes, (in_w, in_h))
+        center, scale = transforms.box_to_center_scale_np(boxes, self.sizes[task.name])
         rows = np.concatenate((center, scale), axis=1)
         chunks, parts = [], []
         for start in range(0, len(rows), self.max_batch):
