@@ -149,7 +149,8 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     metrics = Metrics()
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
-                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test)
+                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
+                          compile=options.compile)
     log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
@@ -304,9 +305,7 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     for task in options.tasks:
         model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
                            device=device, dtype=dtype)
-        if options.compile:
-            model = torch.compile(model)
-        models[task] = model
+        models[task] = model  # --compile: the Predictor compiles them (fixed shapes, every bucket warmed)
     return models
 
 

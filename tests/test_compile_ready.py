@@ -1,6 +1,7 @@
 """Compile-readiness of the backbone: RoPE tables made once, eagerly, in the official bf16
 rounding and kept as buffers; GQA without materialised K/V; torch.compile changes nothing."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -70,3 +71,62 @@ def test_gqa_equals_repeated_kv_heads():
         o = F.scaled_dot_product_attention(q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
         want = attn.gamma(attn.proj(o.transpose(1, 2).reshape(B, T, -1)))
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+# -- the Predictor under torch.compile
+
+
+@pytest.fixture(scope="module")
+def pose_model(fixtures_dir):
+    from realtime.models import load_model
+
+    return load_model("pose", fixtures_dir / "pose_weights.safetensors")
+
+
+def test_compiled_predictor_never_recompiles_across_person_counts(pose_model):
+    from realtime.infer import Predictor
+
+    graphs = []
+
+    def counting_backend(gm, example_inputs):  # one call per graph dynamo compiles
+        graphs.append(tuple(t.shape for t in example_inputs if isinstance(t, torch.Tensor))[:1])
+        return gm.forward
+
+    torch._dynamo.reset()
+    rng = np.random.default_rng(1)
+    image = rng.integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    x0, y0 = rng.uniform(0, 100, (16, 1)), rng.uniform(0, 60, (16, 1))
+    boxes = np.hstack((x0, y0, x0 + 40, y0 + 50)).astype(np.float32)
+    eager = Predictor({"pose": pose_model}, input_hw=(64, 48))
+    compiled = Predictor({"pose": pose_model}, input_hw=(64, 48), compile=counting_backend)
+    assert compiled.buckets() == (1, 2, 4, 8, 16)
+    compiled.warm_up(image.shape[:2])
+    warmed = len(graphs)
+    assert warmed >= 5  # a graph per bucket
+    for n in range(1, 17):
+        got = compiled.predict(image, boxes[:n])
+        want = eager.predict(image, boxes[:n])
+        np.testing.assert_array_equal(got.keypoints, want.keypoints)
+        np.testing.assert_array_equal(got.keypoint_scores, want.keypoint_scores)
+    assert len(graphs) == warmed, f"recompiled mid-run for {graphs[warmed:]}"
+    torch._dynamo.reset()
+
+
+@pytest.mark.slow
+def test_inductor_keeps_the_bf16_rope_numerics(pose_model, fixtures_dir):
+    """torch.compile (inductor) output meets the golden fixture's tolerance, as eager does:
+    RoPE tables are eager buffers and bf16 intermediates are rounded as in eager."""
+    import torch._inductor.config
+
+    io = load_file(str(fixtures_dir / "pose_io.safetensors"))
+    torch._dynamo.reset()
+    old = torch._inductor.config.emulate_precision_casts
+    torch._inductor.config.emulate_precision_casts = True  # what Predictor(compile=True) sets
+    try:
+        with torch.inference_mode():
+            out = torch.compile(pose_model, dynamic=False)(io["input"])
+    finally:
+        torch._inductor.config.emulate_precision_casts = old
+        torch._dynamo.reset()
+    d = (out - io["heatmaps"]).abs()
+    assert d.max() <= 1e-2 and d.mean() <= 5e-4, (d.max().item(), d.mean().item())

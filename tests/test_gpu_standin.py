@@ -123,3 +123,36 @@ def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip)
             np.testing.assert_array_equal(got.keypoints, want.keypoints)
             np.testing.assert_array_equal(got.keypoint_scores, want.keypoint_scores)
             np.testing.assert_array_equal(got.seg, want.seg)
+
+
+# -- out of GPU memory, for every task
+
+
+class OutOfMemory(torch.nn.Module):
+    """Wraps a model; its first `times` calls raise the CUDA out-of-memory error."""
+
+    def __init__(self, inner, times):
+        super().__init__()
+        self.inner, self.times = inner, times
+
+    def forward(self, x):
+        if self.times > 0:
+            self.times -= 1
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
+        return self.inner(x)
+
+
+def test_out_of_memory_is_handled_for_every_task(task_models):
+    from realtime.errors import UserError
+    from realtime.infer import Predictor
+
+    want = Predictor(task_models, input_hw=(128, 96)).predict(IMAGE, BOXES)
+    flaky = Predictor({task: OutOfMemory(m, 1) for task, m in task_models.items()}, input_hw=(128, 96))
+    got = flaky.predict(IMAGE, BOXES)  # pose retries with smaller batches, seg once after freeing the cache
+    assert flaky.max_batch == 1
+    np.testing.assert_allclose(got.keypoints, want.keypoints, atol=1e-2)  # batch 1: other BLAS blocking
+    np.testing.assert_array_equal(got.seg, want.seg)
+    for task in task_models:
+        broken = Predictor({task: OutOfMemory(task_models[task], 99)}, input_hw=(128, 96))
+        with pytest.raises(UserError, match="out of memory"):
+            broken.predict(IMAGE, BOXES)
