@@ -82,8 +82,10 @@ class Predictor:
     map_max_side: dense maps come back at most this many pixels on their long side.
     flip_test:   average pose heatmaps with the mirrored crop's (the official demo does; 2x cost).
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
-    compile:     torch.compile the models (True, or a torch.compile backend); person crops are
-                 padded to BATCH_BUCKETS so shapes repeat, and `warm_up` compiles every bucket.
+    compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
+                 compiles every bucket.
+    pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: on CUDA
+                 or when compiled).
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -93,7 +95,8 @@ class Predictor:
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
-                 map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False):
+                 map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
+                 pad_batches: Optional[bool] = None):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -115,6 +118,9 @@ class Predictor:
             models = {name: torch.compile(model, dynamic=False, backend=backend) for name, model in models.items()}
         self.models = models
         self.compiled = any(hasattr(m, "_orig_mod") for m in models.values())  # torch.compile wrappers
+        # Fixed batch shapes pay off for compiled graphs and cuDNN's kernel choice; an eager CPU
+        # run would only compute the padding.
+        self.padded = (self.cuda or self.compiled) if pad_batches is None else pad_batches
         self._streams: dict[str, torch.cuda.Stream] = {}
         if self.cuda:
             if self.device.index is None:  # as tensors report it, so per-device constant caches hit
@@ -170,8 +176,9 @@ class Predictor:
     # -- per task, all on the device
 
     def _plan(self, task, boxes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-        """Host geometry of the person crops: (M, 4) float32 rows center | scale, padded per
-        chunk of `max_batch` boxes up to a bucket, and the chunks as (first box, boxes, bucket)."""
+        """Host geometry of the person crops: (M, 4) float32 rows center | scale, per chunk of
+        `max_batch` boxes (padded up to a bucket when `self.padded`), and the chunks as
+        (first box, boxes, rows)."""
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
         center, scale = transforms.box_to_center_scale_np(boxes, self.sizes[task.name])
@@ -179,7 +186,7 @@ class Predictor:
         chunks, parts = [], []
         for start in range(0, len(rows), self.max_batch):
             part = rows[start:start + self.max_batch]
-            bucket = min(b for b in self.buckets() if b >= len(part))
+            bucket = min(b for b in self.buckets() if b >= len(part)) if self.padded else len(part)
             parts.append(np.concatenate((part, np.repeat(part[:1], bucket - len(part), axis=0))))  # copies of a real box
             chunks.append((start, len(part), bucket))
         return np.concatenate(parts), chunks
