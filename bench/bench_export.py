@@ -1,6 +1,6 @@
 """Cost of the tracks JSONL on the pipeline's hot path, and of reading / exporting.
 
-Prints the time of `TrackWriter.write_frame` per frame (1 and 4 persons, 308
+Prints the time of `TrackWriter.write` per frame (1 and 4 persons, 308
 keypoints, with and without 3D), of `read_tracks`, and of each exporter, on
 synthetic keypoints. Run: python bench/bench_export.py [--frames 300]
 """
@@ -51,10 +51,10 @@ def main() -> None:
             with TrackWriter(path, keypoint_names=names, image_size=(1920, 1080), fps=30, source="bench", model={}) as writer:
                 start = time.perf_counter()
                 for frame in frames:
-                    writer.write_frame(frame)
+                    writer.write(frame)
                 per_frame = (time.perf_counter() - start) / len(frames)
             size = path.stat().st_size / len(frames) / 1024
-            print(f"write_frame  {persons} person(s), 3D={with_3d!s:5}: {per_frame * 1e3:6.3f} ms/frame, {size:6.1f} KiB/frame")
+            print(f"write  {persons} person(s), 3D={with_3d!s:5}: {per_frame * 1e3:6.3f} ms/frame, {size:6.1f} KiB/frame")
         path = folder / "p1_1.jsonl"
         start = time.perf_counter()
         read_tracks(path)

@@ -9,14 +9,52 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
+import signal
 import sys
+import threading
 
 from realtime import __version__
-from realtime.errors import UserError
+from realtime.errors import Terminated, UserError
+
+log = logging.getLogger("sapiens-rt")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors in the one-line `error: ...` style of every other message."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}; see {self.prog} --help.\n")
+
+
+def _number(text: str, kind: type, what: str, low: float, low_ok: bool = True, high: float = math.inf):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not math.isfinite(value) or value < low or (value == low and not low_ok) or value > high:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, "a whole number of 1 or more", 1)
+
+
+def count(text: str) -> int:
+    return _number(text, int, "a whole number of 0 or more", 0)
+
+
+def positive_float(text: str) -> float:
+    return _number(text, float, "a positive number", 0.0, low_ok=False)
+
+
+def unit_float(text: str) -> float:
+    return _number(text, float, "a number from 0 to 1", 0.0, high=1.0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sapiens-rt",
         description="Real-time Sapiens2 pose, segmentation, normals and depth on cameras, videos and image folders.",
     )
@@ -57,7 +95,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (default: pose,seg)")
+    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
@@ -70,17 +108,17 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
-    d.add_argument("--detect-every", type=int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
-    d.add_argument("--max-people", type=int, metavar="N", help="keep the N most confident people")
+    d.add_argument("--detect-every", type=positive_int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
+    d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
-    d.add_argument("--smoothness", type=float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
+    d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
     s = p.add_argument_group("source")
-    s.add_argument("--width", type=int, help="webcam capture width")
-    s.add_argument("--height", type=int, help="webcam capture height")
-    s.add_argument("--fps", type=float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a network stream (default 10)")
-    s.add_argument("--reconnects", type=int, default=3, help="times to reopen a stream that dies (default 3)")
-    s.add_argument("--max-frames", type=int, metavar="N", help="stop after N frames")
+    s.add_argument("--width", type=positive_int, help="webcam capture width")
+    s.add_argument("--height", type=positive_int, help="webcam capture height")
+    s.add_argument("--fps", type=positive_float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
+    s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
+    s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
+    s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     p.set_defaults(func=_cmd_run)
 
 
@@ -101,7 +139,7 @@ def _run_options(args):
         task, sep, path = item.partition("=")
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
-        checkpoints[parse_tasks(task)[0]] = path
+        checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
     dense_every, dense_auto = None, False
     if args.dense_every == "auto":
         dense_auto = True
@@ -109,9 +147,6 @@ def _run_options(args):
         if not args.dense_every.isdigit() or int(args.dense_every) < 1:
             raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
         dense_every = int(args.dense_every)
-    for name, value in (("--detect-every", args.detect_every), ("--max-people", args.max_people or 1)):
-        if value < 1:
-            raise UserError(f"{name} must be at least 1; use 1 for every frame.")
     return RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
@@ -127,7 +162,7 @@ def _run_options(args):
 def _add_export(sub) -> None:
     parser = sub.add_parser(
         "export",
-        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D or Blender",
+        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D, Blender, BVH or glTF",
         description="Convert a keypoint tracks .jsonl (written live by sapiens-rt) to a format other tools open.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
@@ -136,21 +171,26 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to coco --subset coco17      # run_coco.json, COCO person keypoints
   sapiens-rt export run.jsonl --to trc --person 1 --smooth rts   # OpenSim markers (3D metres if recorded)
   sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (pointmap task)
-  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH""",
+  sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
+  sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
+  sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender"), help="output format")
+    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf"), help="output format")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
-    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D need one person)")
+    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
-    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth"), help="smooth offline (zero-phase) before exporting")
+    parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
+                        help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf)")
+    parser.add_argument("--fingers", action="store_true", help="bvh/gltf: add finger bones (15 per hand)")
     parser.set_defaults(func=_cmd_export)
 
 
 def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
-    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth)
+    out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
+                        fingers=args.fingers)
     print(f"wrote {out}")
     return 0
 
@@ -176,6 +216,8 @@ def _cmd_smooth(args) -> int:
 
     out = smooth_tracks_file(args.tracks, args.out, args.method)
     print(f"wrote {out}")
+    return 0
+
 def _add_download(sub) -> None:
     p = sub.add_parser(
         "download",
@@ -188,7 +230,7 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap, detector (default: pose,detector)")
+    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: pose,detector); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 
@@ -227,8 +269,8 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
                      help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     w = p.add_argument_group("workers")
-    w.add_argument("--workers", type=int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
-    w.add_argument("--retries", type=int, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
+    w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
+    w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
     w.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run on Ray: no ADDRESS starts one here, `auto` joins the running cluster, or ray://HOST:10001")
     # The per-video options are those of `run` (models, people, source).
@@ -257,17 +299,28 @@ def _cmd_batch(args) -> int:
 _COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth)
 
 
+def _raise_on_signal(signum, _frame) -> None:
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
+    # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _raise_on_signal)
+        signal.signal(signal.SIGTERM, _raise_on_signal)
     try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        log.info("sapiens-rt %s: starting", args.command)
         return int(args.func(args) or 0)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        terminated = isinstance(err, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":

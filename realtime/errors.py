@@ -11,3 +11,14 @@ class UserError(Exception):
     """A problem the user can fix; `str(err)` is one sentence ending in what to do."""
 
     exit_code = 2
+
+
+class OutputWriteError(UserError):
+    """An output file could not be written (disk full, size limit); it keeps what was written
+    before. It ends the run like a failed stage (exit 1)."""
+
+    exit_code = 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl+C's KeyboardInterrupt so the same clean-up runs (exit status 143)."""

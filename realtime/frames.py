@@ -69,26 +69,49 @@ class Person:
         return dataclasses.replace(self, **changes)
 
 
-@dataclass(frozen=True)
 class DenseMaps:
-    """Per-pixel outputs of the dense tasks for one frame.
+    """Per-pixel outputs of the whole-image tasks for one frame, by field name.
 
     Each map covers the whole original image, possibly at a lower resolution
-    than the image (resize before overlaying). `None` means the task is off.
+    than the image (resize before overlaying). A field that is absent is None.
+    The built-in tasks (`realtime.tasks`) fill:
 
     seg:       (h, w) uint8 class index (0 = background, `seg29.json` order).
     normal:    (h, w, 3) float32 unit normals in camera space (x right, y down, z forward).
     pointmap:  (h, w, 3) float32 metric camera-space points, metres.
     depth:     (h, w) float32 metres (the pointmap's Z).
+    albedo:    (h, w, 3) float32 RGB base colour in [0, 1].
+
+    A registered task adds its own field; read any field with `get(name)`.
     computed_on: index of the frame these maps were computed on; dense tasks
                may run every N frames and their last result is reused.
     """
 
-    seg: Optional[np.ndarray] = None
-    normal: Optional[np.ndarray] = None
-    pointmap: Optional[np.ndarray] = None
-    depth: Optional[np.ndarray] = None
-    computed_on: Optional[int] = None
+    __slots__ = ("_maps", "computed_on")
+
+    def __init__(self, computed_on: Optional[int] = None, **maps: Optional[np.ndarray]) -> None:
+        object.__setattr__(self, "_maps", {k: v for k, v in maps.items() if v is not None})
+        object.__setattr__(self, "computed_on", computed_on)
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def get(self, name: str) -> Optional[np.ndarray]:
+        return self._maps.get(name)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The names of the maps present."""
+        return tuple(self._maps)
+
+    seg = property(lambda self: self._maps.get("seg"))
+    normal = property(lambda self: self._maps.get("normal"))
+    pointmap = property(lambda self: self._maps.get("pointmap"))
+    depth = property(lambda self: self._maps.get("depth"))
+    albedo = property(lambda self: self._maps.get("albedo"))
+
+    def __repr__(self) -> str:
+        return f"DenseMaps(fields={self.fields}, computed_on={self.computed_on})"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -19,24 +19,41 @@ import torch
 from torch import nn
 
 from realtime import codec
+from realtime import tasks as task_table
 from realtime.errors import UserError
-from realtime.models import dense
+from realtime.models.archs import INPUT_HW
 
 log = logging.getLogger(__name__)
 
 NUM_KEYPOINTS = 308
-POINTMAP_INPUT_HW = (1024, 768)  # the released pointmap's scale branch is tied to the 64x48 token grid
 
 
 @dataclass
 class Prediction:
-    """What one frame gives, as numpy arrays (None for tasks not run)."""
+    """What one frame gives, as numpy arrays.
 
-    keypoints: np.ndarray  # (N, K, 2) float32 image pixels
-    keypoint_scores: np.ndarray  # (N, K) float32
-    seg: Optional[np.ndarray] = None  # (h, w) uint8 labels
-    normal: Optional[np.ndarray] = None  # (h, w, 3) float32 unit normals
-    pointmap: Optional[np.ndarray] = None  # (h, w, 3) float32 metres
+    keypoints:       (N, K, 2) float32 image pixels (the per-person task, pose).
+    keypoint_scores: (N, K) float32.
+    maps:            whole-image outputs by task name, e.g. "seg" (h, w) uint8 labels,
+                     "normal" (h, w, 3) float32 unit normals, "pointmap" (h, w, 3) metres;
+                     only the tasks that ran.
+    """
+
+    keypoints: np.ndarray
+    keypoint_scores: np.ndarray
+    maps: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def seg(self) -> Optional[np.ndarray]:
+        return self.maps.get("seg")
+
+    @property
+    def normal(self) -> Optional[np.ndarray]:
+        return self.maps.get("normal")
+
+    @property
+    def pointmap(self) -> Optional[np.ndarray]:
+        return self.maps.get("pointmap")
 
 
 def default_device() -> str:
@@ -51,41 +68,35 @@ def default_dtype(device: str) -> torch.dtype:
 
 
 class Predictor:
-    """Runs the task models on one frame at a time.
+    """Runs the task models on one frame at a time (each task as its `realtime.tasks` row says).
 
-    models:      task name ("pose", "seg", "normal", "pointmap") -> model already on
-                 `device` in `dtype` (see `realtime.models.load_model`).
-    input_hw:    network input size for pose (person crops) and seg (whole frame).
-    dense_hw:    network input size for normal.
-    pointmap_hw: network input size for pointmap (its scale branch fixes it: 1024x768 for
-                 the released models).
+    models:      task name ("pose", "seg", "normal", "pointmap", "albedo", or a registered
+                 one) -> model already on `device` in `dtype` (see `realtime.models.load_model`).
+    input_hw:    network input size of the tasks that follow `--input-size` (pose crops, seg).
+    sizes:       network input size per task, overriding the above and the trained size
+                 (the pointmap's scale branch fixes it: 1024x768 for the released models).
     map_max_side: dense maps come back at most this many pixels on their long side.
     flip_test:   average pose heatmaps with the mirrored crop's (the official demo does; 2x cost).
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     """
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 input_hw: tuple[int, int] = (1024, 768), dense_hw: tuple[int, int] = (1024, 768),
-                 pointmap_hw: tuple[int, int] = POINTMAP_INPUT_HW,
+                 input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16):
-        unknown = set(models) - {"pose", "seg", "normal", "pointmap"}
-        if unknown:
-            raise ValueError(f"unknown tasks {sorted(unknown)}")
+        self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.models = models
         self.device = torch.device(device)
         self.dtype = dtype
         self.input_hw = tuple(input_hw)
-        self.dense_hw = tuple(dense_hw)
-        self.pointmap_hw = tuple(pointmap_hw)
+        self.sizes = {name: tuple((sizes or {}).get(name) or (self.input_hw if t.follows_input_size else t.input_hw))
+                      for name, t in self.tasks.items()}
         self.map_max_side = map_max_side
         self.flip_test = flip_test
         self.max_batch = max_batch
         self.cuda = self.device.type == "cuda"
         self._streams = {task: torch.cuda.Stream(self.device) for task in models} if self.cuda else {}
-        if "pose" in models:
-            from realtime.data import flip_indices
-
-            self._flip = torch.as_tensor(flip_indices(), device=self.device)
+        self._flip = {name: torch.as_tensor(t.flip_indices(), device=self.device)
+                      for name, t in self.tasks.items() if t.per_person and t.flip_indices is not None}
 
     def warm_up(self, image_hw: tuple[int, int]) -> None:
         """One prediction on a black frame, so the first real frame does not pay for
@@ -99,57 +110,51 @@ class Predictor:
     def predict(self, image: np.ndarray, boxes: np.ndarray, tasks: Optional[set[str]] = None) -> Prediction:
         """image: (H, W, 3) uint8 RGB; boxes: (N, 4) xyxy pixels; tasks: which of the
         loaded models to run this time (default all)."""
-        tasks = set(self.models) if tasks is None else tasks & set(self.models)
+        wanted = set(self.models) if tasks is None else tasks & set(self.models)
         frame = self._upload(image)  # (3, H, W) uint8 on the device
         h, w = image.shape[:2]
         map_hw = _fit(h, w, self.map_max_side)
         upload_done = torch.cuda.current_stream(self.device) if self.cuda else None
 
         outputs: dict[str, torch.Tensor] = {}
-        for task in ("pose", "seg", "normal", "pointmap"):  # launch all, then collect
-            if task not in tasks or (task == "pose" and len(boxes) == 0):
+        for task in task_table.ordered(wanted):  # launch all, then collect
+            if task.per_person and len(boxes) == 0:
                 continue
-            with self._on_stream(task, upload_done):
-                if task == "pose":
-                    outputs["pose"] = self._pose(frame, boxes)
-                elif task == "seg":
-                    outputs["seg"] = self._seg(frame, map_hw)
-                elif task == "normal":
-                    outputs["normal"] = self._normal(frame, map_hw)
+            with self._on_stream(task.name, upload_done):
+                if task.per_person:
+                    outputs[task.name] = self._persons(task, frame, boxes)
                 else:
-                    outputs["pointmap"] = self._pointmap(frame, map_hw)
+                    outputs[task.name] = self._whole_image(task, frame, map_hw)
         if self.cuda:
-            for task in outputs:
-                torch.cuda.current_stream(self.device).wait_stream(self._streams[task])
+            for name in outputs:
+                torch.cuda.current_stream(self.device).wait_stream(self._streams[name])
         return self._to_numpy(outputs)
 
     # -- per task, all on the device
 
-    def _pose(self, frame: torch.Tensor, boxes: np.ndarray) -> torch.Tensor:
+    def _persons(self, task, frame: torch.Tensor, boxes: np.ndarray) -> torch.Tensor:
         """(N, K, 3) float32: x, y in image pixels and the score."""
-        in_h, in_w = self.input_hw
+        in_h, in_w = input_hw = self.sizes[task.name]
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
         box_t = torch.as_tensor(boxes, device=self.device)
         center, scale = codec.box_to_center_scale(box_t, (in_w, in_h))
+        model = self.models[task.name]
         results = []
         start = 0
         while start < len(boxes):
             stop = min(start + self.max_batch, len(boxes))
             try:
-                crops = codec.crop_persons(frame, center[start:stop], scale[start:stop], (in_w, in_h))
-                x = codec.normalize(crops).to(self.dtype)
-                if self.flip_test:
-                    heatmaps = codec.flip_test(self.models["pose"], x, self._flip)
+                x = task.preprocess(frame, center[start:stop], scale[start:stop], input_hw).to(self.dtype)
+                if self.flip_test and task.name in self._flip:
+                    heatmaps = codec.flip_test(model, x, self._flip[task.name])
                 else:
-                    heatmaps = self.models["pose"](x)
+                    heatmaps = model(x)
                 # decode in float32: half-precision argmax ties and log() of small values are coarse
-                kpts_in, scores = codec.decode_heatmaps(heatmaps.float())
+                results.append(task.postprocess(heatmaps.float(), (center[start:stop], scale[start:stop]), input_hw))
             except torch.cuda.OutOfMemoryError:
                 self._shrink_batch(stop - start)
                 continue
-            kpts = codec.keypoints_to_image(kpts_in, center[start:stop], scale[start:stop], (in_w, in_h))
-            results.append(torch.cat([kpts, scores[..., None]], dim=-1))
             start = stop
         return torch.cat(results)
 
@@ -161,20 +166,11 @@ class Predictor:
         self.max_batch = max(1, tried // 2)
         log.warning("GPU out of memory: pose batch lowered to %d crops", self.max_batch)
 
-    def _seg(self, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
-        x = dense.seg_preprocess(frame, self.input_hw).to(self.dtype)
-        logits = self.models["seg"](x)
-        return dense.seg_postprocess(logits.float(), map_hw)[0].to(torch.uint8)
-
-    def _normal(self, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
-        x, pad = dense.resize_pad(frame, self.dense_hw)
-        raw = self.models["normal"](x.to(self.dtype))
-        return dense.normal_postprocess(raw.float(), pad, map_hw)[0].permute(1, 2, 0)
-
-    def _pointmap(self, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
-        x, pad = dense.resize_pad(frame, self.pointmap_hw)
-        points, scale = self.models["pointmap"](x.to(self.dtype))
-        return dense.pointmap_postprocess(points.float(), scale.float(), pad, map_hw)[0].permute(1, 2, 0)
+    def _whole_image(self, task, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
+        x, meta = task.preprocess(frame, self.sizes[task.name])
+        raw = self.models[task.name](x.to(self.dtype))
+        raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
+        return task.postprocess(raw, meta, map_hw)
 
     # -- transfers
 
@@ -192,16 +188,14 @@ class Predictor:
         return torch.cuda.stream(stream)
 
     def _to_numpy(self, outputs: dict[str, torch.Tensor]) -> Prediction:
-        pose = outputs.get("pose")
-        if pose is None:  # nobody in the frame, or pose not asked for
+        person = next((outputs[t.name] for t in self.tasks.values() if t.per_person and t.name in outputs), None)
+        if person is None:  # nobody in the frame, or pose not asked for
             kpts, scores = np.zeros((0, NUM_KEYPOINTS, 2), np.float32), np.zeros((0, NUM_KEYPOINTS), np.float32)
         else:
-            pose = pose.cpu().numpy()
-            kpts, scores = pose[..., :2].astype(np.float32), pose[..., 2].astype(np.float32)
-        seg = outputs["seg"].cpu().numpy() if "seg" in outputs else None
-        normal = outputs["normal"].float().cpu().numpy() if "normal" in outputs else None
-        pointmap = outputs["pointmap"].float().cpu().numpy() if "pointmap" in outputs else None
-        return Prediction(kpts, scores, seg=seg, normal=normal, pointmap=pointmap)
+            person = person.cpu().numpy()
+            kpts, scores = person[..., :2].astype(np.float32), person[..., 2].astype(np.float32)
+        maps = {name: out.cpu().numpy() for name, out in outputs.items() if not self.tasks[name].per_person}
+        return Prediction(kpts, scores, maps)
 
 
 def _fit(h: int, w: int, max_side: int) -> tuple[int, int]:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
+from realtime.errors import Terminated
 from realtime.frames import Frame
 from realtime.metrics import Metrics
 from realtime.sources import Source
@@ -47,7 +48,7 @@ class Stage(Protocol):
 
 @dataclass
 class RunResult:
-    reason: str  # "end of source", "source ended early", "interrupted", "window closed", "error"
+    reason: str  # "end of source", "source ended early", "interrupted", "terminated", "window closed", "error"
     message: str  # one line saying why the run ended
     exit_code: int
     frames_in: int
@@ -177,11 +178,12 @@ class Pipeline:
             while not finished.wait(POLL):
                 if not any(t.is_alive() for t in threads[1:]):
                     break
-        except KeyboardInterrupt:
-            self.stop("interrupted")
+        except KeyboardInterrupt as err:
+            self.stop("terminated" if isinstance(err, Terminated) else "interrupted")
         finally:
             if not finished.is_set():
                 self.stop_event.set()
+                self.source.cancel()  # a capture thread waiting for data returns now
             for t in threads:
                 _join(t)
             self._close_all()
@@ -252,8 +254,9 @@ class Pipeline:
         counts = dict(frames_in=m.frames_in, frames_out=m.frames_out, dropped=m.dropped)
         if self._error is not None:
             return RunResult("error", f"stopped: {self._error}", 1, **counts)
-        if self._stop_reason == "interrupted":
-            return RunResult("interrupted", "stopped: interrupted; outputs hold every frame processed so far", 130, **counts)
+        if self._stop_reason in ("interrupted", "terminated"):  # Ctrl+C / SIGTERM
+            code = 130 if self._stop_reason == "interrupted" else 143
+            return RunResult(self._stop_reason, f"stopped: {self._stop_reason}; outputs hold every frame processed so far", code, **counts)
         if self._stop_reason == "window closed":
             return RunResult("window closed", "stopped: viewer window closed", 0, **counts)
         if self.source.ended_early:

@@ -8,6 +8,7 @@ pass ready-made models (tests and benchmarks use tiny or random-weight ones).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -19,15 +20,17 @@ from typing import Callable, Optional
 
 import torch
 
+from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.metrics import Metrics
+from realtime.models.archs import INPUT_HW
+from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.sources import Source, SourceInfo, open_source
 from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, SmoothStage, WriteStage
 
 log = logging.getLogger(__name__)
 
-TASK_NAMES = {"pose": "pose", "seg": "seg", "normal": "normal", "depth": "pointmap", "pointmap": "pointmap"}
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -39,14 +42,15 @@ class RunOptions:
     output_dir: str = "recordings"
     no_video: bool = False
     view: bool = False
-    tasks: tuple[str, ...] = ("pose", "seg")
+    tasks: tuple[str, ...] = ("pose", "seg")  # names or aliases of `realtime.tasks` rows
     size: str = "0.4b"
     checkpoints: dict[str, str] = field(default_factory=dict)  # task -> file
     detector: Optional[str] = None
     device: Optional[str] = None
     dtype: Optional[str] = None
-    input_hw: tuple[int, int] = (1024, 768)
-    pointmap_hw: tuple[int, int] = (1024, 768)  # fixed by the pointmap model (tiny test models differ)
+    input_hw: tuple[int, int] = INPUT_HW  # pose crops and seg (the tasks that follow --input-size)
+    pointmap_hw: tuple[int, int] = INPUT_HW  # fixed by the pointmap model (tiny test models differ)
+    task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
     max_people: Optional[int] = None
     boxes_from: str = "detector"
     detect_every: int = 1
@@ -63,6 +67,7 @@ class RunOptions:
     webcam_fps: Optional[float] = None
     timeout: float = 10.0
     reconnects: int = 3
+    sinks: list = field(default_factory=list)  # extra realtime.sinks.Sink objects, after the built-in ones
 
 
 @dataclass
@@ -75,11 +80,7 @@ class RunSummary:
 
 def parse_tasks(text: str) -> tuple[str, ...]:
     """'pose,seg,depth' -> ('pose', 'seg', 'pointmap'); unknown names are a user error."""
-    names = [t.strip().lower() for t in text.split(",") if t.strip()]
-    unknown = [t for t in names if t not in TASK_NAMES]
-    if unknown or not names:
-        raise UserError(f"Unknown task {', '.join(unknown) or '(none given)'} in --tasks; choose from pose, seg, normal, depth.")
-    return tuple(dict.fromkeys(TASK_NAMES[t] for t in names))
+    return task_table.parse(text)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -103,6 +104,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
+    if options.max_frames is not None and options.max_frames < 1:
+        raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
+    options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
+                                  checkpoints={task_table.get(t).name: p for t, p in options.checkpoints.items()})
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
@@ -111,80 +116,110 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
     info = source.open()
     created: list[Path] = []
+    locks = OutputLocks()
     try:
         outputs = _output_paths(options, info)
+        check_outputs(outputs, source.input_files())
         for path in outputs.values():
             _make_parent(Path(path), created)
+        locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
+            log.info("loading models")
             models = _load_models(options, device, dtype)
         if box_finder is None:
             box_finder = _box_finder(options, device)
         return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
     except BaseException:
+        locks.release()  # removes output files it created that are still empty
         _remove_empty(created)
         raise
     finally:
+        locks.release()
         source.close()
 
 
 def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs) -> RunSummary:
     from realtime.export.jsonl import TrackWriter
     from realtime.infer import Predictor
-    from realtime.sinks import VideoWriter
+    from realtime.sinks import LatestWins, ProgressSink, VideoSink
+    from realtime.video import VideoWriter
     from trackers.identity import IdentityTracker
     from viz.compose import Layers
 
     metrics = Metrics()
     feedback = Feedback()
-    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw, pointmap_hw=options.pointmap_hw,
-                          flip_test=options.flip_test)
+    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
+                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test)
+    log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
         from trackers.live import LiveSmoother
 
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
-    layers = Layers(skeleton="pose" in models, seg="seg" in models, depth="pointmap" in models, normal="normal" in models)
+    rows = task_table.ordered(models)
+    layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
+                    panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
     if options.view:
         from viz.viewer import check_display
 
         check_display()  # before any output file exists
-    tracks = video = viewer = progress = None
+    viewer = None
+    sinks: list = []  # in the order they get each frame
+    extra = [LatestWins(s) if info.live else s for s in options.sinks]  # live: a slow sink must not stall the run
     try:
         if "tracks" in outputs:
-            tracks = TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
-                                 fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype))
+            sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
+                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype)))
         if "video" in outputs:
-            video = VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)
-        if options.progress and not info.live:
-            from tqdm import tqdm
-
-            progress = tqdm(total=options.max_frames or info.frame_count, unit="frame", desc=info.name, dynamic_ncols=True)
-        write = WriteStage(tracks=tracks, video=video, progress=progress, metrics=metrics)
+            sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
+        write = WriteStage()
         stages = [
             DetectStage(box_finder, feedback),
             InferStage(predictor, feedback, schedule=_dense_schedule(options, info)),
             SmoothStage(IdentityTracker(), smoother, feedback),
         ]
-        if options.view or video is not None:
+        if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
         if options.view:
-            viewer = _viewer(options, info, device, layers, write, outputs)
-            write.viewer = viewer
-        stages.append(write)
-    except BaseException:
-        for sink in (tracks, video, progress):
-            if sink is not None:
-                sink.close()
-        raise
+            from realtime.sinks import ViewerSink
 
-    pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
-    with _stop_on_signals(pipeline):
-        result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
-    lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)]
+            viewer = _viewer(options, info, device, layers, write, outputs)
+            sinks.append(ViewerSink(viewer, metrics))
+        sinks += extra
+        if options.progress and not info.live:
+            from tqdm import tqdm
+
+            sinks.append(ProgressSink(tqdm(total=options.max_frames or info.frame_count, unit="frame", desc=info.name,
+                                           dynamic_ncols=True)))
+        write.sinks = sinks
+        stages.append(write)
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+        log.info("running")
+        with _stop_on_signals(pipeline):
+            result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
+    except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
+        for sink in sinks + [s for s in extra if s not in sinks]:
+            sink.close()
+        tracks = next((s for s in sinks if isinstance(s, TrackWriter)), None)
+        if tracks is not None and tracks.frames_written == 0:
+            Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
+        raise
+    lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
+
+
+def _sink_lines(sinks) -> list[str]:
+    """What live mode's latest-wins outputs dropped or why they stopped."""
+    lines = []
+    for sink in sinks:
+        if getattr(sink, "errors", None):
+            lines.append(f"output {sink.name} stopped after {sink.written} frames: {sink.errors[0]}")
+        elif getattr(sink, "dropped", 0):
+            lines.append(f"output {sink.name}: {sink.dropped} frames skipped (it was slower than the source)")
+    return lines
 
 
 def _dense_schedule(options: RunOptions, info: SourceInfo):
@@ -288,10 +323,11 @@ def _viewer(options, info, device, layers, write: WriteStage, outputs):
     folder = Path(outputs.get("tracks", options.output_dir)).parent
 
     def toggle_recording(on: bool) -> None:
-        from realtime.sinks import VideoWriter
+        from realtime.sinks import VideoSink
+        from realtime.video import VideoWriter
 
         path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
-        write.set_recorder(VideoWriter(path, fps=info.fps or 30.0) if on else None)
+        write.set_recorder(VideoSink(VideoWriter(path, fps=info.fps or 30.0)) if on else None)
 
     status = f"{info.uri} | Sapiens2 {options.size} | {device}"
     return Viewer(title=f"sapiens-rt: {info.name}", status=status, layers=layers, screenshot_dir=str(folder),
@@ -346,7 +382,7 @@ class _stop_on_signals:
     def _handle(self, signum, _frame) -> None:
         if not self.pipeline.stop_event.is_set():
             print("\nstopping: finishing the current frame and closing the outputs...", file=sys.stderr)
-        self.pipeline.stop("interrupted")
+        self.pipeline.stop("terminated" if signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self.saved.items():

@@ -1,160 +1,138 @@
-"""Where rendered frames go: an H.264 video file written with PyAV.
+"""Where finished frames go: the `Sink` interface, the built-in sinks, and the
+latest-wins adapter for slow or remote ones.
 
-The file is a fragmented MP4 (a fragment per keyframe, written as it goes),
-so whatever was encoded stays playable even if the process is killed before
-`close()`. Timestamps are the source's (variable frame rates survive), and
-the source's first audio stream is copied into the output on `close()`.
+A sink is any object with `write(frame)` and `close()`; the write stage calls
+every sink with every frame, in order. Built in: the tracks file
+(`realtime.export.jsonl.TrackWriter` is a sink as it is), the overlay video
+(`VideoSink`), the live viewer (`ViewerSink`) and the progress bar
+(`ProgressSink`). Add your own with `RunOptions(sinks=[...])`.
+
+Frame loss: file sources never lose a frame, so there the write stage calls each
+sink directly and waits (a slow sink slows the run; a failing one stops it with
+its message). Live sources must never stall: `run` wraps extra sinks in
+`LatestWins`, which hands frames to its own thread, keeps only the newest one
+while the sink is busy (counted in `dropped`), and cuts off a sink that raised
+(logged once, counted in `errors`) instead of stopping the run.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from fractions import Fraction
-from pathlib import Path
-from typing import Optional
+import threading
+from typing import Optional, Protocol, runtime_checkable
 
-import numpy as np
-
-from realtime.errors import UserError
+from realtime.frames import Frame
 
 log = logging.getLogger(__name__)
 
-TIME_BASE = Fraction(1, 90000)  # the MPEG clock: fine enough for any frame rate
 
-
-class VideoWriter:
-    """Encode RGB frames with their timestamps into an MP4 (H.264, yuv420p).
-
-    The output is opened at the first frame (its size is known then); odd
-    sizes are padded by one black pixel (yuv420p needs even sizes), and later
-    frames of another size are scaled to fit that size.
-    """
-
-    def __init__(self, path: str | os.PathLike, *, fps: float, audio_from: Optional[str] = None,
-                 crf: int = 20, preset: str = "veryfast"):
-        self.path = Path(path)
-        self.fps = fps if fps and fps > 0 else 30.0
-        self.audio_from = audio_from
-        self.crf, self.preset = crf, preset
-        self.frames_written = 0
-        self._container = None
-        self._stream = None
-        self._audio_out = None
-        self._last_pts = -1
-        self._last_time = 0.0
-        _check_writable(self.path)
-
-    def write(self, image: np.ndarray, timestamp: float) -> None:
-        """Add one (H, W, 3) uint8 RGB frame shown at `timestamp` seconds."""
-        import av
-
-        if self._container is None:
-            self._open(image.shape[1], image.shape[0])
-        image = _fit(image, self._stream.width, self._stream.height)
-        frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-        pts = max(int(round(timestamp / TIME_BASE)), self._last_pts + 1)
-        frame.pts, frame.time_base = pts, TIME_BASE
-        self._last_pts, self._last_time = pts, timestamp
-        for packet in self._stream.encode(frame):
-            self._container.mux(packet)
-        self.frames_written += 1
-
-    def _open(self, width: int, height: int) -> None:
-        import av
-
-        try:
-            self._container = av.open(str(self.path), mode="w", format="mp4",
-                                      options={"movflags": "frag_keyframe+empty_moov+default_base_moof"})
-        except (av.error.FFmpegError, OSError) as err:
-            raise UserError(f"Cannot write video {self.path} ({err}); choose a writable --out path.") from None
-        stream = self._container.add_stream("libx264", rate=Fraction(self.fps).limit_denominator(1001))
-        stream.width, stream.height = width + width % 2, height + height % 2
-        stream.pix_fmt = "yuv420p"
-        stream.time_base = TIME_BASE
-        stream.codec_context.time_base = TIME_BASE
-        # no B-frames: timestamps start where the source's do (fragmented MP4 has no edit list) and latency stays low
-        stream.options = {"crf": str(self.crf), "preset": self.preset, "bf": "0"}
-        self._stream = stream
-        if self.audio_from:
-            self._audio_out = self._add_audio_stream(self.audio_from)
-
-    def _add_audio_stream(self, source: str):
-        import av
-
-        try:
-            with av.open(source) as src:
-                if not src.streams.audio:
-                    return None
-                return self._container.add_stream_from_template(src.streams.audio[0])
-        except (av.error.FFmpegError, ValueError) as err:
-            log.warning("not copying audio from %s: %s", source, err)
-            return None
-
-    def _copy_audio(self) -> None:
-        """Copy the source's audio packets up to the last video timestamp."""
-        import av
-
-        end = self._last_time + 1.0 / self.fps
-        try:
-            with av.open(self.audio_from) as src:
-                audio = src.streams.audio[0]
-                for packet in src.demux(audio):
-                    # Packets before time 0 (the AAC priming packet) would make the
-                    # fragmented muxer shift the video clock; the decoder drops them anyway.
-                    if packet.pts is None or packet.pts < 0 or packet.size == 0:
-                        continue
-                    if float(packet.pts * audio.time_base) > end:
-                        break
-                    packet.stream = self._audio_out
-                    self._container.mux(packet)
-        except av.error.FFmpegError as err:  # a truncated source: keep the audio copied so far
-            log.warning("audio copy from %s stopped early: %s", self.audio_from, err)
+@runtime_checkable
+class Sink(Protocol):
+    def write(self, frame: Frame) -> None:
+        """Take one finished frame (people, dense maps, `overlay` when rendered)."""
 
     def close(self) -> None:
-        """Flush the encoder, copy audio, and finalize the file. Safe to call twice."""
-        if self._container is None:
-            return
+        """Finish (flush, close files or connections); called once, whatever ended the run."""
+
+
+class VideoSink:
+    """The rendered picture (`frame.overlay`) into a `realtime.video.VideoWriter`."""
+
+    def __init__(self, writer) -> None:
+        self.writer = writer
+
+    def write(self, frame: Frame) -> None:
+        if frame.overlay is not None:
+            self.writer.write(frame.overlay, frame.timestamp)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class ViewerSink:
+    """The rendered picture and the current metrics to the live viewer (`submit` never blocks)."""
+
+    def __init__(self, viewer, metrics=None) -> None:
+        self.viewer = viewer  # viz.viewer.Viewer
+        self.metrics = metrics  # realtime.metrics.Metrics, for the plots
+
+    def write(self, frame: Frame) -> None:
+        if frame.overlay is not None:
+            self.viewer.submit(frame.overlay, self.metrics.snapshot() if self.metrics else {})
+
+    def close(self) -> None:
+        pass  # the window belongs to the main thread; the run closes it
+
+
+class ProgressSink:
+    """One step of a progress bar (tqdm) per frame."""
+
+    def __init__(self, bar) -> None:
+        self.bar = bar
+
+    def write(self, frame: Frame) -> None:
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class LatestWins:
+    """Wrap a sink so `write` never blocks: frames go to a thread of its own, and
+    while the sink is busy only the newest waiting frame is kept (the older one is
+    dropped and counted). A sink that raises is logged once and fed no more frames;
+    the run goes on. `close` hands over the last waiting frame, then closes the sink
+    (waiting at most `close_timeout` seconds for a sink that hangs)."""
+
+    def __init__(self, sink: Sink, *, name: Optional[str] = None, close_timeout: float = 5.0) -> None:
+        self.sink = sink
+        self.name = name or type(sink).__name__
+        self.close_timeout = close_timeout
+        self.dropped = 0
+        self.written = 0
+        self.errors: list[BaseException] = []
+        self._cond = threading.Condition()
+        self._pending: Optional[Frame] = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._loop, name=f"sink-{self.name}", daemon=True)
+        self._thread.start()
+
+    def write(self, frame: Frame) -> None:
+        with self._cond:
+            if self.errors or self._closing:
+                return
+            if self._pending is not None:
+                self.dropped += 1
+            self._pending = frame
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closing:
+                    self._cond.wait()
+                frame, self._pending = self._pending, None
+                if frame is None:  # closing, nothing left
+                    break
+            try:
+                self.sink.write(frame)
+                self.written += 1
+            except Exception as err:  # a broken sink must not stop the run: cut it off
+                log.warning("output %s failed on frame %d and gets no more frames: %s", self.name, frame.index, err)
+                with self._cond:
+                    self.errors.append(err)
+                    self._pending = None
+                break
         try:
-            for packet in self._stream.encode():
-                self._container.mux(packet)
-            if self._audio_out is not None:
-                self._copy_audio()
-        finally:
-            self._container.close()
-            self._container = None
+            self.sink.close()
+        except Exception as err:
+            log.warning("output %s failed to close: %s", self.name, err)
+            self.errors.append(err)
 
-    def __enter__(self) -> "VideoWriter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _fit(image: np.ndarray, width: int, height: int) -> np.ndarray:
-    """The frame at the video's size: padded by a pixel to even sizes, or, when a source
-    changes size (an image folder of mixed sizes), scaled to fit and centred on black."""
-    h, w = image.shape[:2]
-    if (h + h % 2, w + w % 2) == (height, width):
-        return np.pad(image, ((0, h % 2), (0, w % 2), (0, 0))) if (h % 2 or w % 2) else image
-    import cv2
-
-    s = min(width / w, height / h)
-    nw, nh = max(1, min(width, round(w * s))), max(1, min(height, round(h * s)))
-    canvas = np.zeros((height, width, 3), np.uint8)
-    top, left = (height - nh) // 2, (width - nw) // 2
-    canvas[top:top + nh, left:left + nw] = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA)
-    return canvas
-
-
-def _check_writable(path: Path) -> None:
-    """Fail before any work is done if the output cannot be created."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"Cannot create the folder {folder} for {path.name} ({err.strerror}); choose a writable output path.") from None
-    if path.is_dir():
-        raise UserError(f"Output {path} is a folder; give a file name such as {path / 'out.mp4'}.")
-    if not os.access(folder, os.W_OK):
-        raise UserError(f"Cannot write to {folder} (permission denied); choose a writable output path.")
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(self.close_timeout)
+        if self._thread.is_alive():
+            log.warning("output %s did not finish within %.0f s; leaving it behind", self.name, self.close_timeout)

@@ -10,10 +10,16 @@ sources is the pipeline's job (its source gate), not the source's.
 
 from __future__ import annotations
 
+import errno
 import glob
 import itertools
 import logging
+import math
+import os
 import re
+import select
+import stat
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -28,7 +34,9 @@ from realtime.errors import UserError
 log = logging.getLogger(__name__)
 
 STREAM_SCHEMES = ("rtsp://", "rtsps://", "rtmp://", "udp://", "tcp://", "http://", "https://", "srt://")
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif"}
+ANIMATION_SUFFIXES = {".gif", ".webp", ".png"}  # may hold several frames with their durations
+MULTI_PAGE_SUFFIXES = {".tif", ".tiff"}  # may hold several pages
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,13 @@ class Source(ABC):
     def close(self) -> None:
         pass
 
+    def cancel(self) -> None:
+        """Unblock a read in progress; called from another thread when the run stops."""
+
+    def input_files(self) -> list[str]:
+        """The files this source reads (outputs must never be one of them)."""
+        return []
+
     def __enter__(self) -> "Source":
         self.open()
         return self
@@ -82,22 +97,29 @@ class Source(ABC):
 def open_source(spec: str, *, width: Optional[int] = None, height: Optional[int] = None,
                 fps: Optional[float] = None, timeout: float = 10.0, reconnects: int = 3) -> Source:
     """Pick the source for a command-line SOURCE: `0` / `webcam:0`, a URL, a folder or glob of
-    images, a single image, or a video file. Does not open it yet."""
+    images, a single image, a named pipe, or a video file. Does not open it yet."""
+    check_timeout(timeout)
     webcam = re.fullmatch(r"(?:webcam:)?(\d+)", spec.strip())
     if webcam:
         return WebcamSource(int(webcam.group(1)), width=width, height=height, fps=fps)
     if spec.startswith(STREAM_SCHEMES):
         return VideoSource(spec, live=True, timeout=timeout, reconnects=reconnects)
-    if any(ch in spec for ch in "*?["):
-        return ImageFolderSource(spec, fps=fps)
     path = Path(spec).expanduser()
     if path.is_dir():
         return ImageFolderSource(str(path), fps=fps)
+    if not path.exists() and any(ch in spec for ch in "*?["):  # a file named "take[1].mp4" is a file, not a pattern
+        return ImageFolderSource(spec, fps=fps)
     if not path.exists():
         raise UserError(f"Source {spec} does not exist; pass a video file, an image folder, a webcam index like 0, or a stream URL.")
     if path.suffix.lower() in IMAGE_SUFFIXES:
         return ImageFolderSource(str(path), fps=fps)
     return VideoSource(str(path), live=False, timeout=timeout, reconnects=0)
+
+
+def check_timeout(timeout: float) -> None:
+    """Every wait is bounded: a timeout must be a positive number of seconds."""
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout {timeout} is not a positive number of seconds; give e.g. --timeout 10.")
 
 
 # --------------------------------------------------------------------------- video (PyAV)
@@ -113,12 +135,14 @@ class VideoSource(Source):
     """
 
     def __init__(self, uri: str, *, live: bool, timeout: float = 10.0, reconnects: int = 0):
+        check_timeout(timeout)
         self.uri = uri
         self.live = live
         self.timeout = timeout
         self.reconnects = reconnects
         self._container = None
         self._decoded = None
+        self._pipe: Optional[_PipeReader] = None
 
     def open(self) -> SourceInfo:
         self._container = self._open_container()
@@ -155,14 +179,18 @@ class VideoSource(Source):
         import av
 
         options = {"rtsp_transport": "tcp"} if self.uri.startswith("rtsp") else {}
+        target = self.uri
+        if not self.live and _is_fifo(self.uri):
+            self._pipe = target = _PipeReader(self.uri, self.timeout)
+            self._pipe.wait_for_data()
         try:
-            container = av.open(self.uri, options=options, timeout=(self.timeout, self.timeout))
+            container = av.open(target, options=options, timeout=(self.timeout, self.timeout))
         except av.error.FileNotFoundError:
             raise UserError(f"Video {self.uri} does not exist; check the path.") from None
         except av.error.ExitError as err:  # timeout while opening a stream
             raise UserError(f"Stream {self.uri} did not answer within {self.timeout:g} s ({_av_reason(err)}); check the URL and that the sender is running, or raise --timeout.") from None
         except (av.error.FFmpegError, OSError) as err:
-            if not self.live and _mp4_without_index(self.uri):
+            if not self.live and self._pipe is None and _mp4_without_index(self.uri):
                 raise UserError(f"File {self.uri} is an MP4 cut off before its index (moov) was written, so it is truncated "
                                 f"and nothing in it can be decoded; re-record it, or repair it with a tool such as untrunc.") from None
             what = "Stream" if self.live else "File"
@@ -177,46 +205,55 @@ class VideoSource(Source):
         import av
 
         attempts_left = self.reconnects
+        period = 1.0 / (self.info.fps or 30.0)
         offset = 0.0  # after a reconnect the stream's clock restarts: continue after the last time
         last_t = -np.inf
         pending = [self._first]
         while True:
             start: Optional[float] = None
+            raw: Optional[float] = None
             try:
                 for frame in itertools.chain(pending, self._decoded):
-                    t = frame.time if frame.time is not None else last_t + 1.0 / (self.info.fps or 30.0)
+                    # raw .h264/.h265 streams carry no timestamps: count frames at the nominal rate
+                    time_ok = frame.time is not None and math.isfinite(frame.time)
+                    raw = frame.time if time_ok else (raw + period if raw is not None else 0.0)
                     if start is None:
-                        start = t
-                    t = offset + t - start
+                        start = raw
+                    t = offset + raw - start
                     if t <= last_t:  # repeated or broken pts: keep time strictly increasing
                         t = last_t + 1e-6
                     last_t = t
                     yield t, _rotate(frame.to_ndarray(format="rgb24"), frame.rotation)
                 if not self.live:
                     self._check_complete(last_t + (start or 0.0))
-                return
+                    return
+                reason = "the sender closed it"  # a live stream that ends is a lost stream
             except (av.error.FFmpegError, OSError) as err:
-                pending = []
-                reason = f"no data for {self.timeout:g} s" if isinstance(err, av.error.ExitError) else _av_reason(err)
+                reason = f"no data for {self.timeout:g} s" if isinstance(err, (av.error.ExitError, TimeoutError)) else _av_reason(err)
                 if not self.live:
                     self.ended_early = (f"{self.uri} stopped decoding after {max(last_t, 0.0):.2f} s ({reason}); "
                                         f"the file is probably truncated or corrupt, and everything before that point was processed")
                     log.warning(self.ended_early)
                     return
-                if attempts_left <= 0:
-                    self.ended_early = f"stream {self.uri} was lost ({reason}) and did not come back after {self.reconnects} reconnects"
-                    log.warning(self.ended_early)
-                    return
-                attempts_left -= 1
-                log.warning("stream %s lost (%s); reconnecting (%d left)", self.uri, reason, attempts_left)
-                self.close()
-                try:
-                    self._container = self._open_container()
-                except UserError as reopen_error:
-                    self.ended_early = f"stream {self.uri} was lost and could not be reopened: {reopen_error}"
-                    return
-                self._decoded = self._container.decode(self._container.streams.video[0])
-                offset = max(last_t, 0.0) + 1.0 / (self.info.fps or 30.0)
+            pending = []
+            if attempts_left <= 0:
+                self.ended_early = f"stream {self.uri} was lost ({reason}) and did not come back after {self.reconnects} reconnects"
+                log.warning(self.ended_early)
+                return
+            attempts_left -= 1
+            log.warning("stream %s lost (%s); reconnecting (%d left)", self.uri, reason, attempts_left)
+            self.close()
+            try:
+                self._container = self._open_container()
+            except UserError as reopen_error:
+                self.ended_early = f"stream {self.uri} was lost and could not be reopened: {reopen_error}"
+                log.warning(self.ended_early)
+                return
+            self._decoded = self._container.decode(self._container.streams.video[0])
+            offset = max(last_t, 0.0) + period
+
+    def input_files(self) -> list[str]:
+        return [] if self.live else [self.uri]
 
     def _check_complete(self, last_pts_seconds: float) -> None:
         """A file whose frames stop well before the duration its header promises was cut short."""
@@ -234,6 +271,10 @@ class VideoSource(Source):
                                 f"the file is probably truncated, and everything before that point was processed")
             log.warning(self.ended_early)
 
+    def cancel(self) -> None:
+        if self._pipe is not None:
+            self._pipe.cancel()
+
     def close(self) -> None:
         self._decoded = None
         if self._container is not None:
@@ -242,6 +283,69 @@ class VideoSource(Source):
             except Exception:  # closing a dead stream can fail; nothing is left to save
                 pass
             self._container = None
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+class _PipeReader:
+    """A named pipe (FIFO) read by PyAV through Python with bounded waits: a plain open()
+    of a FIFO blocks until some program opens it for writing, and a read blocks for ever
+    when the writer stalls. Here every wait is at most `timeout` seconds and ends early
+    on Ctrl+C (main thread) or `cancel()` (the run stopping)."""
+
+    POLL_MS = 200
+
+    def __init__(self, path: str, timeout: float):
+        self.path, self.timeout = path, timeout
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # returns at once, writer or not
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN)
+        self._cancelled = threading.Event()
+
+    def _wait(self) -> int:
+        """Poll until data or the writer's end; the poll mask. Raises on timeout or cancel."""
+        deadline = time.monotonic() + self.timeout
+        while not self._cancelled.is_set():
+            events = self._poll.poll(self.POLL_MS)  # Linux: nothing at all while no writer ever came
+            if events:
+                return events[0][1]
+            if time.monotonic() > deadline:
+                raise TimeoutError(errno.ETIMEDOUT, f"no data for {self.timeout:g} s")
+        raise InterruptedError(errno.EINTR, "the run stopped")
+
+    def wait_for_data(self) -> None:
+        try:
+            self._wait()
+        except TimeoutError:
+            self.close()
+            raise UserError(f"Nothing was written into the pipe {self.path} within {self.timeout:g} s; start the program "
+                            f"that writes into it, or raise --timeout.") from None
+
+    def read(self, size: int) -> bytes:
+        while True:
+            mask = self._wait()
+            if mask & select.POLLIN:
+                try:
+                    return os.read(self._fd, size)
+                except BlockingIOError:
+                    continue
+            return b""  # POLLHUP: the writer closed the pipe
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _rotate(image: np.ndarray, degrees_ccw: int) -> np.ndarray:
@@ -343,12 +447,16 @@ class WebcamSource(Source):
 class ImageFolderSource(Source):
     """A folder of images (natural sort order), a glob pattern, or one image file.
 
-    Timestamps are index / fps (default 30). Unreadable files are skipped with a
-    warning; grayscale, RGBA and 16-bit images become 8-bit RGB.
+    Animated GIF/WebP/PNG files and multi-page TIFFs give all their frames.
+    Timestamps are frame index / fps (default 30); a single animated file
+    without `fps` keeps its own frame durations. Unreadable files are skipped
+    with a warning (their time slot stays empty); grayscale, RGBA and 16-bit
+    images become 8-bit RGB.
     """
 
     def __init__(self, spec: str, *, fps: Optional[float] = None):
         self.spec = spec
+        self.own_durations = fps is None
         self.fps = fps or 30.0
         self.skipped: list[str] = []
 
@@ -363,28 +471,61 @@ class ImageFolderSource(Source):
             files = [Path(p) for p in glob.glob(self.spec) if Path(p).suffix.lower() in IMAGE_SUFFIXES]
             name = Path(self.spec).parent.name or "images"
         if not files:
-            raise UserError(f"No images found in {self.spec}; pass a folder or glob with .jpg/.png/.bmp/.tif/.webp files.")
+            raise UserError(f"No images found in {self.spec}; pass a folder or glob with .jpg/.png/.bmp/.tif/.webp/.gif files.")
         self.files = sorted(files, key=_natural_key)
+        self.counts = [_frame_count(f) for f in self.files]
+        self.own_durations = self.own_durations and len(self.files) == 1 and self.counts[0] > 1
         first = self._read(self.files[0])
         if first is None:
             raise UserError(f"Image {self.files[0]} cannot be read; check that it is a valid image file.")
         self.info = SourceInfo(name=name, uri=self.spec, live=False, width=first.shape[1], height=first.shape[0],
-                               fps=self.fps, frame_count=len(self.files))
+                               fps=self.fps, frame_count=sum(self.counts))
         return self.info
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
-        for i, file in enumerate(self.files):
-            image = self._read(file)
-            if image is None:
+        index, clock = 0, 0.0
+        for file, count in zip(self.files, self.counts):
+            images, durations = self._read_all(file, count)
+            if not images:
                 log.warning("skipping unreadable image %s", file)
                 self.skipped.append(str(file))
+                index += 1
                 continue
-            yield i / self.fps, image
+            for image, duration in zip(images, durations):
+                yield (clock if self.own_durations else index / self.fps), image
+                index += 1
+                clock += duration if duration > 0 else 1.0 / self.fps
+
+    def input_files(self) -> list[str]:
+        return [str(f) for f in getattr(self, "files", [])]
 
     @staticmethod
     def _read(file: Path) -> Optional[np.ndarray]:
         raw = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
         return None if raw is None else _to_rgb8(raw, bgr=True)
+
+    def _read_all(self, file: Path, count: int) -> tuple[list[np.ndarray], list[float]]:
+        """Every frame of a file (RGB) and its display duration in seconds (0 = unknown)."""
+        if count <= 1:
+            image = self._read(file)
+            return ([image], [0.0]) if image is not None else ([], [])
+        if file.suffix.lower() in MULTI_PAGE_SUFFIXES:
+            ok, pages = cv2.imreadmulti(str(file), flags=cv2.IMREAD_UNCHANGED)
+            return ([_to_rgb8(p, bgr=True) for p in pages], [0.0] * len(pages)) if ok else ([], [])
+        ok, animation = cv2.imreadanimation(str(file))
+        if not ok:
+            return [], []
+        return [_to_rgb8(f, bgr=True) for f in animation.frames], [float(d) / 1000.0 for d in animation.durations]
+
+
+def _frame_count(file: Path) -> int:
+    """Frames in an image file: several for animations and multi-page TIFFs, else 1."""
+    if file.suffix.lower() not in ANIMATION_SUFFIXES | MULTI_PAGE_SUFFIXES:
+        return 1
+    try:
+        return max(1, int(cv2.imcount(str(file))))
+    except cv2.error:
+        return 1
 
 
 def _natural_key(path: Path) -> list:

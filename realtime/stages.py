@@ -18,8 +18,6 @@ import numpy as np
 from realtime.frames import DenseMaps, Frame, Person
 from realtime.infer import Predictor
 
-DENSE_TASKS = ("normal", "pointmap")
-
 
 class Feedback:
     """The newest results of later stages, read by the detect stage (thread-safe)."""
@@ -98,8 +96,9 @@ class DenseSchedule:
 
 
 class InferStage:
-    """Pose and seg on every frame; normal and pointmap when `schedule` says so, their
-    last maps reused in between (DenseMaps.computed_on says from when)."""
+    """Every-frame tasks (pose, seg) on every frame; the dense tasks (normal, pointmap,
+    albedo: `Task.dense` in `realtime.tasks`) when `schedule` says so, their last maps
+    reused in between (DenseMaps.computed_on says from when)."""
 
     name = "infer"
 
@@ -113,32 +112,35 @@ class InferStage:
         self._last_dense: Optional[DenseMaps] = None
 
     def process(self, frame: Frame) -> Frame:
-        loaded = set(self.predictor.models)
-        tasks = loaded - set(DENSE_TASKS)
-        due = bool(loaded & set(DENSE_TASKS)) and self.schedule.due(frame.index)
-        if due:
-            tasks |= loaded & set(DENSE_TASKS)
+        rows = self.predictor.tasks  # name -> realtime.tasks.Task
+        dense_tasks = {name for name, t in rows.items() if t.dense}
+        due = bool(dense_tasks) and self.schedule.due(frame.index)
+        tasks = set(rows) if due else set(rows) - dense_tasks
         boxes = np.stack([p.box for p in frame.people]) if frame.people else np.zeros((0, 4), np.float32)
         start = time.perf_counter()
         pred = self.predictor.predict(frame.image, boxes, tasks)
         self.schedule.record(frame.index, time.perf_counter() - start, due)
 
         dense = None
-        if loaded - {"pose"}:
+        if any(not t.per_person for t in rows.values()):
             reused = self._last_dense if not due else None
-            dense = DenseMaps(
-                seg=pred.seg,
-                normal=pred.normal if due else (reused.normal if reused else None),
-                pointmap=pred.pointmap if due else (reused.pointmap if reused else None),
-                depth=pred.pointmap[..., 2] if pred.pointmap is not None else (reused.depth if reused else None),
-                computed_on=frame.index if due or reused is None else reused.computed_on,
-            )
+            maps = {}
+            for task in rows.values():
+                if task.per_person:
+                    continue
+                if task.name in pred.maps:
+                    value = pred.maps[task.name]
+                    maps[task.field] = value
+                    maps.update({name: derive(value) for name, derive in task.derived.items()})
+                elif reused is not None:
+                    maps.update({name: reused.get(name) for name in task.fields})
+            dense = DenseMaps(computed_on=frame.index if due or reused is None else reused.computed_on, **maps)
             if due:
                 self._last_dense = dense
             self.feedback.set_seg(pred.seg)
 
         people = frame.people
-        if "pose" in loaded:
+        if any(t.per_person for t in rows.values()):
             points3d = self._lift(pred, dense, frame)
             people = tuple(
                 p.replace(keypoints=pred.keypoints[i], keypoint_scores=pred.keypoint_scores[i],
@@ -222,37 +224,27 @@ class RenderStage:
 
 
 class WriteStage:
-    """Writes tracks and video, feeds the viewer, moves the progress bar.
-    Closing it finalizes every file, whatever ended the run."""
+    """Hands every frame to every sink (`realtime.sinks`: tracks, video, viewer, progress,
+    and any added with `RunOptions(sinks=...)`), in order. Closing it closes every sink,
+    whatever ended the run."""
 
     name = "write"
 
-    def __init__(self, *, tracks=None, video=None, viewer=None, progress=None, metrics=None):
-        self.tracks = tracks  # realtime.export.jsonl.TrackWriter
-        self.video = video  # realtime.sinks.VideoWriter
-        self.viewer = viewer  # viz.viewer.Viewer (submit never blocks)
-        self.progress = progress  # tqdm bar or None
-        self.metrics = metrics
-        self.recorder: Optional[object] = None  # a VideoWriter started from the viewer's record key
+    def __init__(self, sinks=()):
+        self.sinks = list(sinks)  # realtime.sinks.Sink objects
+        self.recorder: Optional[object] = None  # a sink started from the viewer's record key
         self._lock = threading.Lock()
 
     def process(self, frame: Frame) -> Frame:
-        if self.tracks is not None:
-            self.tracks.write_frame(frame)
-        if frame.overlay is not None:
-            if self.video is not None:
-                self.video.write(frame.overlay, frame.timestamp)
-            with self._lock:
-                if self.recorder is not None:
-                    self.recorder.write(frame.overlay, frame.timestamp)
-            if self.viewer is not None:
-                self.viewer.submit(frame.overlay, self.metrics.snapshot() if self.metrics else {})
-        if self.progress is not None:
-            self.progress.update(1)
+        for sink in self.sinks:
+            sink.write(frame)
+        with self._lock:
+            if self.recorder is not None:
+                self.recorder.write(frame)
         return frame
 
     def set_recorder(self, recorder) -> None:
-        """Start (a writer) or stop (None) an extra recording; the old one is finalized."""
+        """Start (a sink) or stop (None) an extra recording; the old one is finalized."""
         with self._lock:
             old, self.recorder = self.recorder, recorder
         if old is not None:
@@ -260,13 +252,11 @@ class WriteStage:
 
     def close(self) -> None:
         errors = []
-        for sink in (self.tracks, self.video, self.recorder):
+        for sink in [*self.sinks, self.recorder]:
             if sink is not None:
                 try:
                     sink.close()
                 except Exception as err:  # close the others anyway, then report
                     errors.append(err)
-        if self.progress is not None:
-            self.progress.close()
         if errors:
             raise errors[0]

@@ -57,3 +57,23 @@ def test_offline_missing_file_names_the_fetch_command(tmp_path, monkeypatch):
     monkeypatch.setenv("SAPIENS_CHECKPOINT_ROOT", str(root))
     assert resolve_file(explicit=None, root_relative=["pose/x.safetensors"], repo_id="r/r", filenames=["f"],
                         what="w", fetch_command="c") == root / "pose" / "x.safetensors"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_checkpoint_with_non_finite_weights_is_refused_in_one_sentence(tmp_path, capsys, fixtures_dir, bad):
+    from safetensors.torch import load_file, save_file
+
+    from media import numbered_frames, write_video
+    from realtime.cli import main
+
+    sd = load_file(str(fixtures_dir / "pose_weights.safetensors"))
+    key = sorted(k for k in sd if k.endswith("weight"))[3]
+    sd[key] = sd[key].clone()
+    sd[key].view(-1)[5] = bad
+    save_file(sd, str(tmp_path / "broken.safetensors"))
+    src = write_video(tmp_path / "v.mp4", numbered_frames(2))
+    code = main(["run", str(src), "--tasks", "pose", "--boxes-from", "frame", "--device", "cpu", "--no-progress",
+                 "--output-dir", str(tmp_path / "rec"), "--checkpoint", f"pose={tmp_path / 'broken.safetensors'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: ") and "NaN or infinite weights" in err and key in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "rec").exists()

@@ -69,8 +69,8 @@ def test_untracked_people_and_2d_only(tmp_path):
     xy = np.tile([[1.0, 2.0]], (3, 1)).astype(np.float32)
     person = Person(box=np.zeros(4, np.float32), keypoints=xy, keypoint_scores=None)
     with TrackWriter(tmp_path / "u.jsonl", keypoint_names=["a", "b", "c"], image_size=(2, 2), fps=10, source="s", model={}) as writer:
-        writer.write_frame(Frame(index=0, timestamp=0.0, image=image, people=(person, person.replace(keypoints=xy + 5))))
-        writer.write_frame(Frame(index=1, timestamp=0.1, image=image, people=(person,)))
+        writer.write(Frame(index=0, timestamp=0.0, image=image, people=(person, person.replace(keypoints=xy + 5))))
+        writer.write(Frame(index=1, timestamp=0.1, image=image, people=(person,)))
     tracks = read_tracks(tmp_path / "u.jsonl")
     assert list(tracks.people) == [-2, -1]  # no id: keyed by order in the frame
     np.testing.assert_allclose(tracks.people[-2].keypoints[0], xy + 5)
@@ -116,8 +116,8 @@ from realtime.export.jsonl import TrackWriter
 writer = TrackWriter({path!r}, keypoint_names=NAMES, image_size=(640, 480), fps=25.0, source="live", model={{}})
 index = 0
 while True:
-    writer.write_frame(make_frame(index % 6).replace(index=index, timestamp=index / 25.0))
-    print(index, flush=True)  # after write_frame returned: this frame is on disk
+    writer.write(make_frame(index % 6).replace(index=index, timestamp=index / 25.0))
+    print(index, flush=True)  # after write returned: this frame is on disk
     index += 1
 """
 

@@ -2,8 +2,8 @@
 
 The same function feeds the live viewer and the video writer.
 
-Layout: `Layers.panes`, fixed when the `Layers` is built (from its initial depth /
-normal flags, i.e. the enabled tasks) and never changed by toggling a flag or by which
+Layout: `Layers.panes`, fixed when the `Layers` is built (the panes of the enabled
+tasks' rows in `realtime.tasks`) and never changed by toggling a flag or by which
 maps a frame carries, so a video writer gets one frame size for the whole run. A pane
 whose flag is toggled off, or whose map has not arrived yet, stays in place as a dark
 placeholder saying so.
@@ -12,13 +12,13 @@ placeholder saying so.
     2 panes  [ overlay | depth or normal ]    H x 2W
     3 panes  [ overlay | depth  ]             H x (W + W/2): the two previews at half
              [         | normal ]             size stacked on the right
+    k+1      [ overlay | k previews stacked ] H x (W + W/k), each preview at 1/k size
 
 Sizes are rounded up to even numbers (H.264 yuv420p): see `compose_size`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
 
@@ -26,39 +26,59 @@ import numpy as np
 
 from realtime.frames import Frame
 
-from .maps import BACKGROUND_GRAY, depth_to_rgb, normal_to_rgb, overlay_seg
+from .maps import BACKGROUND_GRAY, overlay_seg
 from .skeleton import SkeletonAnnotator, draw_text
 
-PANES = ("overlay", "depth", "normal")
-_TITLES = {"overlay": "pose + body parts", "depth": "depth", "normal": "normals"}
+OVERLAY_TITLE = "pose + body parts"
+DEFAULT_PREVIEWS = ("depth", "normal")  # the panes of `Layers()`
 
 
-@dataclass
+def _preview_tasks() -> dict:
+    """pane name -> its task row (`realtime.tasks`), for every task that has a pane."""
+    from realtime.tasks import all_tasks
+
+    return {t.pane: t for t in all_tasks() if t.pane}
+
+
 class Layers:
     """What to draw; mutable on purpose: the viewer's hot keys flip these flags while the
     render stage reads them (single bool writes are atomic in CPython).
 
     skeleton: boxes, IDs and keypoints on the overlay pane.
     seg:      body-part colours on the overlay pane.
-    depth:    show the depth preview (build with False when the depth task is off).
-    normal:   show the normal preview (build with False when the normal task is off).
     legend:   the class legend on the overlay pane.
-    panes:    the layout, fixed at construction: "overlay" plus "depth" / "normal" for
-              the flags that were True then (or given explicitly).
+    panes:    the layout, fixed at construction: "overlay" plus preview panes (the `pane`
+              of task rows in `realtime.tasks`: "depth", "normal", "albedo", ...).
+    **shown:  a flag per preview pane (e.g. depth=False): shown or hidden (the pane keeps
+              its place). Without `panes`, the layout is "overlay" plus "depth" and
+              "normal" and any other pane given True, minus those given False.
+    Read and flip a pane's flag as an attribute: `layers.depth = False`.
     """
 
-    skeleton: bool = True
-    seg: bool = True
-    depth: bool = True
-    normal: bool = True
-    legend: bool = False
-    panes: Optional[tuple[str, ...]] = None
-
-    def __post_init__(self) -> None:
-        if self.panes is None:
-            self.panes = ("overlay",) + tuple(name for name in ("depth", "normal") if getattr(self, name))
-        self.panes = tuple(self.panes)
+    def __init__(self, skeleton: bool = True, seg: bool = True, legend: bool = False,
+                 panes: Optional[Sequence[str]] = None, **shown: bool) -> None:
+        self.skeleton, self.seg, self.legend = skeleton, seg, legend
+        flags = {**{name: True for name in DEFAULT_PREVIEWS}, **shown}
+        if panes is None:
+            panes = ("overlay",) + tuple(name for name, on in flags.items() if on)
+        self.panes = tuple(panes)
         _pane_boxes((2, 2), self.panes)  # validates the names
+        self.shown = {**flags, **{name: flags.get(name, True) for name in self.panes[1:]}}
+
+    def __getattr__(self, name: str):
+        shown = self.__dict__.get("shown", {})
+        if name in shown:
+            return shown[name]
+        raise AttributeError(f"Layers has no flag {name!r}")
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self.__dict__.get("shown", {}):
+            self.shown[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"Layers(skeleton={self.skeleton}, seg={self.seg}, legend={self.legend}, panes={self.panes}, shown={self.shown})"
 
 
 def active_panes(layers: Layers) -> tuple[str, ...]:
@@ -71,17 +91,18 @@ def _even(n: int) -> int:
 
 
 def _pane_boxes(image_hw: tuple[int, int], panes: Sequence[str]) -> list[tuple[int, int, int, int]]:
-    """(y, x, h, w) of each pane on the canvas, in `panes` order."""
-    unknown = [p for p in panes if p not in PANES]
+    """(y, x, h, w) of each pane on the canvas, in `panes` order: the overlay, then one
+    preview beside it at full size, or k >= 2 previews stacked at 1/k size."""
+    known = ("overlay", *_preview_tasks())
+    unknown = [p for p in panes if p not in known]
     if unknown or not panes or panes[0] != "overlay" or len(set(panes)) != len(panes):
-        raise ValueError(f"panes must be 'overlay' followed by distinct names from {PANES}, got {tuple(panes)}")
+        raise ValueError(f"panes must be 'overlay' followed by distinct names from {known}, got {tuple(panes)}")
     h, w = image_hw
-    if len(panes) == 1:
-        return [(0, 0, h, w)]
-    if len(panes) == 2:
-        return [(0, 0, h, w), (0, w, h, w)]
-    half_h, half_w = h // 2, w // 2
-    return [(0, 0, h, w), (0, w, half_h, half_w), (half_h, w, half_h, half_w)]
+    k = len(panes) - 1
+    if k <= 1:
+        return [(0, 0, h, w)] + [(0, w, h, w)] * k
+    ph, pw = h // k, w // k
+    return [(0, 0, h, w)] + [(i * ph, w, ph, pw) for i in range(k)]
 
 
 def compose_size(image_hw: tuple[int, int], panes: Sequence[str]) -> tuple[int, int]:
@@ -124,32 +145,26 @@ def compose(
     # Padding to even sizes, and the gap under the half-size panes when H is odd.
     canvas[image_h:] = BACKGROUND_GRAY
     canvas[:, max(x + w for _, x, _, w in boxes) :] = BACKGROUND_GRAY
-    if len(panes) == 3:
-        canvas[2 * (image_h // 2) :, image_w:] = BACKGROUND_GRAY
+    if len(panes) > 2:
+        k = len(panes) - 1
+        canvas[k * (image_h // k) :, image_w:] = BACKGROUND_GRAY
 
     foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
+    previews = _preview_tasks()
     for name, (y, x, h, w) in zip(panes, boxes):
-        title = _TITLES[name]
+        title = OVERLAY_TITLE if name == "overlay" else previews[name].title
         if name != "overlay":
-            pane = _preview(name, dense, foreground, (h, w)) if getattr(layers, name) else None
+            shown = getattr(layers, name)
+            pane = previews[name].render(dense, foreground, (h, w)) if shown and dense is not None else None
             if pane is not None:
                 canvas[y : y + h, x : x + w] = pane
             else:
                 canvas[y : y + h, x : x + w] = BACKGROUND_GRAY
-                title += ": no data yet" if getattr(layers, name) else ": off"
+                title += ": no data yet" if shown else ": off"
         _label(canvas, title, (y, x))
     if caption:
         draw_text(canvas, caption, (0, image_hw[0]), anchor="bottom")
     return canvas
-
-
-def _preview(name: str, dense, foreground: Optional[np.ndarray], size_hw: tuple[int, int]) -> Optional[np.ndarray]:
-    """The depth or normal pane at `size_hw`, or None when the frame has no such map yet."""
-    if name == "depth" and dense is not None and dense.depth is not None:
-        return depth_to_rgb(dense.depth, foreground, size_hw)
-    if name == "normal" and dense is not None and dense.normal is not None:
-        return normal_to_rgb(dense.normal, foreground, size_hw)
-    return None
 
 
 def _label(canvas: np.ndarray, title: str, origin_yx: tuple[int, int]) -> None:

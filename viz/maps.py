@@ -184,3 +184,24 @@ def normal_to_rgb(
     rgb = cv2.convertScaleAbs(normal, alpha=127.5, beta=127.5)  # NaN pixels are masked below
     out = _on_background(rgb, valid)
     return resize_map(out, size_hw) if size_hw is not None else out
+
+
+def albedo_to_rgb(
+    albedo: np.ndarray,
+    foreground: Optional[np.ndarray] = None,
+    size_hw: Optional[tuple[int, int]] = None,
+) -> np.ndarray:
+    """Albedo preview: the base colour as it is.
+
+    albedo:     (h, w, 3) float RGB in [0, 1]; NaN = unknown.
+    foreground: (h, w) bool, e.g. seg > 0; default: every finite pixel.
+    size_hw:    output size (H, W); default the map's own size.
+    Returns (H, W, 3) uint8 RGB, background `BACKGROUND_RGB`.
+    """
+    albedo = np.asarray(albedo, dtype=np.float32)
+    valid = np.isfinite(albedo).all(axis=-1)
+    if foreground is not None:
+        valid &= resize_map(np.asarray(foreground, np.uint8), albedo.shape[:2], labels=True) > 0
+    rgb = cv2.convertScaleAbs(np.nan_to_num(albedo), alpha=255.0)
+    out = _on_background(rgb, valid)
+    return resize_map(out, size_hw) if size_hw is not None else out

@@ -10,7 +10,8 @@ runs Qt):
   (it then sets `stop`) or until `stop` is set by the pipeline (it then closes the
   window); it returns within ~20 ms either way. A Viewer runs once.
 
-Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, L class legend (they
+Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, 5/A albedo (the panes' keys
+come from the task table), L class legend (they
 flip the shared `Layers` the render stage reads, so the change shows on the next
 rendered frame; a hidden preview keeps its place, so a recording keeps one size);
 Space pauses the display (the pipeline keeps running, the window freezes on the
@@ -51,16 +52,28 @@ def _code(key) -> int:
 
 
 _Key = QtCore.Qt.Key
-_TOGGLES = {
-    _code(_Key.Key_1): "skeleton", _code(_Key.Key_K): "skeleton",
-    _code(_Key.Key_2): "seg", _code(_Key.Key_G): "seg",
-    _code(_Key.Key_3): "depth", _code(_Key.Key_D): "depth",
-    _code(_Key.Key_4): "normal", _code(_Key.Key_N): "normal",
-    _code(_Key.Key_L): "legend",
-}
+
+
+def _toggles() -> dict[int, str]:
+    """Hot key code -> the `Layers` flag it flips: the overlay's own, then each task's pane
+    (`hot_keys` of the rows in `realtime.tasks`)."""
+    from realtime.tasks import all_tasks
+
+    keys = {"1": "skeleton", "K": "skeleton", "2": "seg", "G": "seg", "L": "legend"}
+    for task in all_tasks():
+        keys.update({key: task.pane for key in task.hot_keys if task.pane})
+    return {_code(getattr(_Key, f"Key_{key}")): name for key, name in keys.items()}
+
+
+def key_help() -> str:
+    from realtime.tasks import all_tasks
+
+    panes = "  ".join(f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys)
+    return f"1/K skeleton  2/G parts  {panes}  L legend  Space pause  S screenshot  R record  Q quit"
+
+
 _SPACE, _SCREENSHOT, _RECORD = _code(_Key.Key_Space), _code(_Key.Key_S), _code(_Key.Key_R)
 _QUIT = {_code(_Key.Key_Q), _code(_Key.Key_Escape)}
-KEY_HELP = "1/K skeleton  2/G parts  3/D depth  4/N normals  L legend  Space pause  S screenshot  R record  Q quit"
 _STAGE_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
 
 
@@ -200,7 +213,7 @@ class Viewer:
         self._status_label = QtWidgets.QLabel(self.status)
         self._status_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.NoTextInteraction)
         layout.addWidget(self._status_label)
-        help_label = QtWidgets.QLabel(KEY_HELP)
+        help_label = QtWidgets.QLabel(key_help())
         help_label.setStyleSheet("color: gray")
         layout.addWidget(help_label)
         self._timer = QtCore.QTimer()
@@ -281,8 +294,9 @@ class Viewer:
 
     def _on_key(self, key: int) -> bool:
         """Handle a hot key (a Qt key code); False when the key is not ours."""
-        if key in _TOGGLES:
-            name = _TOGGLES[key]
+        toggles = _toggles()
+        if key in toggles:
+            name = toggles[key]
             setattr(self.layers, name, not getattr(self.layers, name))
             self._notice = f"{name} {'on' if getattr(self.layers, name) else 'off'}"
         elif key == _SPACE:

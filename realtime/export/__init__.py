@@ -1,7 +1,8 @@
 """Keypoint tracks: the live JSONL writer/reader and exporters to the formats other tools open.
 
     TrackWriter / read_tracks   the project's own tracks JSONL (jsonl.py)
-    export_tracks               CSV, NPZ, OpenPose JSON, COCO JSON, TRC, C3D, Blender (formats.py)
+    export_tracks               CSV, NPZ, OpenPose JSON, COCO JSON, TRC, C3D, Blender, BVH, glTF (formats.py)
+    skeleton.solve              3D keypoints -> bone rotations on a VRM-named humanoid (skeleton.py)
     smooth_tracks_file          offline smoothing of a tracks file (smoothing.py)
     sample_keypoints_3d         3D keypoints from the metric pointmap (lift3d.py)
 """

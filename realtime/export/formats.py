@@ -10,6 +10,7 @@ from typing import Optional
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
+from realtime.export.staging import check_output, staged
 from realtime.export.subsets import SUBSETS
 from realtime.export.to_blender import write_blend
 from realtime.export.to_c3d import write_c3d
@@ -21,9 +22,12 @@ from realtime.export.to_trc import write_trc
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("csv", "npz", "openpose", "coco", "trc", "c3d", "blender")
+FORMATS = ("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf")
+MOTION_FORMATS = {"bvh": "a BVH file", "gltf": "a glTF file"}  # solved bone rotations (skeleton.py)
+MOTION_SMOOTH = "rts"  # their default smoothing: rotations from raw 3D points jitter
 # Default output next to the tracks file: <stem><suffix> (openpose writes a folder).
-DEFAULT_SUFFIX = {"csv": ".csv", "npz": ".npz", "openpose": "_openpose", "coco": "_coco.json", "trc": ".trc", "c3d": ".c3d", "blender": ".blend"}
+DEFAULT_SUFFIX = {"csv": ".csv", "npz": ".npz", "openpose": "_openpose", "coco": "_coco.json", "trc": ".trc", "c3d": ".c3d", "blender": ".blend",
+                  "bvh": ".bvh", "gltf": ".glb"}
 
 
 def default_output(tracks_path: str | Path, to: str) -> Path:
@@ -39,38 +43,58 @@ def export_tracks(
     person: Optional[int] = None,
     subset: Optional[str] = None,
     smooth: Optional[str] = None,
+    fingers: bool = False,
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
     out:    output path (default: next to the tracks, see DEFAULT_SUFFIX).
     person: only this track id (TRC and C3D need exactly one person).
     subset: "308", "coco-wholebody" or "coco17" (default: 308; COCO: coco-wholebody).
-    smooth: offline smoothing method applied first ("rts", "savgol", "butterworth").
+    smooth: offline smoothing method applied first ("rts", "savgol", "butterworth"; "none" for
+            none); default none, but rts for BVH and glTF.
+    fingers: BVH / glTF: add the 30 finger bones.
     """
     if to not in FORMATS:
         raise UserError(f"unknown export format '{to}'; use one of {', '.join(FORMATS)}.")
     if subset is not None and subset not in SUBSETS:
         raise UserError(f"unknown keypoint subset '{subset}'; use one of {', '.join(SUBSETS)}.")
+    if smooth == "none":
+        smooth = None
+    elif smooth is None and to in MOTION_FORMATS:
+        smooth = MOTION_SMOOTH
+    if fingers and to not in MOTION_FORMATS:
+        raise UserError(f"--fingers only applies to BVH and glTF (bone rotations); drop it for {to}.")
+    if subset is not None and to in MOTION_FORMATS:
+        raise UserError(f"{to} holds a skeleton, not a keypoint subset; drop --subset (use --fingers for finger bones).")
     if to == "openpose" and subset is not None:
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
     out = Path(out) if out is not None else default_output(tracks_path, to)
+    check_output(out, folder=to == "openpose")  # before the work: one sentence, nothing written
 
     if to == "blender":
         if smooth is None:
             read_tracks(tracks_path).select(person)  # fail early, with our message, on a bad file or id
-            return write_blend(tracks_path, out, person=person, subset=subset)
+            return staged(out, lambda target: write_blend(tracks_path, target, person=person, subset=subset))
         with tempfile.TemporaryDirectory() as folder:
             smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth)
-            return write_blend(smoothed, out, person=person, subset=subset)
+            return staged(out, lambda target: write_blend(smoothed, target, person=person, subset=subset))
+
+    if to in MOTION_FORMATS:
+        from realtime.export.mocap import motion_from_tracks
+        from realtime.export.to_bvh import write_bvh
+        from realtime.export.to_gltf import write_gltf
+
+        motion, fps = motion_from_tracks(read_tracks(tracks_path).select(person), MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
+        return staged(out, lambda target: write_bvh(motion, target, fps) if to == "bvh" else write_gltf(motion, target))
 
     tracks = read_tracks(tracks_path)
     if smooth is not None:
         tracks = smooth_tracks(tracks, smooth)
     tracks = tracks.select(person)
     if to == "openpose":
-        return write_openpose(tracks, out, stem=tracks_path.stem)
+        return staged(out, lambda target: write_openpose(tracks, target, stem=tracks_path.stem), folder=True)
     if to == "coco":
-        return write_coco(tracks, out, subset=subset, stem=tracks_path.stem)
+        return staged(out, lambda target: write_coco(tracks, target, subset=subset, stem=tracks_path.stem))
     writer = {"csv": write_csv, "npz": write_npz, "trc": write_trc, "c3d": write_c3d}[to]
-    return writer(tracks, out, subset=subset)
+    return staged(out, lambda target: writer(tracks, target, subset=subset))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -26,7 +27,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime import __version__
-from realtime.errors import UserError
+from realtime.errors import OutputWriteError, UserError
 from realtime.export.tracks import PersonTrack, Tracks
 from realtime.frames import Frame, Person
 
@@ -104,7 +105,7 @@ class TrackWriter:
     """Writes the tracks JSONL live, one line per input frame, flushed per frame.
 
     Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
-    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write_frame(frame)`.
+    source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write(frame)`.
     Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
     """
 
@@ -122,6 +123,7 @@ class TrackWriter:
         self.path = Path(path)
         self.num_keypoints = len(keypoint_names)
         self.frames_written = 0
+        self._good_size = 0  # bytes up to the end of the last complete line
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "w", encoding="utf-8", newline="\n")
@@ -142,21 +144,44 @@ class TrackWriter:
     def _write_text(self, line: str) -> None:
         # One write + flush per line: after a kill the file ends at a line boundary
         # or inside the single line in flight, which readers skip.
-        self._file.write(line + "\n")
-        self._file.flush()
+        try:
+            self._file.write(line + "\n")
+            self._file.flush()
+        except OSError as err:
+            self._fail(err)
+        self._good_size = self._file.tell()
 
-    def write_frame(self, frame: Frame) -> None:
+    def _fail(self, err: OSError) -> None:
+        """A write error (disk full): cut the file back to its last complete line and say so."""
+        try:
+            self._file.close()  # may try the failed write again; the cut below undoes it
+        except OSError:
+            pass
+        try:
+            if self.path.is_file() and self.path.stat().st_size > self._good_size:
+                os.truncate(self.path, self._good_size)
+        except OSError:
+            pass
+        raise OutputWriteError(f"cannot write the tracks file {self.path} ({err.strerror or err}); it keeps its first "
+                               f"{self.frames_written} frames; free disk space or choose another --tracks") from None
+
+    def write(self, frame: Frame) -> None:
         """Append one frame line (also when `frame.people` is empty)."""
         if self._file.closed:
-            raise ValueError("TrackWriter.write_frame called after close()")
+            raise ValueError("TrackWriter.write called after close() or a write error")
         people = ",".join(_person_json(p, self.num_keypoints) for p in frame.people)
         timestamp = json.dumps(round(float(frame.timestamp), 6)) if np.isfinite(frame.timestamp) else "null"
         self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp},"people":[{people}]}}')
         self.frames_written += 1
 
+    write_frame = write  # the name from before TrackWriter was a sink; code in flight elsewhere still uses it
+
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as err:
+                self._fail(err)
 
     def __enter__(self) -> "TrackWriter":
         return self
@@ -217,7 +242,18 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
     for key in ("keypoint_names", "image_size", "fps"):
         if key not in header:
             raise UserError(f"{path} header has no '{key}'; pass an intact tracks .jsonl file.")
+    names, size, fps = header["keypoint_names"], header["image_size"], header["fps"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise UserError(f"{path} header's keypoint_names is not a list of names; pass a tracks .jsonl written by sapiens-rt.")
+    if not isinstance(size, list) or len(size) != 2 or not all(_is_number(v) for v in size):
+        raise UserError(f"{path} header's image_size is not [width, height]; pass a tracks .jsonl written by sapiens-rt.")
+    if not _is_number(fps):
+        raise UserError(f"{path} header's fps is not a number; pass a tracks .jsonl written by sapiens-rt.")
     return header
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def person_keys(people: list[dict]) -> list[int]:
@@ -232,11 +268,44 @@ def person_keys(people: list[dict]) -> list[int]:
     return keys
 
 
+def _numbers(value, what: str) -> np.ndarray:
+    """JSON numbers (null -> NaN) as float64; strings or booleans where numbers belong are refused."""
+    try:
+        if np.array(value).dtype.kind in "USb":
+            raise ValueError
+        return np.array(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise ValueError(f"{what} holds something other than numbers and nulls") from None
+
+
 def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
-    points = np.array(value, dtype=np.float64)  # null -> NaN
+    points = _numbers(value, "a keypoint list")
     if points.shape != (num_keypoints, 3):
         raise UserError(f"{path} line {line} has keypoints of shape {points.shape}, expected ({num_keypoints}, 3); pass an intact tracks file.")
     return points
+
+
+def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Path, line: int) -> None:
+    """Check one frame record's types and add its people to `seen` (track id -> entries)."""
+    frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
+    if not isinstance(frame, int) or isinstance(frame, bool):
+        raise ValueError(f"frame is {frame!r}, not a whole number")
+    if t is not None and not _is_number(t):
+        raise ValueError(f"t is {t!r}, not a number of seconds")
+    if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
+        raise ValueError("people is not a list of objects")
+    for person in people:
+        track_id = person.get("id")
+        if track_id is not None and (not isinstance(track_id, int) or isinstance(track_id, bool)):
+            raise ValueError(f"id is {track_id!r}, not a whole number or null")
+    for track_id, person in zip(person_keys(people), people):
+        kpts = _points(person.get("kpts"), num_keypoints, path, line)
+        box = np.full(5, np.nan)
+        if person.get("box") is not None:
+            values = _numbers(person["box"], "box").reshape(-1)[:5]
+            box[: len(values)] = values
+        points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
+        seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d))
 
 
 def read_tracks(path: str | Path) -> Tracks:
@@ -255,18 +324,13 @@ def read_tracks(path: str | Path) -> Tracks:
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
-        row = len(frames)
-        frames.append(record.get("frame", row))
-        times.append(np.nan if record.get("t") is None else record["t"])
-        people = record.get("people") or []
-        for track_id, person in zip(person_keys(people), people):
-            kpts = _points(person.get("kpts"), num_keypoints, path, line)
-            box = np.full(5, np.nan)
-            if person.get("box") is not None:
-                values = np.array(person["box"], dtype=np.float64)[:5]
-                box[: len(values)] = values
-            points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
-            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d))
+        try:
+            _read_frame(record, len(frames), num_keypoints, seen, path, line)
+        except (ValueError, TypeError, AttributeError) as err:
+            raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); "
+                            f"pass a tracks .jsonl written by sapiens-rt.") from None
+        frames.append(record.get("frame", len(frames)))
+        times.append(np.nan if record.get("t") is None else float(record["t"]))
     if any(track_id < -1 for track_id in seen):
         log.warning("%s: several persons without a track id in one frame; they are keyed -1, -2, ... by order, not identity", path)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from realtime.errors import UserError
 from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, person_keys, rounded_rows, read_header, read_tracks
+from realtime.export.staging import check_output, staged
 from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
@@ -55,26 +55,29 @@ def smooth_tracks_file(
     A cut-off last line of the input (crashed run) is dropped from the output.
     """
     tracks_path, out_path = Path(tracks_path), Path(out_path)
+    check_output(out_path)
     smoothed = smooth_tracks(read_tracks(tracks_path), method, smoother=smoother)
     stream = iter(TrackRecords(tracks_path))
     header = {**read_header(stream, tracks_path), "smoothing": {"method": method}}
     num_keypoints = len(header["keypoint_names"])
+    rows = []
 
-    # Write next to the target and rename, so the input may also be the output.
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out_path.with_name(out_path.name + ".partial")
-    row = 0
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-        handle.write(json.dumps(header, separators=(",", ":")) + "\n")
-        for _, record in stream:
-            if isinstance(record, dict) and record.get("type") == "frame":
-                people = record.get("people") or []
-                for track_id, person in zip(person_keys(people), people):
-                    _replace_points(person, smoothed.people[track_id], row, num_keypoints)
-                row += 1
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-    os.replace(temporary, out_path)
-    log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, row, len(smoothed.people), method)
+    def write(target: Path) -> None:
+        row = 0
+        with open(target, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(json.dumps(header, separators=(",", ":")) + "\n")
+            for _, record in stream:
+                if isinstance(record, dict) and record.get("type") == "frame":
+                    people = record.get("people") or []
+                    for track_id, person in zip(person_keys(people), people):
+                        _replace_points(person, smoothed.people[track_id], row, num_keypoints)
+                    row += 1
+                handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+        rows.append(row)
+
+    # Written next to the target and renamed, so the input may also be the output.
+    staged(out_path, write)
+    log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, rows[0], len(smoothed.people), method)
     return out_path
 
 

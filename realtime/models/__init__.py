@@ -6,9 +6,9 @@
     detector = load_detector()                       # RTMDet-m person boxes: detector(image_bgr)
 """
 
-from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, TASKS
+from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES
 from realtime.models.loading import download, load_backbone, load_model
 from realtime.models.rtmdet import load_detector
 from realtime.models.task_model import Sapiens2TaskModel, build_model
 
-__all__ = ["ARCHS", "DEFAULT_SIZE", "SIZES", "TASKS", "Sapiens2TaskModel", "build_model", "download", "load_backbone", "load_detector", "load_model"]
+__all__ = ["ARCHS", "DEFAULT_SIZE", "SIZES", "Sapiens2TaskModel", "build_model", "download", "load_backbone", "load_detector", "load_model"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TASKS = ("pose", "seg", "normal", "pointmap", "albedo")
 SIZES = ("0.1b", "0.4b", "0.8b", "1b", "5b")
 DEFAULT_SIZE = "0.4b"
 
@@ -55,7 +54,8 @@ ARCHS: dict[str, BackboneArch] = {
     )
 }
 
-# Head kwargs per task and arch (in_channels is always the backbone's E).
+# Head kwargs per task and arch (in_channels is always the backbone's E); the task
+# table (`realtime.tasks`) points each task at its entry.
 # The official configs list 0.4b/0.8b/1b/5b; no 0.1b task model is released,
 # so 0.1b uses the 0.4b heads (an assumption that only matters for random builds).
 _POSE = dict(deconv_out_channels=(1024, 768), conv_out_channels=(512, 512, 256))

@@ -26,9 +26,19 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         raise UserError(f"Checkpoint {path} does not exist; check the path.")
     if path.stat().st_size == 0:
         raise UserError(f"Checkpoint {path} is empty (0 bytes); delete it and download it again.")
-    if path.suffix == ".safetensors":
-        return _read_safetensors(path)
-    return _read_torch(path)
+    state_dict = _read_safetensors(path) if path.suffix == ".safetensors" else _read_torch(path)
+    check_finite(state_dict, path)
+    return state_dict
+
+
+def check_finite(state_dict: Mapping[str, torch.Tensor], path: str | os.PathLike) -> None:
+    """Refuse weights holding NaN or Inf: such a model gives confident garbage, never an error."""
+    bad = [key for key, value in state_dict.items()
+           if value.is_floating_point() and value.numel() and not torch.isfinite(value.sum(dtype=torch.float32))]
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise UserError(f"Checkpoint {path} holds NaN or infinite weights (in {shown}), so its outputs would be "
+                        f"meaningless; delete it and download it again, or pass an intact checkpoint.")
 
 
 def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:

@@ -51,6 +51,8 @@ class RMSNorm2d(nn.Module):
 class PoseHeatmapHead(nn.Module):
     """featmap (B, E, h, w) -> heatmaps (B, 308, 4h, 4w): 2 deconvs, 1x1 convs, conv_pose."""
 
+    output_channels_arg = "out_channels"  # the keyword that sets the output layer's width
+
     def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], out_channels: int = 308) -> None:
         super().__init__()
         self.deconv_layers = _deconv_stack(in_channels, deconv_out_channels)
@@ -63,6 +65,8 @@ class PoseHeatmapHead(nn.Module):
 
 class SegHead(nn.Module):
     """featmap (B, E, h, w) -> class logits (B, 29, 16h, 16w): 4 deconvs, 1x1 convs, conv_seg."""
+
+    output_channels_arg = "num_classes"
 
     def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], num_classes: int = 29) -> None:
         super().__init__()
@@ -149,7 +153,3 @@ class PointmapHead(_DenseHead):
         scale = self.scale_final_layer(self.scale_conv_layers(x))
         return self.conv_pointmap(self.trunk(x)), scale
 
-
-HEAD_CLASSES = {"pose": PoseHeatmapHead, "seg": SegHead, "normal": NormalHead, "pointmap": PointmapHead, "albedo": AlbedoHead}
-# The final layer's name tells a checkpoint's task apart.
-OUTPUT_LAYER = {"pose": "conv_pose", "seg": "conv_seg", "normal": "conv_normal", "pointmap": "conv_pointmap", "albedo": "conv_albedo"}

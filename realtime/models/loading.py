@@ -21,10 +21,9 @@ from realtime.errors import UserError
 from realtime.models import hub
 from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, BackboneArch, size_of
 from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
-from realtime.models.heads import OUTPUT_LAYER
 from realtime.models.hf_naming import from_transformers_naming, is_transformers_naming
 from realtime.models.sapiens2 import Sapiens2, rope_periods
-from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, warn_if_slow_on_cpu
+from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, task_row, warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,10 @@ PERIODS_KEY = "rope_embed.periods"
 
 
 def hub_repo(task: str, size: str) -> str:
-    return f"facebook/sapiens2-{task}-{size}"
+    repo = task_row(task).repo(size)
+    if repo is None:
+        raise UserError(f"No {task} weights are released; pass your own checkpoint with --checkpoint {task}=PATH.")
+    return repo
 
 
 def checkpoint_filenames(task: str, size: str) -> list[str]:
@@ -105,9 +107,11 @@ def infer_backbone(sd: Mapping[str, torch.Tensor], prefix: str = "") -> Optional
 
 
 def infer_task(sd: Mapping[str, torch.Tensor]) -> Optional[str]:
-    for task, layer in OUTPUT_LAYER.items():
-        if f"decode_head.{layer}.weight" in sd:
-            return task
+    from realtime.tasks import all_tasks
+
+    for task in all_tasks():
+        if f"decode_head.{task.output_layer}.weight" in sd:
+            return task.name
     return None
 
 
@@ -118,17 +122,17 @@ def infer_head_kwargs(task: str, sd: Mapping[str, torch.Tensor]) -> dict:
         idx = _indices(sd, rf"^decode_head\.{seq}\.(\d+)(?:\.0)?\.weight$")
         return [sd[f"decode_head.{seq}.{i}{'.0' if seq == 'upsample_blocks' else ''}.weight"].shape[0] // step for i in idx]
 
-    if task in ("pose", "seg"):
+    head = task_row(task).head
+    if hasattr(head, "output_channels_arg"):  # the deconvolution heads (pose, seg)
         deconv = _indices(sd, r"^decode_head\.deconv_layers\.(\d+)\.weight$")
         kwargs = dict(
             deconv_out_channels=[sd[f"decode_head.deconv_layers.{i}.weight"].shape[1] for i in deconv],
             conv_out_channels=out_channels("conv_layers"),
         )
-        key = "out_channels" if task == "pose" else "num_classes"
-        kwargs[key] = sd[f"decode_head.{OUTPUT_LAYER[task]}.weight"].shape[0]
+        kwargs[head.output_channels_arg] = sd[f"decode_head.{task_row(task).output_layer}.weight"].shape[0]
         return kwargs
     kwargs = dict(upsample_channels=out_channels("upsample_blocks", 4), conv_out_channels=out_channels("conv_layers"))
-    if task == "pointmap":
+    if any(k.startswith("decode_head.scale_final_layer.") for k in sd):  # pointmap's scale branch
         linear = _indices(sd, r"^decode_head\.scale_final_layer\.(\d+)\.weight$")
         weights = [sd[f"decode_head.scale_final_layer.{i}.weight"] for i in linear]
         kwargs["scale_conv_out_channels"] = out_channels("scale_conv_layers")
@@ -212,16 +216,24 @@ def load_backbone(
 
 
 def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
-    """Fetch the checkpoints of `tasks` (pose/seg/normal/pointmap, and "detector") of one
-    size into the HF cache, with huggingface_hub's progress bars; returns where each went."""
-    known = ("pose", "seg", "normal", "pointmap", "detector")
-    unknown = [t for t in tasks if t not in known]
-    if unknown:
-        raise UserError(f"Cannot download {', '.join(map(repr, unknown))}; choose from {', '.join(known)} (no albedo weights are released).")
+    """Fetch the checkpoints of `tasks` (task names or aliases from `realtime.tasks`, and
+    "detector") of one size into the HF cache, with huggingface_hub's progress bars;
+    returns where each went, by canonical task name."""
+    from realtime.tasks import all_tasks, get
+
+    released = [t.name for t in all_tasks() if t.hub_repo]
+    unreleased = [t.name for t in all_tasks() if not t.hub_repo]
+    names = []
+    for name in tasks:
+        task = "detector" if name == "detector" else _known_task(name, get)
+        if task not in released + ["detector"]:
+            note = f" (no {' or '.join(unreleased)} weights are released)" if unreleased else ""
+            raise UserError(f"Cannot download {name!r}; choose from {', '.join(released + ['detector'])}{note}.")
+        names.append(task)
     if size_of(size) not in SIZES:
         raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
     out: dict[str, Path] = {}
-    for task in tasks:
+    for task in names:
         if task == "detector":
             from realtime.models.rtmdet import detector_path
 
@@ -229,3 +241,10 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
         else:
             out[task] = checkpoint_path(task, size_of(size))
     return out
+
+
+def _known_task(name: str, get) -> str:
+    try:
+        return get(name).name
+    except UserError:
+        return name

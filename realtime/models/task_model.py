@@ -11,8 +11,7 @@ import torch
 from torch import nn
 
 from realtime.errors import UserError
-from realtime.models.archs import ARCHS, HEADS, TASKS, BackboneArch, arch_name
-from realtime.models.heads import HEAD_CLASSES
+from realtime.models.archs import ARCHS, BackboneArch, arch_name
 from realtime.models.sapiens2 import Sapiens2
 
 log = logging.getLogger(__name__)
@@ -33,15 +32,21 @@ class Sapiens2TaskModel(nn.Module):
         self.task = task
         self.arch = arch.name
         self.backbone = Sapiens2(arch)
-        self.decode_head = HEAD_CLASSES[task](arch.embed_dim, **head_kwargs)
+        self.decode_head = task_row(task).head(arch.embed_dim, **head_kwargs)
 
     def forward(self, x: torch.Tensor):
         return self.decode_head(self.backbone(x.to(self.backbone.cls_token.dtype)))
 
 
+def task_row(task: str):
+    """The task table's row for `task` (canonical name); a user error when unknown."""
+    from realtime.tasks import row  # the table imports the heads: import it when used
+
+    return row(task)
+
+
 def check_task(task: str) -> None:
-    if task not in TASKS:
-        raise UserError(f"Unknown task {task!r}; choose one of {', '.join(TASKS)}.")
+    task_row(task)
 
 
 def lookup_arch(arch: str) -> BackboneArch:
@@ -52,9 +57,10 @@ def lookup_arch(arch: str) -> BackboneArch:
 
 
 def head_kwargs_for(task: str, arch: BackboneArch) -> dict:
-    kwargs = HEADS[task].get(arch.name)
+    shapes = task_row(task).head_kwargs
+    kwargs = shapes.get(arch.name)
     if kwargs is None:
-        raise UserError(f"No {task} head is defined for {arch.name}; pick one of {', '.join(HEADS[task])}.")
+        raise UserError(f"No {task} head is defined for {arch.name}; pick one of {', '.join(shapes)}.")
     return dict(kwargs)
 
 

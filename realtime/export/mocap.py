@@ -1,0 +1,56 @@
+"""One person's 3D keypoint track -> a solved `Motion` on a uniform frame grid, for BVH / glTF.
+
+The tracks' `kpts3d` are smoothed with a zero-phase offline smoother (default RTS),
+cut to the frames between the person's first and last appearance, and sampled on a
+grid of 1/fps steps from the first of them (nearest tracks frame, so frames a live
+source dropped repeat their neighbour and the clip keeps its real duration).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import numpy as np
+
+from realtime.errors import UserError
+from realtime.export.skeleton import Motion, solve
+from realtime.export.tracks import Tracks
+
+log = logging.getLogger(__name__)
+
+NO_3D = ("these tracks have no 3D keypoints (kpts3d), which {what} needs; record them with the pointmap task, "
+         "e.g. `sapiens-rt run VIDEO --tasks pose,depth --tracks TRACKS.jsonl`, then export again.")
+
+
+def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rts", fingers: bool = False) -> tuple[Motion, float]:
+    """Solve the one person of `tracks` (select it first with `Tracks.select`).
+
+    what:   the format, for messages ("a BVH file").
+    smooth: "rts", "savgol", "butterworth" or None (the keypoints as recorded).
+    Returns the motion on a uniform grid and its frame rate (Hz).
+    """
+    person = tracks.single_person(what)
+    if person.keypoints3d is None:
+        raise UserError(NO_3D.format(what=what))
+    seen = np.flatnonzero(person.present & np.isfinite(person.keypoints3d).any(axis=(1, 2)))
+    if len(seen) == 0:
+        raise UserError(NO_3D.format(what=what))
+    rows = slice(seen[0], seen[-1] + 1)
+    times = tracks.times[rows]
+    points = person.keypoints3d[rows]
+    if smooth is not None and len(times) > 1:
+        from trackers.offline import smooth_track
+
+        points = smooth_track(times, points, person.scores[rows], method=smooth)
+    fps = tracks.fps if tracks.fps > 0 else 30.0
+    count = int(np.floor((times[-1] - times[0]) * fps + 1e-6)) + 1
+    grid = times[0] + np.arange(count) / fps
+    nearest = np.clip(np.searchsorted(times, grid - 0.5 / fps), 0, len(times) - 1)
+    if len(grid) != len(times):
+        log.info("%d tracks frames resampled to %d frames at %.3f fps", len(times), len(grid), fps)
+    motion = solve(points[nearest], tracks.keypoint_names, grid - grid[0], fingers=fingers)
+    held = motion.held.mean() if motion.held.size else 0.0
+    if held > 0:
+        log.info("%.1f%% of bone rotations held over missing keypoints", 100 * held)
+    return motion, fps

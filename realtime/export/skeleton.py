@@ -1,0 +1,429 @@
+"""3D keypoints -> local bone rotations on a VRM-named humanoid, and forward kinematics.
+
+Shared by the BVH / glTF exporters and the live VMC sink. Axes, rest pose and the
+derived points are described in `realtime.export.bones` (rig axes: metres, Y up,
+facing +Z, +X = the character's left; camera (x, y, z) -> rig (x, -y, -z)).
+
+Per frame, each bone's global rotation R turns its rest frame (rest primary axis,
+rest second axis) into the measured one (bone direction, cross-body axis made
+orthogonal to it): R = M @ M0^T with M = [p, s, p x s] as columns. Then the local
+rotation is parent^-1 @ R, and forward kinematics is
+
+    global_b = global_parent @ local_b
+    head_b   = head_parent + global_parent @ offset_b
+
+Continuity (no roll flips): the second axis is blended with the bone's previous one
+by how well the measurement defines it (the sine of the angle between the two
+vectors it comes from): a straight arm has no bend plane, so its twist is carried
+over from the last frame, and quaternion signs are kept continuous over time.
+Missing keypoints: a bone whose direction is unknown holds its last local rotation
+(identity before the first measurement), and `held` marks it.
+
+Bone lengths (`Skeleton.offsets`) are per-clip robust estimates: the median over
+frames of each bone's head in its parent's frame, averaged between left and right.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from realtime.export.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_points
+
+log = logging.getLogger(__name__)
+
+# Sine of the angle between the vectors that give a bone's second axis: below LOW it is
+# not trusted at all (the last frame's axis is kept), above HIGH it is used as measured.
+LOW, HIGH = 0.1, 0.4
+DEFAULT_OFFSET = 0.1  # metres along the parent's rest direction for a bone never measured in the clip
+_EPS = 1e-9
+
+
+def camera_to_rig(points: np.ndarray) -> np.ndarray:
+    """Camera frame (x right, y down, z forward) -> rig axes (Y up, facing the camera = +Z). (..., 3)."""
+    points = np.asarray(points, dtype=np.float64)
+    return np.stack([points[..., 0], -points[..., 1], -points[..., 2]], axis=-1)
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """The rest pose (T-pose, rig axes, metres).
+
+    bones:   the bone table, parents before children.
+    offsets: (B, 3) each bone's head relative to its parent's head in the rest pose (root: zeros).
+    ends:    (B, 3) end site of each leaf bone relative to its head (zeros for bones with children).
+    """
+
+    bones: tuple[Bone, ...]
+    offsets: np.ndarray
+    ends: np.ndarray
+
+    @property
+    def names(self) -> list[str]:
+        return [b.name for b in self.bones]
+
+    @property
+    def parents(self) -> np.ndarray:
+        return bone_parents(self.bones)
+
+    @property
+    def leaves(self) -> np.ndarray:
+        """(B,) bool: bones without children (they carry an end site)."""
+        leaf = np.ones(len(self.bones), bool)
+        leaf[self.parents[self.parents >= 0]] = False
+        return leaf
+
+    def rest_positions(self) -> np.ndarray:
+        """(B, 3) heads in the rest pose with the root at the origin."""
+        heads, _ = forward_kinematics(self, np.zeros((1, 3)), identity_rotations(1, len(self.bones)))
+        return heads[0]
+
+    def floor_height(self) -> float:
+        """Height of the root above the lowest rest point (toe ends): where the floor is."""
+        rest = self.rest_positions()
+        return float(-min((rest + self.ends)[:, 1].min(), rest[:, 1].min()))
+
+
+@dataclass(frozen=True)
+class Motion:
+    """Solved animation of one person.
+
+    times:         (T,) seconds.
+    root_position: (T, 3) hips position, rig axes, metres, placed so the first known hips
+                   position is above the origin at the rest hip height (`origin` undoes that).
+    rotations:     (T, B, 4) local rotations, quaternions x, y, z, w (scipy order), sign-continuous.
+    held:          (T, B) bool, True where the bone's keypoints were missing and its last
+                   rotation was held.
+    root_held:     (T,) bool, True where the hips were missing and the last position was held.
+    origin:        (3,) rig-axes point subtracted from the hips: root_position + origin = the
+                   camera-derived position.
+    """
+
+    skeleton: Skeleton
+    times: np.ndarray
+    root_position: np.ndarray
+    rotations: np.ndarray
+    held: np.ndarray
+    root_held: np.ndarray
+    origin: np.ndarray
+
+
+def identity_rotations(frames: int, bones: int) -> np.ndarray:
+    q = np.zeros((frames, bones, 4))
+    q[..., 3] = 1.0
+    return q
+
+
+def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.where(norm > _EPS, v / np.maximum(norm, _EPS), 0.0), norm[..., 0]
+
+
+def _sine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """|sin| of the angle between u and v (..., 3); 0 where either is zero or unknown."""
+    uu, _ = _unit(u)
+    vv, _ = _unit(v)
+    return np.nan_to_num(np.linalg.norm(np.cross(uu, vv), axis=-1), nan=0.0)
+
+
+def measure(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each bone's measured primary and second axis and the second axis' quality.
+
+    points: solver points, name -> (..., 3) rig axes.
+    Returns primary (..., B, 3), secondary (..., B, 3) (NaN where unknown; zeros for the
+    toes, which have no measurement) and quality (..., B) in [0, 1] (a sine).
+    """
+    shape = next(iter(points.values())).shape[:-1]
+    primary = np.full(shape + (len(bones), 3), np.nan)
+    secondary = np.full(shape + (len(bones), 3), np.nan)
+    quality = np.zeros(shape + (len(bones),))
+    for i, bone in enumerate(bones):
+        if bone.primary is None:
+            continue
+        p = points[bone.primary[1]] - points[bone.primary[0]]
+        kind, names = bone.secondary.kind, bone.secondary.points
+        v = [points[n] for n in names]
+        if kind == "vec":
+            s, q = v[1] - v[0], 1.0
+        elif kind == "bend":
+            u, w = v[1] - v[0], v[2] - v[1]
+            s, q = np.cross(u, w), _sine(u, w)
+        elif kind == "mean":
+            s, q = _unit(v[1] - v[0])[0] + _unit(v[3] - v[2])[0], 1.0
+        elif kind == "cross":
+            u, w = v[1] - v[0], v[3] - v[2]
+            s, q = np.cross(u, w), _sine(u, w)
+        else:
+            raise ValueError(f"unknown second-axis kind {kind!r}")
+        primary[..., i, :], secondary[..., i, :] = p, s
+        quality[..., i] = q * _sine(p, s)
+    return primary, secondary, quality
+
+
+class RotationSolver:
+    """Frame-by-frame global and local rotations with continuity (the state is the last frame)."""
+
+    def __init__(self, bones: tuple[Bone, ...]):
+        self.bones = bones
+        self.parents = bone_parents(bones)
+        p0 = np.array([b.rest_primary for b in bones])
+        s0 = np.array([b.rest_secondary for b in bones])
+        self.rest_secondary = s0
+        self.rest_third = np.cross(p0, s0)
+        self.rest_frames = np.stack([p0, s0, self.rest_third], axis=-1)  # (B, 3, 3), columns
+        self.fixed = np.array([b.primary is None for b in bones])
+        self.reset()
+
+    def reset(self) -> None:
+        count = len(self.bones)
+        self.last_global = np.tile(np.eye(3), (count, 1, 1))
+        self.last_local = np.tile(np.eye(3), (count, 1, 1))
+
+    def step(self, primary: np.ndarray, secondary: np.ndarray, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One frame: primary, secondary (B, 3), quality (B,) from `measure`.
+
+        Returns global (B, 3, 3), local (B, 3, 3) rotation matrices and held (B,) bool.
+        """
+        p, length = _unit(np.nan_to_num(primary, nan=0.0))
+        ok = np.isfinite(primary).all(axis=-1) & (length > _EPS) & ~self.fixed
+
+        def across(v):  # the part of v orthogonal to p, as a unit vector (zeros where none)
+            return _unit(v - np.sum(v * p, axis=-1, keepdims=True) * p)
+
+        measured, _ = across(np.nan_to_num(secondary, nan=0.0))
+        previous, _ = across(np.einsum("bij,bj->bi", self.last_global, self.rest_secondary))
+        weight = np.clip((np.nan_to_num(quality) - LOW) / (HIGH - LOW), 0.0, 1.0)
+        weight = np.where(np.isfinite(secondary).all(axis=-1), weight, 0.0)[:, None]
+        # The bone turned so far since the last frame that its old second axis lies along it:
+        # fall back to its old third axis.
+        fallback, _ = across(np.einsum("bij,bj->bi", self.last_global, self.rest_third))
+        previous = np.where((np.linalg.norm(previous, axis=-1) > 1e-6)[:, None], previous, fallback)
+        # Turn the previous axis towards the measured one about the bone by `weight` of the angle
+        # between them (a blend of angles, not of vectors: opposite vectors do not cancel).
+        angle = np.arctan2(np.sum(np.cross(previous, measured) * p, axis=-1), np.sum(previous * measured, axis=-1))
+        angle = np.where(np.linalg.norm(measured, axis=-1) > 0, angle, 0.0)[:, None] * weight
+        s = np.cos(angle) * previous + np.sin(angle) * np.cross(p, previous)
+        frames = np.stack([p, s, np.cross(p, s)], axis=-1)
+        globals_ = frames @ np.swapaxes(self.rest_frames, -1, -2)
+
+        held = ~ok & ~self.fixed
+        for b in np.flatnonzero(~ok):  # held or fixed bones follow their parent (parents come first)
+            local = self.last_local[b] if held[b] else np.eye(3)
+            parent = self.parents[b]
+            globals_[b] = local if parent < 0 else globals_[parent] @ local
+        parent_globals = np.where((self.parents >= 0)[:, None, None], globals_[np.maximum(self.parents, 0)], np.eye(3))
+        locals_ = np.swapaxes(parent_globals, -1, -2) @ globals_
+        self.last_global, self.last_local = globals_, locals_
+        return globals_, locals_, held
+
+
+def _heads(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> np.ndarray:
+    return np.stack([points[b.head] for b in bones], axis=-2)
+
+
+def _offset_samples(bones, heads, globals_, held, points) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame samples (..., B, 3) of each bone's head in its parent's rest frame, and of
+    each leaf bone's end relative to its head in its own; NaN where not measured."""
+    parents = bone_parents(bones)
+    offsets = np.full(heads.shape, np.nan)
+    ends = np.full(heads.shape, np.nan)
+    for b, bone in enumerate(bones):
+        if parents[b] >= 0:
+            q = parents[b]
+            sample = np.einsum("...ji,...j->...i", globals_[..., q, :, :], heads[..., b, :] - heads[..., q, :])
+            offsets[..., b, :] = np.where(held[..., q, None], np.nan, sample)
+        else:
+            offsets[..., b, :] = 0.0
+        if bone.tail is not None:
+            sample = np.einsum("...ji,...j->...i", globals_[..., b, :, :], points[bone.tail] - heads[..., b, :])
+            ends[..., b, :] = np.where(held[..., b, None], np.nan, sample)
+    return offsets, ends
+
+
+def robust_skeleton(bones: tuple[Bone, ...], offset_samples: np.ndarray, end_samples: np.ndarray) -> Skeleton:
+    """Median of the samples (N, B, 3) per bone, then left and right averaged (mirrored in X)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: bones never seen
+        offsets = np.nanmedian(offset_samples, axis=0) if len(offset_samples) else np.full((len(bones), 3), np.nan)
+        ends = np.nanmedian(end_samples, axis=0) if len(end_samples) else np.full((len(bones), 3), np.nan)
+    index = {b.name: i for i, b in enumerate(bones)}
+    mirror = np.array([-1.0, 1.0, 1.0])
+    for values in (offsets, ends):
+        symmetric = values.copy()
+        for i, bone in enumerate(bones):
+            twin = mirror_name(bone.name)
+            if twin is not None and twin in index:
+                pair = np.stack([values[i], values[index[twin]] * mirror])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    symmetric[i] = np.nanmean(pair, axis=0)  # one side unseen: the other side's
+        values[:] = symmetric
+    by_name = {b.name: b for b in bones}
+    for i, bone in enumerate(bones):
+        if not np.isfinite(offsets[i]).all():
+            parent = by_name[bone.parent] if bone.parent else None
+            offsets[i] = 0.0 if parent is None else DEFAULT_OFFSET * np.array(parent.rest_primary)
+        if bone.primary is None:
+            ends[i] = TOES_END
+        elif bone.tail is None:
+            ends[i] = 0.0
+        elif not np.isfinite(ends[i]).all():
+            ends[i] = DEFAULT_OFFSET * np.array(bone.rest_primary)
+    return Skeleton(bones, offsets, ends)
+
+
+def _hold_last(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T, D) with NaN rows -> each NaN row replaced by the last known one (the first known before it);
+    returns the filled array and (T,) held mask."""
+    known = np.isfinite(values).all(axis=-1)
+    held = ~known
+    if not known.any():
+        return np.zeros_like(values), held
+    idx = np.where(known, np.arange(len(values)), -1)
+    idx = np.maximum.accumulate(idx)
+    idx[idx < 0] = np.flatnonzero(known)[0]
+    return values[idx], held
+
+
+def solve(points3d: np.ndarray, keypoint_names: list[str], times: Optional[np.ndarray] = None, *, fingers: bool = False,
+          camera_frame: bool = True) -> Motion:
+    """Solve a whole clip of one person.
+
+    points3d:     (T, K, 3) metres, NaN where unknown; camera frame (x right, y down,
+                  z forward) unless `camera_frame=False` (then already in rig axes).
+    keypoint_names: the K names (the 308 Sapiens names).
+    times:        (T,) seconds (default: frame numbers / 30).
+    fingers:      add 15 finger bones per hand.
+    """
+    points3d = np.asarray(points3d, dtype=np.float64)
+    if points3d.ndim != 3 or points3d.shape[2] != 3:
+        raise ValueError(f"expected points3d (T, K, 3), got {points3d.shape}")
+    count = points3d.shape[0]
+    times = np.arange(count) / 30.0 if times is None else np.asarray(times, dtype=np.float64)
+    rig = camera_to_rig(points3d) if camera_frame else points3d
+    bones = bone_table(fingers)
+    points = solver_points(rig, keypoint_names, points_used(bones))
+    primary, secondary, quality = measure(points, bones)
+
+    solver = RotationSolver(bones)
+    globals_ = np.empty((count, len(bones), 3, 3))
+    locals_ = np.empty((count, len(bones), 3, 3))
+    held = np.zeros((count, len(bones)), bool)
+    for t in range(count):
+        globals_[t], locals_[t], held[t] = solver.step(primary[t], secondary[t], quality[t])
+
+    heads = _heads(points, bones)
+    skeleton = robust_skeleton(bones, *_offset_samples(bones, heads, globals_, held, points))
+    root, root_held = _hold_last(heads[:, 0, :])
+    first = np.flatnonzero(~root_held)
+    origin = (root[first[0]] if len(first) else np.zeros(3)) - np.array([0.0, skeleton.floor_height(), 0.0])
+    rotations = Rotation.from_matrix(locals_.reshape(-1, 3, 3)).as_quat().reshape(count, len(bones), 4)
+    return Motion(skeleton, times, root - origin, continuous_quaternions(rotations), held, root_held, origin)
+
+
+def continuous_quaternions(q: np.ndarray) -> np.ndarray:
+    """(T, B, 4) with each quaternion's sign chosen to be nearest the previous frame's."""
+    q = np.array(q, dtype=np.float64)
+    for t in range(1, len(q)):
+        flip = np.sum(q[t] * q[t - 1], axis=-1) < 0
+        q[t, flip] *= -1.0
+    return q
+
+
+def forward_kinematics(skeleton: Skeleton, root_position: np.ndarray, rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Heads (T, B, 3) and global rotations (T, B, 3, 3) from root_position (T, 3) and
+    local quaternions (T, B, 4) (x, y, z, w)."""
+    rotations = np.asarray(rotations, dtype=np.float64)
+    count, num_bones = rotations.shape[:2]
+    local = Rotation.from_quat(rotations.reshape(-1, 4)).as_matrix().reshape(count, num_bones, 3, 3)
+    heads = np.empty((count, num_bones, 3))
+    globals_ = np.empty((count, num_bones, 3, 3))
+    for b, parent in enumerate(skeleton.parents):
+        if parent < 0:
+            globals_[:, b] = local[:, b]
+            heads[:, b] = root_position
+        else:
+            globals_[:, b] = globals_[:, parent] @ local[:, b]
+            heads[:, b] = heads[:, parent] + globals_[:, parent] @ skeleton.offsets[b]
+    return heads, globals_
+
+
+def end_positions(skeleton: Skeleton, heads: np.ndarray, globals_: np.ndarray) -> np.ndarray:
+    """(T, B, 3) end sites of the leaf bones (NaN for bones with children)."""
+    ends = heads + np.einsum("tbij,bj->tbi", globals_, skeleton.ends)
+    return np.where(skeleton.leaves[None, :, None], ends, np.nan)
+
+
+@dataclass(frozen=True)
+class LivePose:
+    """One solved frame: root_position (3,) rig metres, rotations (B, 4) local quaternions
+    x, y, z, w, held (B,) bool, and the skeleton as estimated so far."""
+
+    skeleton: Skeleton
+    root_position: np.ndarray
+    rotations: np.ndarray
+    held: np.ndarray
+    root_held: bool
+
+
+class LiveSolver:
+    """The solver one frame at a time, for live streaming (one person).
+
+    Bone lengths are the robust estimate over the last `history` frames, refreshed every
+    `refresh` frames; the root is placed like `solve` does, from the first known hips.
+    """
+
+    def __init__(self, keypoint_names: list[str], *, fingers: bool = False, history: int = 300, refresh: int = 10):
+        self.keypoint_names = list(keypoint_names)
+        self.bones = bone_table(fingers)
+        self.needed = points_used(self.bones)
+        self.solver = RotationSolver(self.bones)
+        self.refresh = refresh
+        self._offsets: deque = deque(maxlen=history)
+        self._ends: deque = deque(maxlen=history)
+        self._skeleton: Optional[Skeleton] = None
+        self._since_refresh = 0
+        self._origin: Optional[np.ndarray] = None
+        self._root = np.zeros(3)
+        self._last_quat: Optional[np.ndarray] = None
+
+    def reset(self) -> None:
+        """Forget the person (a new person is followed): continuity and root placement restart."""
+        self.solver.reset()
+        self._origin, self._last_quat = None, None
+        self._offsets.clear()
+        self._ends.clear()
+        self._skeleton = None
+
+    def update(self, points3d: np.ndarray) -> LivePose:
+        """points3d: (K, 3) camera frame metres, NaN where unknown."""
+        rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
+        points = solver_points(rig, self.keypoint_names, self.needed)
+        primary, secondary, quality = measure(points, self.bones)
+        globals_, locals_, held = self.solver.step(primary, secondary, quality)
+        heads = _heads(points, self.bones)
+        offsets, ends = _offset_samples(self.bones, heads, globals_, held, points)
+        self._offsets.append(offsets)
+        self._ends.append(ends)
+        self._since_refresh += 1
+        if self._skeleton is None or self._since_refresh >= self.refresh:
+            self._skeleton = robust_skeleton(self.bones, np.stack(self._offsets), np.stack(self._ends))
+            self._since_refresh = 0
+        hips = heads[0]
+        root_held = not np.isfinite(hips).all()
+        if not root_held:
+            if self._origin is None:
+                self._origin = hips.copy()
+            self._root = hips - self._origin + np.array([0.0, self._skeleton.floor_height(), 0.0])
+        quat = Rotation.from_matrix(locals_).as_quat()
+        if self._last_quat is not None:
+            quat[np.sum(quat * self._last_quat, axis=-1) < 0] *= -1.0
+        self._last_quat = quat
+        return LivePose(self._skeleton, self._root.copy(), quat, held, root_held)

@@ -1,0 +1,81 @@
+"""glTF export (.glb): the solved skeleton as a node hierarchy with one animation.
+
+One node per VRM humanoid bone (named as the bone), under a top node `sapiens_person`;
+each node's rest `translation` is its offset in the T-pose. The animation `motion` has a
+rotation channel per bone and a translation channel for `hips`, LINEAR samplers over
+the clip's times (s, from 0). Units and axes are glTF's own: metres, Y up, the character
+facing +Z, +X its left (camera x, -y, -z). No mesh or skin: importers show the nodes as
+empties / bones that a character can be constrained or retargeted to.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pygltflib as gl
+
+from realtime.export.skeleton import Motion
+
+log = logging.getLogger(__name__)
+
+ROOT_NODE = "sapiens_person"
+ANIMATION = "motion"
+
+
+class _Blob:
+    """The binary buffer, one bufferView + accessor per array."""
+
+    def __init__(self, gltf: gl.GLTF2):
+        self.gltf = gltf
+        self.data = bytearray()
+
+    def add(self, array: np.ndarray, kind: str, *, with_bounds: bool = False) -> int:
+        array = np.ascontiguousarray(array, dtype=np.float32)
+        while len(self.data) % 4:
+            self.data.append(0)
+        self.gltf.bufferViews.append(gl.BufferView(buffer=0, byteOffset=len(self.data), byteLength=array.nbytes))
+        self.data += array.tobytes()
+        accessor = gl.Accessor(bufferView=len(self.gltf.bufferViews) - 1, componentType=gl.FLOAT, count=len(array), type=kind)
+        if with_bounds:  # required for animation inputs
+            accessor.min = np.atleast_1d(array.min(axis=0)).astype(float).tolist()
+            accessor.max = np.atleast_1d(array.max(axis=0)).astype(float).tolist()
+        self.gltf.accessors.append(accessor)
+        return len(self.gltf.accessors) - 1
+
+
+def write_gltf(motion: Motion, path: str | Path) -> Path:
+    path = Path(path)
+    skeleton = motion.skeleton
+    parents = skeleton.parents
+    gltf = gl.GLTF2(asset=gl.Asset(generator="sapiens-realtime", version="2.0"))
+    # node 0: the top node; bone b is node b + 1
+    gltf.nodes.append(gl.Node(name=ROOT_NODE, children=[]))
+    for b, bone in enumerate(skeleton.bones):
+        translation = motion.root_position[0] if parents[b] < 0 else skeleton.offsets[b]
+        gltf.nodes.append(gl.Node(name=bone.name, translation=[float(v) for v in translation],
+                                  rotation=[float(v) for v in motion.rotations[0, b]], children=[]))
+        (gltf.nodes[0] if parents[b] < 0 else gltf.nodes[parents[b] + 1]).children.append(b + 1)
+    gltf.scenes.append(gl.Scene(name="sapiens", nodes=[0]))
+    gltf.scene = 0
+
+    blob = _Blob(gltf)
+    times = blob.add(motion.times - motion.times[0], gl.SCALAR, with_bounds=True)
+    animation = gl.Animation(name=ANIMATION, samplers=[], channels=[])
+
+    def channel(node: int, target: str, values: np.ndarray, kind: str) -> None:
+        animation.samplers.append(gl.AnimationSampler(input=times, output=blob.add(values, kind), interpolation=gl.LINEAR))
+        animation.channels.append(gl.AnimationChannel(sampler=len(animation.samplers) - 1,
+                                                      target=gl.AnimationChannelTarget(node=node, path=target)))
+
+    channel(1, gl.TRANSLATION, motion.root_position, gl.VEC3)
+    for b in range(len(skeleton.bones)):
+        channel(b + 1, gl.ROTATION, motion.rotations[:, b], gl.VEC4)
+    gltf.animations.append(animation)
+    gltf.buffers.append(gl.Buffer(byteLength=len(blob.data)))
+    gltf.set_binary_blob(bytes(blob.data))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    gltf.save_binary(str(path))
+    log.info("wrote %s: %d nodes, %d frames", path, len(gltf.nodes), len(motion.times))
+    return path
