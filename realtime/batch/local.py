@@ -170,10 +170,21 @@ def worker_main(name: str, device: str, run_options, output_dir: str, exports: t
             outbox.put(("fatal", name, str(err)))
             return
         outbox.put(("ready", name))
-        while (unit := inbox.get()) is not None:
+        while (unit := _next_unit(inbox)) is not None:
             def report(frames: int, unit_name: str = unit.name) -> None:
                 outbox.put(("progress", name, unit_name, frames))
 
             outbox.put(("done", name, runner.process(unit, report)))
     except KeyboardInterrupt:  # Ctrl+C reaches the whole process group; the parent reports it
         pass
+
+
+def _next_unit(inbox: mp.Queue) -> Optional[Unit]:
+    """The next unit, or None when told to stop or when the parent process is gone
+    (killed hard: nobody would ever tell this worker to stop)."""
+    while True:
+        try:
+            return inbox.get(timeout=1.0)
+        except queue.Empty:
+            if not mp.parent_process().is_alive():
+                return None
