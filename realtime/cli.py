@@ -94,6 +94,11 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--vmc", metavar="HOST:PORT", help="stream one person's bones with the VMC protocol (OSC/UDP; receivers listen on "
+                     "39539) to Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth")
+    out.add_argument("--vmc-person", type=int, metavar="ID", help="track id to stream with --vmc (default: the largest person)")
+    out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
+    out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
@@ -132,6 +137,7 @@ def _cmd_run(args) -> int:
 
 def _run_options(args):
     """RunOptions from the `run` options (shared with `batch`)."""
+    from realtime.osc_sinks import motion_sinks
     from realtime.run import RunOptions, parse_size, parse_tasks
 
     checkpoints = {}
@@ -147,15 +153,18 @@ def _run_options(args):
         if not args.dense_every.isdigit() or int(args.dense_every) < 1:
             raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
         dense_every = int(args.dense_every)
+    tasks = parse_tasks(args.tasks)
     return RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
-        output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
+        output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
         input_hw=parse_size(args.input_size), max_people=args.max_people, boxes_from=args.boxes_from,
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects,
+        sinks=motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
+                           tasks=tasks, smooth=args.smooth, smoothness=args.smoothness),
     )
 
 
@@ -281,7 +290,9 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
             copy = p.add_argument_group(group.title)
             for action in group._group_actions:
                 copy._add_action(action)
-    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False)
+    # `run` options that make no sense per video in a batch (one file each, a window, live streaming)
+    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False,
+                   vmc=None, vmc_person=None, vmc_fingers=False, osc=None)
 
 
 def _cmd_batch(args) -> int:
