@@ -70,7 +70,6 @@ def run_batch(options: BatchOptions) -> BatchResult:
         raise UserError(f"Cannot create the output folder {output_dir} ({err.strerror}); choose a writable --output-dir.") from None
 
     book = Book(output_dir, options)
-    engine = None
     if book.has_pending():
         if options.ray is not None:
             from realtime.batch.cluster import RayEngine
@@ -80,6 +79,8 @@ def run_batch(options: BatchOptions) -> BatchResult:
             from realtime.batch.local import LocalEngine
 
             engine = LocalEngine(options, len(book.pending))
+        if options.progress:
+            book.show_progress()  # after the engine is up: an error there is one line, not a half-drawn bar
         try:
             engine.run(book)
         except KeyboardInterrupt:
@@ -120,11 +121,13 @@ class Book:
         self.pending = deque(units)
         self.done_frames: dict[str, int] = {}
         self.bar = None
-        if options.progress and units:
-            from tqdm import tqdm
 
-            self.bar = tqdm(total=sum(u.frames for u in units), unit="frame", desc="batch", dynamic_ncols=True)
-            self._postfix()
+    def show_progress(self) -> None:
+        """One bar for the whole batch: frames read of all queued videos, with the ETA."""
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=sum(u.frames for u in self.pending), unit="frame", desc="batch", dynamic_ncols=True)
+        self._postfix()
 
     def has_pending(self) -> bool:
         return bool(self.pending)
