@@ -19,6 +19,8 @@ from realtime.errors import Terminated, UserError
 
 log = logging.getLogger("sapiens-rt")
 
+RUN_TASKS = "pose,seg"  # what `run` does by default; `download` fetches these and the detector by default
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in the one-line `error: ...` style of every other message."""
@@ -95,7 +97,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
+    m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
@@ -224,7 +226,7 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: pose,detector); no albedo weights are released")
+    p.add_argument("--tasks", default=None, help=f"comma-separated: pose, seg, normal, pointmap (or depth), detector (default: {RUN_TASKS},detector, what `sapiens-rt run` uses by default); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 
@@ -232,7 +234,7 @@ def _add_download(sub) -> None:
 def _cmd_download(args) -> int:
     from realtime.models import DEFAULT_SIZE, download
 
-    tasks = [t.strip() for t in (args.tasks or "pose,detector").split(",") if t.strip()]
+    tasks = [t.strip() for t in (args.tasks or f"{RUN_TASKS},detector").split(",") if t.strip()]
     for task, path in download(tasks, args.size or DEFAULT_SIZE).items():
         print(f"{task}: {path}")
     return 0

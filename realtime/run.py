@@ -111,6 +111,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
+    _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
+
     if source is None:
         source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
@@ -294,6 +296,30 @@ def _remove_empty(folders: list[Path]) -> None:
             folder.rmdir()
         except OSError:  # not empty: something was written there after all
             pass
+
+
+def _check_weights_present(options: RunOptions, models: bool, detector: bool) -> None:
+    """Before anything is opened: when weights the run needs are neither local nor
+    downloadable now, say so for all of them at once, with the one command that fetches them."""
+    from realtime.models import hub
+    from realtime.models.loading import cli_name, download_command, missing_weights
+
+    for task, path in options.checkpoints.items() if models else ():
+        if not Path(path).expanduser().is_file():
+            raise UserError(f"Checkpoint {path} does not exist; check the path given with --checkpoint {cli_name(task)}=..., "
+                            f"or leave that option out to use the released weights.")
+    wanted = [t for t in options.tasks if t not in options.checkpoints] if models else []
+    wanted += ["detector"] if detector else []
+    missing = missing_weights(wanted, options.size) if wanted else []
+    if not missing or hub.hub_reachable():
+        return  # all here, or they download as they load
+    files = ", ".join(where for _, where in missing)
+    command = download_command([task for task, _ in missing], options.size)
+    others = " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)" if detector and missing[-1][0] == "detector" else ""
+    raise UserError(f"This run needs {len(missing)} weight file{'s' if len(missing) > 1 else ''} that {'are' if len(missing) > 1 else 'is'} "
+                    f"not on this machine, and the hub cannot be reached (offline): {files}; run `{command}` on a machine "
+                    f"with internet access to fetch {'them all' if len(missing) > 1 else 'it'}, or set ${hub.CHECKPOINT_ROOT_ENV}, "
+                    f"or pass --checkpoint TASK=PATH{others}.")
 
 
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
