@@ -111,6 +111,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
+    if options.view:
+        from viz.viewer import check_display
+
+        check_display()  # before anything is opened or written: a broken Qt would abort the process
     _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
 
     if source is None:
@@ -163,10 +167,6 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
-    if options.view:
-        from viz.viewer import check_display
-
-        check_display()  # before any output file exists
     viewer = None
     sinks: list = []  # in the order they get each frame
     extra = [LatestWins(s) if info.live else s for s in options.sinks]  # live: a slow sink must not stall the run

@@ -77,15 +77,69 @@ _QUIT = {_code(_Key.Key_Q), _code(_Key.Key_Escape)}
 _STAGE_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
 
 
+# Debian/Ubuntu packages Qt 6's xcb platform plugin needs beyond a basic X11 install.
+XCB_PACKAGES = ("libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0",
+                "libxcb-xinerama0", "libxcb-shape0", "libxkbcommon-x11-0")
+_qt_checked = False  # Qt started once in a child process: no need to try again
+
+
 def check_display() -> None:
-    """Raise a UserError when Linux has no display for a window (Qt would abort the process)."""
-    if not sys.platform.startswith("linux") or QtWidgets.QApplication.instance() is not None:
+    """Raise a UserError when no window can open on this Linux machine: no display, or a
+    Qt platform plugin that does not load (Qt would abort the whole process, exit 134).
+    Qt is started once in a child process to find out, before any output file exists."""
+    global _qt_checked
+    if not sys.platform.startswith("linux") or QtWidgets.QApplication.instance() is not None or _qt_checked:
         return
     if not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
         raise UserError(
             "There is no display for the viewer window (DISPLAY is not set); "
             "run without --view, or set QT_QPA_PLATFORM=offscreen to run it without a screen."
         )
+    if os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] in ("offscreen", "minimal"):
+        return
+    import subprocess
+
+    probe = "from pyqtgraph.Qt import QtWidgets; QtWidgets.QApplication(['sapiens-rt'])"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return  # slow, not broken: let the real window try
+    if done.returncode == 0:
+        _qt_checked = True
+        return
+    missing = _missing_xcb_libraries(done.stderr)
+    if missing:
+        packages = " ".join(dict.fromkeys(_debian_package(lib) for lib in missing))
+        raise UserError(
+            f"The viewer window cannot open: Qt's xcb platform plugin needs system libraries that are not installed "
+            f"({', '.join(missing)}); install them (Debian/Ubuntu: sudo apt-get install {packages}; the full list Qt 6 "
+            f"needs is in the README), or run without --view."
+        )
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip() and "Traceback" not in line]
+    reason = next((line for line in lines if "qt.qpa" in line or "display" in line.lower()), lines[-1] if lines else
+                  f"exit status {done.returncode}")
+    raise UserError(f"The viewer window cannot open ({reason}); check DISPLAY / WAYLAND_DISPLAY, or run without --view, "
+                    f"or set QT_QPA_PLATFORM=offscreen to run the viewer without a screen.")
+
+
+def _missing_xcb_libraries(qt_stderr: str) -> list[str]:
+    """Shared libraries the xcb platform plugin lacks (from `ldd`, plus the one Qt loads itself)."""
+    import shutil
+    import subprocess
+
+    missing = ["libxcb-cursor.so.0"] if "xcb-cursor0" in qt_stderr else []
+    plugin = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms" / "libqxcb.so"
+    if plugin.is_file() and shutil.which("ldd"):
+        listing = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True).stdout
+        missing += [line.split("=>")[0].strip() for line in listing.splitlines() if "not found" in line]
+    return list(dict.fromkeys(missing))
+
+
+def _debian_package(soname: str) -> str:
+    """libxcb-icccm.so.4 -> libxcb-icccm4, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0 (Debian's naming)."""
+    base, _, version = soname.partition(".so.")
+    version = version.split(".")[0]
+    return f"{base}-{version}" if base[-1:].isdigit() else f"{base}{version}"
 
 
 class _Window(QtWidgets.QWidget):
