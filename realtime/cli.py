@@ -96,6 +96,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
@@ -121,6 +122,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
     s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
+    s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
+                   "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
     p.set_defaults(func=_cmd_run)
 
 
@@ -148,7 +151,7 @@ def _cmd_run(args) -> int:
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
-        timeout=args.timeout, reconnects=args.reconnects,
+        timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
     )
     summary = run(options)
     print("\n".join(summary.lines))

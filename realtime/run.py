@@ -32,6 +32,7 @@ from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, Smoo
 log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+LIVE_MAX_IN_FLIGHT = 2  # frames inside the stages at once on cameras and streams (lower latency)
 
 
 @dataclass
@@ -61,7 +62,8 @@ class RunOptions:
     smoothness: float = 0.5
     compile: bool = False
     max_frames: Optional[int] = None
-    max_in_flight: Optional[int] = None
+    max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
+    caption: bool = True  # fps / latency / model line drawn on the overlay
     progress: bool = True
     webcam_size: tuple[Optional[int], Optional[int]] = (None, None)
     webcam_fps: Optional[float] = None
@@ -183,11 +185,11 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
             SmoothStage(IdentityTracker(), smoother, feedback),
         ]
         if options.view or "video" in outputs:
-            stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
+            stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:
             from realtime.sinks import ViewerSink
 
-            viewer = _viewer(options, info, device, layers, write, outputs)
+            viewer = _viewer(options, info, device, layers, write, outputs, models)
             sinks.append(ViewerSink(viewer, metrics))
         sinks += extra
         if options.progress and not info.live:
@@ -197,7 +199,9 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
                                            dynamic_ncols=True)))
         write.sinks = sinks
         stages.append(write)
-        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+        # Live sources: few frames in flight, so what is shown is close to now (stale ones drop at the gate).
+        in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if info.live else None)
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight)
         log.info("running")
         with _stop_on_signals(pipeline):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
@@ -343,7 +347,7 @@ def _box_finder(options: RunOptions, device: str):
                            half=device.startswith("cuda"))
 
 
-def _viewer(options, info, device, layers, write: WriteStage, outputs):
+def _viewer(options, info, device, layers, write: WriteStage, outputs, models):
     from viz.viewer import Viewer
 
     folder = Path(outputs.get("tracks", options.output_dir)).parent
@@ -355,19 +359,30 @@ def _viewer(options, info, device, layers, write: WriteStage, outputs):
         path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
         write.set_recorder(VideoSink(VideoWriter(path, fps=info.fps or 30.0)) if on else None)
 
-    status = f"{info.uri} | Sapiens2 {options.size} | {device}"
+    status = f"{info.uri} | {model_label(models)} | {device}"
     return Viewer(title=f"sapiens-rt: {info.name}", status=status, layers=layers, screenshot_dir=str(folder),
                   on_record_toggle=toggle_recording)
 
 
-def _caption(info: SourceInfo, options: RunOptions, device: str) -> Callable[[dict], str]:
+def model_label(models: dict) -> str:
+    """The loaded models as the status line and caption name them: 'pose+seg sapiens2_0.4b',
+    or per task when their archs differ ('pose sapiens2_1b, seg sapiens2_0.4b')."""
+    archs = {task: getattr(model, "arch", None) or type(model).__name__ for task, model in models.items()}
+    if len(set(archs.values())) == 1:
+        return f"{'+'.join(archs)} {next(iter(archs.values()))}"
+    return ", ".join(f"{task} {arch}" for task, arch in archs.items())
+
+
+def _caption(models: dict, device: str) -> Callable[[dict], str]:
+    label = model_label(models)
+
     def caption(snap: dict) -> str:
         text = f"{snap.get('fps', 0):.1f} fps"
         if "latency_ms" in snap:
             text += f" | latency {snap['latency_ms']:.0f} ms"
         if snap.get("dropped"):
             text += f" | dropped {int(snap['dropped'])}"
-        return f"{text} | {options.size} {device}"
+        return f"{text} | {label} {device}"
     return caption
 
 

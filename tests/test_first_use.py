@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from media import gaussian_marker, write_video
@@ -31,3 +32,77 @@ def test_view_without_a_working_qt_platform_fails_before_any_file_exists(tmp_pat
     if _missing_xcb_libraries(""):  # this machine lacks xcb libraries: the packages are named
         assert "sudo apt-get install" in err and "libxcb-" in err
     assert not (tmp_path / "rec").exists()
+
+
+def _marker_run(tmp_path, n=20, **kw):
+    from doubles import MarkerPoseModel, whole_frame_boxes
+    from realtime.run import RunOptions, run
+
+    src = write_video(tmp_path / "walk.mp4", [gaussian_marker(120, 200, 40 + i, 50, 6) for i in range(n)])
+    options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
+                         smooth="none", progress=False, input_hw=(64, 48), **kw)
+    return run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
+
+
+def test_the_summary_says_max_frames_stopped_the_run(tmp_path):
+    summary = _marker_run(tmp_path, max_frames=5)
+    result = summary.result
+    assert result.reason == "max frames" and result.exit_code == 0 and result.frames_out == 5
+    assert summary.lines[0] == "finished: --max-frames 5 reached"
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 6
+
+
+def test_no_caption_leaves_the_overlay_clean(tmp_path):
+    from media import read_video
+
+    last = {}
+    for caption in (True, False):
+        folder = tmp_path / str(caption)
+        folder.mkdir()
+        _marker_run(folder, n=3, caption=caption)
+        video, _, _ = read_video(folder / "o.mp4")
+        last[caption] = video[-1].astype(int)
+    diff = np.abs(last[True] - last[False]).max(axis=2)
+    # the caption line (bottom left) is there only with the caption; elsewhere only coding noise differs
+    assert diff[-20:, :120].max() > 100 and diff[-20:, :120].mean() > 5 * diff[:-24].mean()
+
+
+def test_caption_and_status_name_the_loaded_models_arch(fixtures_dir):
+    from realtime.models import load_model
+    from realtime.run import _caption, model_label
+
+    pose = load_model("pose", fixtures_dir / "pose_weights.safetensors")
+    assert model_label({"pose": pose}) == "pose fixture_e32_h4_l18"
+    text = _caption({"pose": pose}, "cpu")({"fps": 12.0, "latency_ms": 80.0})
+    assert text == "12.0 fps | latency 80 ms | pose fixture_e32_h4_l18 cpu" and "0.4b" not in text
+
+
+def test_the_viewer_help_lists_only_the_tasks_that_are_on():
+    from viz.compose import Layers
+    from viz.viewer import key_help
+
+    text = key_help(Layers(skeleton=True, seg=False, panes=("overlay", "depth")))
+    assert "1/K skeleton" in text and "3/D depth" in text
+    assert "normals" not in text and "albedo" not in text and "parts" not in text
+
+
+def test_live_sources_default_to_two_frames_in_flight(tmp_path, monkeypatch):
+    import realtime.run as run_module
+    from doubles import MarkerPoseModel, whole_frame_boxes
+    from test_reliability import Trickle
+
+    seen = []
+    real = run_module.Pipeline
+
+    def spy(*args, **kw):
+        seen.append(kw["max_in_flight"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(run_module, "Pipeline", spy)
+    options = run_module.RunOptions(source="trickle", no_video=True, tracks=str(tmp_path / "t.jsonl"), device="cpu",
+                                    smooth="none", progress=False, input_hw=(64, 48))
+    run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
+    options.max_in_flight = 1
+    options.tracks = str(tmp_path / "t2.jsonl")
+    run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
+    assert seen == [2, 1]

@@ -65,11 +65,15 @@ def _toggles() -> dict[int, str]:
     return {_code(getattr(_Key, f"Key_{key}")): name for key, name in keys.items()}
 
 
-def key_help() -> str:
+def key_help(layers: Optional[Layers] = None) -> str:
+    """The hot keys, for the tasks that are on (`layers` as built for the run; None: all)."""
     from realtime.tasks import all_tasks
 
-    panes = "  ".join(f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys)
-    return f"1/K skeleton  2/G parts  {panes}  L legend  Space pause  S screenshot  R record  Q quit"
+    on = layers.panes if layers is not None else None
+    keys = ["1/K skeleton"] if layers is None or layers.skeleton else []
+    keys += ["2/G parts", "L legend"] if layers is None or layers.seg else []
+    keys += [f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys and (on is None or t.pane in on)]
+    return "  ".join(keys + ["Space pause", "S screenshot", "R record", "Q quit"])
 
 
 _SPACE, _SCREENSHOT, _RECORD = _code(_Key.Key_Space), _code(_Key.Key_S), _code(_Key.Key_R)
@@ -267,7 +271,7 @@ class Viewer:
         self._status_label = QtWidgets.QLabel(self.status)
         self._status_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.NoTextInteraction)
         layout.addWidget(self._status_label)
-        help_label = QtWidgets.QLabel(key_help())
+        help_label = QtWidgets.QLabel(key_help(self.layers))
         help_label.setStyleSheet("color: gray")
         layout.addWidget(help_label)
         self._timer = QtCore.QTimer()
