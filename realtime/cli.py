@@ -135,7 +135,13 @@ def _cmd_run(args) -> int:
         task, sep, path = item.partition("=")
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
-        checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
+        try:
+            checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
+        except UserError:
+            from realtime.tasks import choices
+
+            raise UserError(f"--checkpoint {item} names the unknown task {task.strip()!r}; write it as TASK=PATH with TASK one of "
+                            f"{choices()}.") from None
     dense_every, dense_auto = None, False
     if args.dense_every == "auto":
         dense_auto = True
@@ -169,7 +175,7 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to openpose -o json/         # json/run_000000000000_keypoints.json ...
   sapiens-rt export run.jsonl --to coco --subset coco17      # run_coco.json, COCO person keypoints
   sapiens-rt export run.jsonl --to trc --person 1 --smooth rts   # OpenSim markers (3D metres if recorded)
-  sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (pointmap task)
+  sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (run with --tasks pose,depth)
   sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
   sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
   sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",

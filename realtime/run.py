@@ -117,8 +117,6 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         from viz.viewer import check_display
 
         check_display()  # before anything is opened or written: a broken Qt would abort the process
-    _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
-
     if source is None:
         source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
@@ -126,6 +124,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     created: list[Path] = []
     locks = OutputLocks()
     try:
+        _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
         for path in outputs.values():

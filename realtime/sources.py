@@ -401,6 +401,7 @@ class WebcamSource(Source):
         self._cap = None
 
     def open(self) -> SourceInfo:
+        _quiet_opencv()
         cap = cv2.VideoCapture(self.index)
         if not cap.isOpened():
             cap.release()
@@ -461,6 +462,7 @@ class ImageFolderSource(Source):
         self.skipped: list[str] = []
 
     def open(self) -> SourceInfo:
+        _quiet_opencv()
         path = Path(self.spec).expanduser()
         if path.is_dir():
             files = [p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
@@ -526,6 +528,13 @@ def _frame_count(file: Path) -> int:
         return max(1, int(cv2.imcount(str(file))))
     except cv2.error:
         return 1
+
+
+def _quiet_opencv() -> None:
+    """OpenCV's own warnings (camera probing, unreadable images) would print before our one
+    `error:` line; they stay on with -v (debug logging)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
 
 
 def _natural_key(path: Path) -> list:

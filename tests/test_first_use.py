@@ -106,3 +106,24 @@ def test_live_sources_default_to_two_frames_in_flight(tmp_path, monkeypatch):
     options.tracks = str(tmp_path / "t2.jsonl")
     run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
     assert seen == [2, 1]
+
+
+def test_messages_say_what_the_user_typed(tmp_path, capsys, fixtures_dir):
+    from realtime.cli import main
+    from realtime.errors import UserError
+    from realtime.models.rtmdet import load_detector
+
+    src = write_video(tmp_path / "v.mp4", [gaussian_marker(48, 64, 30, 20, 4)] * 2)
+    code = main(["run", str(src), "--checkpoint", "pos=x.safetensors", "--output-dir", str(tmp_path / "rec")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: --checkpoint pos=x.safetensors names the unknown task 'pos'") and "--tasks" not in err
+    with pytest.raises(UserError) as wrong:  # a pose checkpoint given as the detector
+        load_detector(fixtures_dir / "pose_weights.safetensors")
+    assert "task and size" not in str(wrong.value) and "RTMDet-m person detector" in str(wrong.value)
+
+
+def test_no_opencv_noise_before_the_error_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "realtime.cli", "run", "webcam:57", "--output-dir", str(tmp_path / "rec")],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "error: Webcam 57 could not be opened; check that a camera with this index exists and is not used by another program."]
