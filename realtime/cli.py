@@ -96,6 +96,9 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--stills", action=argparse.BooleanOptionalAction, default=None,
+                     help="treat an image folder as unrelated photos: no tracking or smoothing, each tracks row names its "
+                          "file and image size (default: on when the images differ in size)")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
@@ -158,6 +161,7 @@ def _cmd_run(args) -> int:
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
+        stills=args.stills,
     )
     summary = run(options)
     print("\n".join(summary.lines))

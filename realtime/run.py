@@ -64,6 +64,7 @@ class RunOptions:
     max_frames: Optional[int] = None
     max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
     caption: bool = True  # fps / latency / model line drawn on the overlay
+    stills: Optional[bool] = None  # unrelated photos: no tracking or smoothing; None: for image folders of mixed sizes
     progress: bool = True
     webcam_size: tuple[Optional[int], Optional[int]] = (None, None)
     webcam_fps: Optional[float] = None
@@ -124,6 +125,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     created: list[Path] = []
     locks = OutputLocks()
     try:
+        options = _stills_mode(options, source)
         _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
@@ -174,14 +176,15 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     try:
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
-                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype)))
+                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
+                                     stills=source.frame_file if options.stills else None))
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()
         stages = [
             DetectStage(box_finder, feedback),
             InferStage(predictor, feedback, schedule=_dense_schedule(options, info)),
-            SmoothStage(IdentityTracker(), smoother, feedback),
+            SmoothStage(None if options.stills else IdentityTracker(), None if options.stills else smoother, feedback),
         ]
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
@@ -225,6 +228,25 @@ def _sink_lines(sinks) -> list[str]:
         elif getattr(sink, "dropped", 0):
             lines.append(f"output {sink.name}: {sink.dropped} frames skipped (it was slower than the source)")
     return lines
+
+
+def _stills_mode(options: RunOptions, source: Source) -> RunOptions:
+    """Decide stills mode: asked for, or an image folder whose images differ in size (unrelated
+    photos, not a sequence). Stills are detected one by one: nothing is carried between them."""
+    from realtime.sources import ImageFolderSource
+
+    folder = isinstance(source, ImageFolderSource)
+    stills = options.stills if options.stills is not None else (folder and source.sizes_differ())
+    if not stills:
+        return options
+    if not folder:
+        raise UserError("--stills is for a folder or glob of photos; drop it for videos, cameras and streams.")
+    if options.boxes_from == "seg":
+        why = "" if options.stills else " (its images differ in size, so they are taken as unrelated stills; pass --no-stills for a sequence)"
+        raise UserError(f"--boxes-from seg uses the previous frame's segmentation, which says nothing about an unrelated photo{why}; "
+                        f"use --boxes-from detector or --boxes-from frame.")
+    log.info("stills mode: every image on its own (no tracking, no smoothing)")
+    return dataclasses.replace(options, stills=True, detect_every=1)
 
 
 def _dense_schedule(options: RunOptions, info: SourceInfo):

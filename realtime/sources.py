@@ -501,6 +501,29 @@ class ImageFolderSource(Source):
     def input_files(self) -> list[str]:
         return [str(f) for f in getattr(self, "files", [])]
 
+    def frame_file(self, index: int) -> str:
+        """The file name frame `index` came from (`name.gif#3` for the 4th frame of an animation)."""
+        for file, count in zip(self.files, self.counts):
+            if index < count:
+                return file.name if count == 1 else f"{file.name}#{index}"
+            index -= count
+        raise IndexError(index)
+
+    def sizes_differ(self) -> bool:
+        """True when the images are not all of one size (read from the file headers only)."""
+        from PIL import Image, UnidentifiedImageError
+
+        sizes = set()
+        for file in self.files:
+            try:
+                with Image.open(file) as image:
+                    sizes.add(image.size)
+            except (OSError, UnidentifiedImageError, ValueError):
+                continue  # unreadable here: skipped (with a warning) when the frames are read
+            if len(sizes) > 1:
+                return True
+        return False
+
     @staticmethod
     def _read(file: Path) -> Optional[np.ndarray]:
         raw = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)

@@ -127,3 +127,57 @@ def test_no_opencv_noise_before_the_error_line(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         "error: Webcam 57 could not be opened; check that a camera with this index exists and is not used by another program."]
+
+
+def _photo_folder(tmp_path, sizes):
+    import cv2
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    spots = []
+    for i, (h, w) in enumerate(sizes):
+        cx, cy = w * 0.3 + 5 * i, h * 0.6
+        cv2.imwrite(str(folder / f"IMG_{i:03d}.png"), gaussian_marker(h, w, cx, cy, 5))
+        spots.append((cx, cy))
+    return folder, spots
+
+
+def _run_stills(folder, tmp_path, stills=None):
+    from doubles import MarkerPoseModel, whole_frame_boxes
+    from realtime.run import RunOptions, run
+
+    options = RunOptions(source=str(folder), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
+                         progress=False, input_hw=(128, 96), stills=stills)
+    summary = run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
+    lines = [__import__("json").loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    return summary, lines[0], lines[1:]
+
+
+def test_a_folder_of_photos_of_different_sizes_is_taken_as_stills(tmp_path):
+    sizes = [(120, 160), (200, 100), (96, 96)]
+    folder, spots = _photo_folder(tmp_path, sizes)
+    summary, header, rows = _run_stills(folder, tmp_path)
+    assert summary.result.exit_code == 0 and header["stills"] is True and len(rows) == 3
+    for row, (h, w), (cx, cy), i in zip(rows, sizes, spots, range(3)):
+        assert row["file"] == f"IMG_{i:03d}.png" and row["image_size"] == [w, h]
+        person = row["people"][0]
+        assert person["id"] is None and person["smoothed"] is False  # no tracking, no smoothing
+        kpts = np.array(person["kpts"], dtype=float)
+        assert np.allclose(kpts[:, 0], cx, atol=2.5) and np.allclose(kpts[:, 1], cy, atol=2.5)  # its own pixels
+
+
+def test_a_folder_of_one_size_is_a_sequence_unless_stills_is_asked_for(tmp_path):
+    folder, _ = _photo_folder(tmp_path, [(120, 160)] * 4)
+    _, header, rows = _run_stills(folder, tmp_path)
+    assert "stills" not in header and "file" not in rows[0] and rows[-1]["people"][0]["id"] is not None
+    _, header, rows = _run_stills(folder, tmp_path, stills=True)
+    assert header["stills"] is True and [r["file"] for r in rows] == [f"IMG_{i:03d}.png" for i in range(4)]
+    assert all(r["people"][0]["id"] is None for r in rows)
+
+
+def test_stills_for_a_video_is_one_sentence(tmp_path, capsys):
+    from realtime.cli import main
+
+    src = write_video(tmp_path / "v.mp4", [gaussian_marker(48, 64, 30, 20, 4)] * 2)
+    code = main(["run", str(src), "--stills", "--output-dir", str(tmp_path / "rec")])
+    assert code == 2 and "--stills is for a folder" in capsys.readouterr().err
