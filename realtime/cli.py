@@ -108,6 +108,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
     m.add_argument("--input-size", default="1024x768", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default 1024x768; 512x384 is ~4x faster)")
+    m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
+                   "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
                    "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
@@ -152,6 +154,12 @@ def _cmd_run(args) -> int:
         if not args.dense_every.isdigit() or int(args.dense_every) < 1:
             raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
         dense_every = int(args.dense_every)
+    task_sizes = {}
+    if args.dense_size:
+        from realtime.tasks import all_tasks
+
+        hw = parse_size(args.dense_size, option="--dense-size")
+        task_sizes = {t.name: hw for t in all_tasks() if t.dense}
     options = RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
@@ -161,7 +169,7 @@ def _cmd_run(args) -> int:
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
-        stills=args.stills,
+        stills=args.stills, task_sizes=task_sizes,
     )
     summary = run(options)
     print("\n".join(summary.lines))

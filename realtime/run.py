@@ -86,14 +86,14 @@ def parse_tasks(text: str) -> tuple[str, ...]:
     return task_table.parse(text)
 
 
-def parse_size(text: str) -> tuple[int, int]:
+def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     """'1024x768' (height x width) -> (1024, 768); both multiples of 16."""
     try:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise UserError(f"--input-size {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
+        raise UserError(f"{option} {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
     if h < 32 or w < 32 or h % 16 or w % 16:
-        raise UserError(f"--input-size {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
+        raise UserError(f"{option} {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
     return h, w
 
 

@@ -181,3 +181,47 @@ def test_stills_for_a_video_is_one_sentence(tmp_path, capsys):
     src = write_video(tmp_path / "v.mp4", [gaussian_marker(48, 64, 30, 20, 4)] * 2)
     code = main(["run", str(src), "--stills", "--output-dir", str(tmp_path / "rec")])
     assert code == 2 and "--stills is for a folder" in capsys.readouterr().err
+
+
+def test_pointmap_at_another_input_size_gives_a_finite_scale_and_is_unchanged_at_its_own(fixtures_dir):
+    import torch
+
+    from realtime.models import load_model
+
+    model = load_model("pointmap", fixtures_dir / "pointmap_weights.safetensors")
+    head = model.decode_head
+    trained = torch.randn(1, 32, 16, 8)  # the fixture's trained featmap grid (256x128 input)
+    assert head.scale_grid((16, 8)) == (16, 8)
+    reference = head.scale_final_layer(head.scale_conv_layers(trained))  # the official computation
+    torch.testing.assert_close(head(trained)[1], reference, rtol=0, atol=0)
+    for hw in ((8, 4), (32, 16), (64, 48)):  # what used to be a `mat1 and mat2` crash
+        points, scale = head(torch.randn(1, 32, *hw))
+        assert points.shape[-2:] == (16 * hw[0], 16 * hw[1]) and torch.isfinite(scale).all()
+
+
+def test_dense_size_sets_the_network_input_of_normal_and_depth(tmp_path, fixtures_dir, capsys):
+    import torch
+
+    from realtime.cli import main
+
+    seen = {}  # task -> network input sizes its model saw
+    src = write_video(tmp_path / "v.mp4", [gaussian_marker(96, 128, 40, 50, 6)] * 2)
+
+    def record(module, args):
+        if hasattr(module, "task") and hasattr(module, "decode_head"):  # a Sapiens2TaskModel
+            seen.setdefault(module.task, set()).add(tuple(args[0].shape[-2:]))
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(record)
+    try:
+        code = main(["run", str(src), "--tasks", "pose,normal,depth", "--dense-size", "128x96", "--input-size", "64x48",
+                     "--boxes-from", "frame", "--device", "cpu", "--no-progress", "--out", str(tmp_path / "o.mp4"),
+                     "--tracks", str(tmp_path / "t.jsonl"),
+                     "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}",
+                     "--checkpoint", f"normal={fixtures_dir / 'normal_weights.safetensors'}",
+                     "--checkpoint", f"depth={fixtures_dir / 'pointmap_weights.safetensors'}"])
+    finally:
+        handle.remove()
+    assert code == 0, capsys.readouterr().err
+    assert seen["normal"] == {(128, 96)} and seen["pointmap"] == {(128, 96)} and seen["pose"] == {(64, 48)}
+    rows = [__import__("json").loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()[1:]]
+    assert len(rows) == 2 and "kpts3d" in rows[0]["people"][0]
