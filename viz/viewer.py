@@ -250,23 +250,29 @@ class Viewer:
         layout.setContentsMargins(4, 4, 4, 4)
         self._graphics = pg.GraphicsLayoutWidget()
         self._graphics.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)  # keys go to the window
-        self._view = self._graphics.addViewBox(row=0, col=0, colspan=2, lockAspect=True, invertY=True)
+        self._view = self._graphics.addViewBox(row=0, col=0, colspan=3, lockAspect=True, invertY=True)
         self._image_item = pg.ImageItem(axisOrder="row-major")
         self._view.addItem(self._image_item)
+        # Three plots, each on its own axis (the stages take a few ms next to a total of hundreds),
+        # with their legends in a row below them, where they cannot cover or be clipped by a curve.
         self._fps_plot = self._graphics.addPlot(row=1, col=0, title="fps")
-        self._latency_plot = self._graphics.addPlot(row=1, col=1, title="latency (ms)")
-        for plot in (self._fps_plot, self._latency_plot):
+        self._latency_plot = self._graphics.addPlot(row=1, col=1, title="end-to-end latency (ms)")
+        self._stage_plot = self._graphics.addPlot(row=1, col=2, title="time per stage, median (ms)")
+        self._legends = {}
+        for col, plot in enumerate((self._fps_plot, self._latency_plot, self._stage_plot)):
             plot.setLabel("bottom", "seconds ago")
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMouseEnabled(x=False, y=False)
-        self._latency_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
-        self._fps_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
-        self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2), name="output")
+            legend = pg.LegendItem(colCount=3, labelTextSize="8pt")
+            self._graphics.addItem(legend, row=2, col=col)
+            self._legends[plot] = legend
+        self._fps_curve = self._curve(self._fps_plot, pg.mkPen("#59d159", width=2), "output")
         self._input_fps_curve: Optional[pg.PlotDataItem] = None  # added when "input_fps" arrives
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
         grid = self._graphics.ci.layout
         grid.setRowStretchFactor(0, 4)
         grid.setRowStretchFactor(1, 1)
+        grid.setRowStretchFactor(2, 0)
         layout.addWidget(self._graphics, stretch=1)
         self._status_label = QtWidgets.QLabel(self.status)
         self._status_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.NoTextInteraction)
@@ -276,6 +282,11 @@ class Viewer:
         layout.addWidget(help_label)
         self._timer = QtCore.QTimer()
         self._timer.timeout.connect(self._tick)
+
+    def _curve(self, plot, pen, name: str) -> pg.PlotDataItem:
+        curve = plot.plot(pen=pen)
+        self._legends[plot].addItem(curve, name)
+        return curve
 
     def _tick(self) -> None:
         if self._stop is not None and self._stop.is_set():
@@ -307,21 +318,22 @@ class Viewer:
 
     def _update_plots(self, now: float) -> None:
         times = np.array([t for t, _ in self._history]) - now
-        for plot in (self._fps_plot, self._latency_plot):  # grow the window until history_s
+        for plot in (self._fps_plot, self._latency_plot, self._stage_plot):  # grow the window until history_s
             plot.setXRange(min(times[0], -1.0), 0, padding=0)
         self._fps_curve.setData(times, [m.get("fps", np.nan) for _, m in self._history])
         if any("input_fps" in m for _, m in self._history):
             if self._input_fps_curve is None:
                 dashed = pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine)
-                self._input_fps_curve = self._fps_plot.plot(pen=dashed, name="input")
+                self._input_fps_curve = self._curve(self._fps_plot, dashed, "input")
             self._input_fps_curve.setData(times, [m.get("input_fps", np.nan) for _, m in self._history])
         # End-to-end latency (median and p95) and the median of every stage.
         keys = sorted({k for _, m in self._history for k in m if k.endswith("_ms")})
         keys = [k for k in keys if k == "latency_p95_ms" or not k.endswith("_p95_ms")]
         for key in keys:
             if key not in self._latency_curves:
-                pen, name = self._latency_pen(key), key.removesuffix("_ms")
-                self._latency_curves[key] = self._latency_plot.plot(pen=pen, name=name)
+                pen, name = self._latency_pen(key), key.removesuffix("_ms").removeprefix("stage.")
+                plot = self._latency_plot if key.startswith("latency") else self._stage_plot
+                self._latency_curves[key] = self._curve(plot, pen, {"latency": "median", "latency_p95": "p95"}.get(name, name))
             self._latency_curves[key].setData(times, [m.get(key, np.nan) for _, m in self._history])
 
     def _latency_pen(self, key: str):
@@ -329,7 +341,8 @@ class Viewer:
             return pg.mkPen("#ffffff", width=2)
         if key == "latency_p95_ms":
             return pg.mkPen("#ffffff", width=1, style=QtCore.Qt.PenStyle.DashLine)
-        return pg.mkPen(_STAGE_COLORS[len(self._latency_curves) % len(_STAGE_COLORS)], width=1)
+        stages = sum(1 for k in self._latency_curves if not k.startswith("latency"))
+        return pg.mkPen(_STAGE_COLORS[stages % len(_STAGE_COLORS)], width=2)
 
     def _update_status(self) -> None:
         parts = [self.status]
