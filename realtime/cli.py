@@ -86,7 +86,8 @@ def _add_run(sub) -> None:
 
 outputs: without --out/--tracks everything goes to recordings/<source>-<time>/.
 exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or option,
-3 the source ended early (truncated file, lost stream), 130 interrupted (outputs are complete).""",
+3 the source ended early (truncated file, lost stream), 130 interrupted (Ctrl+C), 143 terminated
+(SIGTERM); outputs hold every frame processed until then.""",
     )
     p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, tcp://, http(s)://), image folder or glob")
     out = p.add_argument_group("outputs")
