@@ -101,6 +101,11 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
                      help="treat an image folder as unrelated photos: no tracking or smoothing, each tracks row names its "
                           "file and image size (default: on when the images differ in size)")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
+    out.add_argument("--vmc", metavar="HOST:PORT", help="stream one person's bones with the VMC protocol (OSC/UDP; receivers listen on "
+                     "39539) to Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth")
+    out.add_argument("--vmc-person", type=int, metavar="ID", help="track id to stream with --vmc (default: the largest person)")
+    out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
+    out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
@@ -134,6 +139,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
 
 
 def _cmd_run(args) -> int:
+    from realtime.osc_sinks import motion_sinks
     from realtime.run import RunOptions, parse_size, parse_tasks, run
 
     checkpoints = {}
@@ -161,9 +167,10 @@ def _cmd_run(args) -> int:
 
         hw = parse_size(args.dense_size, option="--dense-size")
         task_sizes = {t.name: hw for t in all_tasks() if t.dense}
+    tasks = parse_tasks(args.tasks)
     options = RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
-        output_dir=args.output_dir or "recordings", tasks=parse_tasks(args.tasks), size=args.size,
+        output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
         input_hw=parse_size(args.input_size), max_people=args.max_people, boxes_from=args.boxes_from,
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
@@ -171,6 +178,8 @@ def _cmd_run(args) -> int:
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
         stills=args.stills, task_sizes=task_sizes,
+        sinks=motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
+                           tasks=tasks, smooth=args.smooth, smoothness=args.smoothness),
     )
     summary = run(options)
     print("\n".join(summary.lines))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -124,44 +125,61 @@ def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(norm > _EPS, v / np.maximum(norm, _EPS), 0.0), norm[..., 0]
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.cross for (..., 3), without its axis shuffling (this runs per frame, live)."""
+    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
+
+
 def _sine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """|sin| of the angle between u and v (..., 3); 0 where either is zero or unknown."""
     uu, _ = _unit(u)
     vv, _ = _unit(v)
-    return np.nan_to_num(np.linalg.norm(np.cross(uu, vv), axis=-1), nan=0.0)
+    return np.nan_to_num(np.linalg.norm(_cross(uu, vv), axis=-1), nan=0.0)
+
+
+@lru_cache(maxsize=8)
+def _plan(bones: tuple[Bone, ...]) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Index arrays for `measure`: point names, the measured bones, their primary (from, to)
+    point indices, and per second-axis kind (its bones, their point indices)."""
+    names = sorted(points_used(bones))
+    index = {n: i for i, n in enumerate(names)}
+    measured = np.array([i for i, b in enumerate(bones) if b.primary is not None])
+    ends = np.array([[index[n] for n in bones[i].primary] for i in measured])
+    kinds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for kind in ("vec", "bend", "mean", "cross"):
+        members = [i for i in measured if bones[i].secondary.kind == kind]
+        if members:
+            kinds[kind] = (np.array(members), np.array([[index[n] for n in bones[i].secondary.points] for i in members]))
+    return names, measured, ends, kinds
 
 
 def measure(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each bone's measured primary and second axis and the second axis' quality.
 
     points: solver points, name -> (..., 3) rig axes.
-    Returns primary (..., B, 3), secondary (..., B, 3) (NaN where unknown; zeros for the
+    Returns primary (..., B, 3), secondary (..., B, 3) (NaN where unknown, and for the
     toes, which have no measurement) and quality (..., B) in [0, 1] (a sine).
     """
-    shape = next(iter(points.values())).shape[:-1]
+    names, measured, ends, kinds = _plan(bones)
+    P = np.stack([points[n] for n in names], axis=-2)  # (..., J, 3)
+    shape = P.shape[:-2]
     primary = np.full(shape + (len(bones), 3), np.nan)
     secondary = np.full(shape + (len(bones), 3), np.nan)
-    quality = np.zeros(shape + (len(bones),))
-    for i, bone in enumerate(bones):
-        if bone.primary is None:
-            continue
-        p = points[bone.primary[1]] - points[bone.primary[0]]
-        kind, names = bone.secondary.kind, bone.secondary.points
-        v = [points[n] for n in names]
+    quality = np.ones(shape + (len(bones),))
+    primary[..., measured, :] = P[..., ends[:, 1], :] - P[..., ends[:, 0], :]
+    for kind, (members, idx) in kinds.items():
+        v = [P[..., idx[:, j], :] for j in range(idx.shape[1])]
         if kind == "vec":
-            s, q = v[1] - v[0], 1.0
-        elif kind == "bend":
-            u, w = v[1] - v[0], v[2] - v[1]
-            s, q = np.cross(u, w), _sine(u, w)
+            secondary[..., members, :] = v[1] - v[0]
         elif kind == "mean":
-            s, q = _unit(v[1] - v[0])[0] + _unit(v[3] - v[2])[0], 1.0
-        elif kind == "cross":
-            u, w = v[1] - v[0], v[3] - v[2]
-            s, q = np.cross(u, w), _sine(u, w)
-        else:
-            raise ValueError(f"unknown second-axis kind {kind!r}")
-        primary[..., i, :], secondary[..., i, :] = p, s
-        quality[..., i] = q * _sine(p, s)
+            secondary[..., members, :] = _unit(v[1] - v[0])[0] + _unit(v[3] - v[2])[0]
+        else:  # bend: normal of the plane through three points; cross: of two segments
+            u, w = (v[1] - v[0], v[2] - v[1]) if kind == "bend" else (v[1] - v[0], v[3] - v[2])
+            secondary[..., members, :] = _cross(u, w)
+            quality[..., members] = _sine(u, w)
+    quality *= _sine(primary, secondary)
     return primary, secondary, quality
 
 
@@ -205,10 +223,10 @@ class RotationSolver:
         previous = np.where((np.linalg.norm(previous, axis=-1) > 1e-6)[:, None], previous, fallback)
         # Turn the previous axis towards the measured one about the bone by `weight` of the angle
         # between them (a blend of angles, not of vectors: opposite vectors do not cancel).
-        angle = np.arctan2(np.sum(np.cross(previous, measured) * p, axis=-1), np.sum(previous * measured, axis=-1))
+        angle = np.arctan2(np.sum(_cross(previous, measured) * p, axis=-1), np.sum(previous * measured, axis=-1))
         angle = np.where(np.linalg.norm(measured, axis=-1) > 0, angle, 0.0)[:, None] * weight
-        s = np.cos(angle) * previous + np.sin(angle) * np.cross(p, previous)
-        frames = np.stack([p, s, np.cross(p, s)], axis=-1)
+        s = np.cos(angle) * previous + np.sin(angle) * _cross(p, previous)
+        frames = np.stack([p, s, _cross(p, s)], axis=-1)
         globals_ = frames @ np.swapaxes(self.rest_frames, -1, -2)
 
         held = ~ok & ~self.fixed
@@ -230,19 +248,13 @@ def _offset_samples(bones, heads, globals_, held, points) -> tuple[np.ndarray, n
     """Per-frame samples (..., B, 3) of each bone's head in its parent's rest frame, and of
     each leaf bone's end relative to its head in its own; NaN where not measured."""
     parents = bone_parents(bones)
-    offsets = np.full(heads.shape, np.nan)
-    ends = np.full(heads.shape, np.nan)
-    for b, bone in enumerate(bones):
-        if parents[b] >= 0:
-            q = parents[b]
-            sample = np.einsum("...ji,...j->...i", globals_[..., q, :, :], heads[..., b, :] - heads[..., q, :])
-            offsets[..., b, :] = np.where(held[..., q, None], np.nan, sample)
-        else:
-            offsets[..., b, :] = 0.0
-        if bone.tail is not None:
-            sample = np.einsum("...ji,...j->...i", globals_[..., b, :, :], points[bone.tail] - heads[..., b, :])
-            ends[..., b, :] = np.where(held[..., b, None], np.nan, sample)
-    return offsets, ends
+    q = np.maximum(parents, 0)
+    offsets = np.einsum("...bji,...bj->...bi", globals_[..., q, :, :], heads - heads[..., q, :])
+    offsets = np.where(held[..., q, None], np.nan, offsets)
+    offsets[..., parents < 0, :] = 0.0
+    tails = np.stack([points[b.tail] if b.tail else np.full(heads.shape[:-2] + (3,), np.nan) for b in bones], axis=-2)
+    ends = np.einsum("...bji,...bj->...bi", globals_, tails - heads)
+    return offsets, np.where(held[..., None], np.nan, ends)
 
 
 def robust_skeleton(bones: tuple[Bone, ...], offset_samples: np.ndarray, end_samples: np.ndarray) -> Skeleton:
@@ -389,6 +401,7 @@ class LiveSolver:
         self._offsets: deque = deque(maxlen=history)
         self._ends: deque = deque(maxlen=history)
         self._skeleton: Optional[Skeleton] = None
+        self._floor = np.zeros(3)
         self._since_refresh = 0
         self._origin: Optional[np.ndarray] = None
         self._root = np.zeros(3)
@@ -415,13 +428,14 @@ class LiveSolver:
         self._since_refresh += 1
         if self._skeleton is None or self._since_refresh >= self.refresh:
             self._skeleton = robust_skeleton(self.bones, np.stack(self._offsets), np.stack(self._ends))
+            self._floor = np.array([0.0, self._skeleton.floor_height(), 0.0])
             self._since_refresh = 0
         hips = heads[0]
         root_held = not np.isfinite(hips).all()
         if not root_held:
             if self._origin is None:
                 self._origin = hips.copy()
-            self._root = hips - self._origin + np.array([0.0, self._skeleton.floor_height(), 0.0])
+            self._root = hips - self._origin + self._floor
         quat = Rotation.from_matrix(locals_).as_quat()
         if self._last_quat is not None:
             quat[np.sum(quat * self._last_quat, axis=-1) < 0] *= -1.0
