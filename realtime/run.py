@@ -126,11 +126,11 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     locks = OutputLocks()
     try:
         options = _stills_mode(options, source)
-        _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
         for path in outputs.values():
             _make_parent(Path(path), created)
+        _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
         locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
             log.info("loading models")
