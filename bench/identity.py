@@ -11,10 +11,14 @@ ID), MOTA, and the tracker's time per frame.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
-from trackers.identity import IdentityTracker
-from trackers.synthetic import SCENES, TrackingErrors, count_errors, run_tracker
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # synthetic/ is not installed
+
+from synthetic.tracking import SCENES, TrackingErrors, count_errors, run_tracker  # noqa: E402
+from trackers.identity import IdentityTracker  # noqa: E402
 
 VARIANTS = {
     "iou+oks (default)": (dict(), True),

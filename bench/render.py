@@ -1,6 +1,6 @@
 """Time the overlay rendering (pose + body-part colours) of a 1080p frame on the CPU.
 
-Synthetic but realistically sized people (`viz.synthetic`, not model output): 4 persons
+Synthetic but realistically sized people (`synthetic.people`, not model output): 4 persons
 of 308 keypoints each, segmentation at half resolution (as a pipeline running the dense
 task on a smaller input would give). Prints milliseconds per frame for the overlay
 alone and for the full 3-pane composition (overlay + depth + normals): wall-clock median
@@ -14,16 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
 
-from realtime.frames import Frame
-from viz.compose import Layers, compose
-from viz.maps import overlay_seg
-from viz.skeleton import SkeletonAnnotator
-from viz.synthetic import synthetic_dense, synthetic_person
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # synthetic/ is not installed
+
+from realtime.frames import Frame  # noqa: E402
+from synthetic.people import synthetic_dense, synthetic_person  # noqa: E402
+from viz.compose import Layers, compose  # noqa: E402
+from viz.maps import overlay_seg  # noqa: E402
+from viz.skeleton import SkeletonAnnotator  # noqa: E402
 
 
 def _time_ms(fn, repeats: int) -> tuple[float, float, float]:

@@ -5,7 +5,7 @@ honestly from what OpenCV can compute on the real frames:
 
 * people: moving blobs from OpenCV's MOG2 background subtraction (real silhouettes and
   boxes of the walking pedestrians; standing people are missed);
-* keypoints: the synthetic 308-point template of `viz.synthetic` placed in each box
+* keypoints: the synthetic 308-point template of `synthetic.people` placed in each box
   (NOT a pose estimate);
 * body parts: each real silhouette pixel takes the nearest synthetic part label;
 * depth: distance from the box height (a 1.7 m person), rounded inside the silhouette;
@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no display needed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # synthetic/ is not installed
 
 import av  # noqa: E402
 import cv2  # noqa: E402
@@ -37,8 +39,8 @@ from PIL import Image  # noqa: E402
 from scipy import ndimage  # noqa: E402
 
 from realtime.frames import DenseMaps, Frame  # noqa: E402
+from synthetic.people import normals_from_depth, synthetic_dense, synthetic_person  # noqa: E402
 from viz.compose import Layers, compose  # noqa: E402
-from viz.synthetic import normals_from_depth, synthetic_dense, synthetic_person  # noqa: E402
 from viz.viewer import Viewer  # noqa: E402
 
 DEFAULT_VIDEO = "/usr/share/doc/opencv-doc/examples/data/vtest.avi"

@@ -113,7 +113,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
     m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
-    m.add_argument("--input-size", default="1024x768", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default 1024x768; 512x384 is ~4x faster)")
+    m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the models were trained at; "
+                   "512x384 is ~4x faster)")
     m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
                    "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
@@ -139,6 +140,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
 
 
 def _cmd_run(args) -> int:
+    from realtime.models.archs import INPUT_HW
     from realtime.osc_sinks import motion_sinks
     from realtime.run import RunOptions, parse_size, parse_tasks, run
 
@@ -172,7 +174,7 @@ def _cmd_run(args) -> int:
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
-        input_hw=parse_size(args.input_size), max_people=args.max_people, boxes_from=args.boxes_from,
+        input_hw=parse_size(args.input_size) if args.input_size else INPUT_HW, max_people=args.max_people, boxes_from=args.boxes_from,
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,

@@ -1,14 +1,14 @@
-"""Top-down pose geometry and heatmap decoding as batched tensor ops (SPEC §4.1-4.3).
+"""Pose heatmap decoding (UDP + DARK, SPEC §4.3) and flip test as batched tensor ops.
 
-Everything runs on the tensors' device: crops are one `grid_sample`, the DARK
-blur is a small convolution around each peak, so only keypoints need to leave the GPU. Sizes are
-`(w, h)` pairs as in the official codec (`input_size = (768, 1024)`).
+Everything runs on the tensors' device: the DARK blur is a small convolution
+around each peak, so only keypoints need to leave the GPU. The crops around the
+people and the way back to image pixels are in `realtime.transforms`.
 
-    center, scale = box_to_center_scale(boxes)
-    crops = normalize(crop_persons(image, center, scale))
+    center, scale = transforms.box_to_center_scale(boxes)
+    crops = transforms.normalize(transforms.crop_persons(image, center, scale))
     heatmaps = flip_test(model, crops, flip_idx)            # or model(crops)
     kpts_in, scores = decode_heatmaps(heatmaps)
-    kpts = keypoints_to_image(kpts_in, center, scale)       # (N, 308, 2) image px
+    kpts = transforms.keypoints_to_image(kpts_in, center, scale)   # (N, 308, 2) image px
 """
 
 from __future__ import annotations
@@ -18,83 +18,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from realtime.models.archs import PIXEL_MEAN, PIXEL_STD
-
-POSE_INPUT_SIZE = (768, 1024)  # (w, h)
-BOX_PADDING = 1.25
 BLUR_KERNEL = 11  # DARK refinement blur; OpenCV derives sigma = 2.0 from it
-
-
-def box_to_center_scale(
-    boxes: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE, padding: float = BOX_PADDING
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Boxes (N, 4) xyxy px -> center (N, 2) px and scale (N, 2) px: the box padded by
-    `padding`, then widened or heightened to the input's aspect w/h (SPEC §4.2 steps 2-3)."""
-    boxes = boxes.float() if not boxes.is_floating_point() else boxes
-    center = (boxes[:, :2] + boxes[:, 2:]) / 2
-    scale = (boxes[:, 2:] - boxes[:, :2]) * padding
-    aspect = input_size[0] / input_size[1]
-    w, h = scale[:, 0], scale[:, 1]
-    wide = w > aspect * h
-    scale = torch.stack((torch.where(wide, w, h * aspect), torch.where(wide, w / aspect, h)), dim=1)
-    return center, scale
-
-
-def udp_warp_matrix(center: torch.Tensor, scale: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE) -> torch.Tensor:
-    """(N, 2, 3) affine image px -> crop px, unbiased (UDP): box edges land on pixel
-    centres 0 and size-1 (SPEC §4.2 step 4)."""
-    kx = (input_size[0] - 1) / scale[:, 0]
-    ky = (input_size[1] - 1) / scale[:, 1]
-    zero = torch.zeros_like(kx)
-    row0 = torch.stack((kx, zero, kx * (scale[:, 0] / 2 - center[:, 0])), dim=1)
-    row1 = torch.stack((zero, ky, ky * (scale[:, 1] / 2 - center[:, 1])), dim=1)
-    return torch.stack((row0, row1), dim=1)
-
-
-def crop_persons(
-    image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE
-) -> torch.Tensor:
-    """One image (3, H, W) RGB, uint8 or float 0-255 -> crops (N, 3, h, w) float32 0-255.
-
-    Matches `cv2.warpAffine` with the UDP matrix and a black border: bilinear where
-    the crop shrinks, bicubic (a = -0.75) where it enlarges. From uint8 the result is
-    rounded and clipped like OpenCV's uint8 output; it differs from OpenCV by at most
-    a couple of grey levels (OpenCV uses fixed-point weights)."""
-    n = center.shape[0]
-    w, h = input_size
-    H, W = image.shape[-2:]
-    if n == 0:
-        return torch.zeros(0, 3, h, w, device=image.device)
-    src = image.float()[None]
-    matrix = udp_warp_matrix(center.float(), scale.float(), input_size).to(image.device)
-    # Crop pixel (u, v) samples image point A^-1 ((u, v) - t).
-    inverse = torch.linalg.inv(matrix[:, :, :2])
-    v, u = torch.meshgrid(
-        torch.arange(h, device=image.device, dtype=torch.float32),
-        torch.arange(w, device=image.device, dtype=torch.float32),
-        indexing="ij",
-    )
-    dst = torch.stack((u, v), dim=-1)[None] - matrix[:, None, None, :, 2]  # (N, h, w, 2)
-    pts = torch.einsum("nij,nhwj->nhwi", inverse, dst)
-    grid = torch.stack((2 * pts[..., 0] / max(W - 1, 1) - 1, 2 * pts[..., 1] / max(H - 1, 1) - 1), dim=-1)
-    # All crops in one call: stack their grids vertically against the single image.
-    grid = grid.reshape(1, n * h, w, 2)
-    shrink = torch.minimum(matrix[:, 0, :2].norm(dim=1), matrix[:, 1, :2].norm(dim=1)) < 1
-    out = torch.empty(n, 3, h, w, device=image.device)
-    for mode, chosen in (("bilinear", shrink), ("bicubic", ~shrink)):
-        if chosen.any():
-            sampled = F.grid_sample(src, grid, mode=mode, padding_mode="zeros", align_corners=True)
-            out[chosen] = sampled.view(3, n, h, w).transpose(0, 1)[chosen]
-    if not image.is_floating_point():
-        out = out.round_().clamp_(0, 255)
-    return out
-
-
-def normalize(x: torch.Tensor) -> torch.Tensor:
-    """RGB 0-255 (N, 3, h, w) -> the model's input: (x - mean) / std per channel (SPEC §4.1)."""
-    mean = torch.tensor(PIXEL_MEAN, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
-    std = torch.tensor(PIXEL_STD, device=x.device, dtype=torch.float32).view(1, 3, 1, 1)
-    return (x.float() - mean) / std
 
 
 def flip_test(model: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, flip_indices: torch.Tensor) -> torch.Tensor:
@@ -155,16 +79,16 @@ def _local_log_blur(heatmaps: torch.Tensor, x: torch.Tensor, y: torch.Tensor) ->
     return picked.view(n, k, 3, 3)
 
 
-def decode_heatmaps(heatmaps: torch.Tensor, input_size: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def decode_heatmaps(heatmaps: torch.Tensor, input_hw: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """UDP heatmaps (N, K, h, w) -> keypoints (N, K, 2) in crop-input px and scores (N, K).
 
     Argmax, then one DARK Newton step on the log of the blurred map (SPEC §4.3).
     Scores are the raw maxima; keypoints with score <= 0 are left at the unrefined
-    location (-1, -1) scaled to input px: mask them by score. `input_size` (w, h)
-    defaults to 4x the heatmap (768x1024 for 192x256)."""
+    location (-1, -1) scaled to input px: mask them by score. `input_hw` (H, W)
+    defaults to 4x the heatmap (1024x768 for 256x192)."""
     n, k, h, w = heatmaps.shape
-    if input_size is None:
-        input_size = (4 * w, 4 * h)
+    if input_hw is None:
+        input_hw = (4 * h, 4 * w)
     heatmaps = heatmaps.float()
     scores, flat = heatmaps.reshape(n, k, h * w).max(dim=-1)
     valid = scores > 0
@@ -192,19 +116,9 @@ def decode_heatmaps(heatmaps: torch.Tensor, input_size: tuple[int, int] | None =
     det = torch.where(ok, det, torch.ones_like(det))
     off_x = torch.where(ok, (d * dx - dxy * dy) / det, torch.zeros_like(det))
     off_y = torch.where(ok, (a * dy - dxy * dx) / det, torch.zeros_like(det))
-    x = (x.to(prec) - off_x) * (input_size[0] / (w - 1))
-    y = (y.to(prec) - off_y) * (input_size[1] / (h - 1))
+    x = (x.to(prec) - off_x) * (input_hw[1] / (w - 1))
+    y = (y.to(prec) - off_y) * (input_hw[0] / (h - 1))
     return torch.stack((x, y), dim=-1).float(), scores
-
-
-def keypoints_to_image(
-    keypoints_in: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_size: tuple[int, int] = POSE_INPUT_SIZE
-) -> torch.Tensor:
-    """Crop-input px (N, K, 2) -> original image px (N, K, 2) (SPEC §4.2 step 8)."""
-    size = torch.tensor(input_size, dtype=keypoints_in.dtype, device=keypoints_in.device)
-    scale = scale.to(keypoints_in)[:, None, :]
-    center = center.to(keypoints_in)[:, None, :]
-    return keypoints_in / size * scale + center - scale / 2
 
 
 def flip_indices_tensor(device=None) -> torch.Tensor:
@@ -214,7 +128,4 @@ def flip_indices_tensor(device=None) -> torch.Tensor:
     return torch.as_tensor(flip_indices(), dtype=torch.long, device=device)
 
 
-__all__ = [
-    "box_to_center_scale", "udp_warp_matrix", "crop_persons", "normalize", "flip_test",
-    "decode_heatmaps", "keypoints_to_image", "flip_indices_tensor", "POSE_INPUT_SIZE",
-]
+__all__ = ["flip_test", "decode_heatmaps", "flip_indices_tensor"]

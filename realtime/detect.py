@@ -27,8 +27,7 @@ from realtime.frames import Person
 log = logging.getLogger(__name__)
 
 BOX_SOURCES = ("detector", "seg", "frame")
-# A detector: (H, W, 3) uint8 image, rgb=True -> boxes (N, 4) float32 xyxy px, scores (N,) float32;
-# a single box scoring 0 means "nothing found" (RTMDet's whole-frame fallback).
+# A detector: (H, W, 3) uint8 image, rgb=True -> boxes (N, 4) float32 xyxy px, scores (N,) float32 (N = 0: nobody).
 DetectorFn = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 
@@ -120,7 +119,7 @@ class BoxFinder:
             boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
             scores = np.asarray(scores, np.float32).reshape(-1)
             self._last_detection = index
-            if len(boxes) == 0 or not (scores > 0).any():  # nobody: the demo's whole-frame box
+            if len(boxes) == 0:  # nobody: the demo's whole-frame box
                 self._people_at_detection = 1
                 return _whole_frame(height, width), np.ones(1, np.float32), "frame"
             self._people_at_detection = len(boxes[: self.max_people])

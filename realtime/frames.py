@@ -32,11 +32,14 @@ class Person:
 
     box:                (4,) float32 xyxy, original-image pixels.
     box_score:          detector confidence in [0, 1] (1.0 for boxes not from the detector).
-    track_id:           stable integer identity across frames, set by the smooth stage.
-    keypoints:          (K, 2) float32 pixels, raw model output (set by infer).
+    track_id:           stable integer identity across frames, set by the smooth stage;
+                        None while the tracker has not confirmed the person (tentative).
+    keypoints:          (K, 2) float32 pixels, raw model output (set by infer); NaN where
+                        the heatmap has no peak at all (score <= 0).
     keypoint_scores:    (K,) float32 raw heatmap maxima (may exceed 1 or be <= 0).
     keypoints_smoothed: (K, 2) float32 pixels after temporal filtering, or None.
-    predicted:          (K,) bool, True where the filter predicted instead of measuring.
+    predicted:          (K,) bool, True where the filter predicted instead of measuring
+                        (set together with keypoints_smoothed).
     keypoints3d:        (K, 3) float32 metres in the camera frame, NaN where unknown.
     """
 
@@ -125,8 +128,9 @@ class Frame:
     dropped_before: frames the source gate dropped since the previous frame (live sources).
     read_at:        `time.perf_counter()` when the frame was read; only for latency metrics.
     people:         persons found in this frame.
-    boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame".
-    dense:          dense task outputs (segmentation, normals, depth), if any.
+    boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame" (the
+                    whole frame, also when the detector found nobody).
+    dense:          whole-image task outputs by field (`DenseMaps`), if any such task ran.
     overlay:        (H', W', 3) uint8 RGB picture composed by the render stage.
     stage_seconds:  time each stage spent on this frame, by stage name.
     """

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from realtime import codec
+from realtime import codec, transforms
 from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.models.archs import INPUT_HW
@@ -134,11 +134,11 @@ class Predictor:
 
     def _persons(self, task, frame: torch.Tensor, boxes: np.ndarray) -> torch.Tensor:
         """(N, K, 3) float32: x, y in image pixels and the score."""
-        in_h, in_w = input_hw = self.sizes[task.name]
+        input_hw = self.sizes[task.name]
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
         box_t = torch.as_tensor(boxes, device=self.device)
-        center, scale = codec.box_to_center_scale(box_t, (in_w, in_h))
+        center, scale = transforms.box_to_center_scale(box_t, input_hw)
         model = self.models[task.name]
         results = []
         start = 0

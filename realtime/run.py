@@ -177,7 +177,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
-                                     stills=source.frame_file if options.stills else None))
+                                     stills=source.frame_file if options.stills else None, tracked=not options.stills))
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()

@@ -154,10 +154,10 @@ class InferStage:
         map (people move: a stale map would give wrong depths; offline smoothing fills gaps)."""
         if not self.lift_3d or pred.pointmap is None or len(pred.keypoints) == 0:
             return None
-        from realtime.export.lift3d import sample_keypoints_3d
+        from realtime.transforms import sample_keypoints_3d
 
         foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
-        return sample_keypoints_3d(pred.pointmap, pred.keypoints, pred.keypoint_scores, (frame.width, frame.height),
+        return sample_keypoints_3d(pred.pointmap, pred.keypoints, pred.keypoint_scores, (frame.height, frame.width),
                                    foreground, min_score=self.min_score)
 
     def close(self) -> None:

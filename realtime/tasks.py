@@ -25,9 +25,8 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 import torch
 
-from realtime import codec
+from realtime import codec, transforms
 from realtime.errors import UserError
-from realtime.models import dense
 from realtime.models.archs import HEADS, INPUT_HW
 from realtime.models.heads import AlbedoHead, NormalHead, PointmapHead, PoseHeatmapHead, SegHead
 
@@ -94,35 +93,36 @@ class Task:
 
 
 def _pose_preprocess(image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw) -> torch.Tensor:
-    return codec.normalize(codec.crop_persons(image, center, scale, (input_hw[1], input_hw[0])))
+    return transforms.normalize(transforms.crop_persons(image, center, scale, input_hw))
 
 
 def _pose_postprocess(heatmaps: torch.Tensor, box: tuple, input_hw) -> torch.Tensor:
     center, scale = box
     kpts_in, scores = codec.decode_heatmaps(heatmaps)
-    kpts = codec.keypoints_to_image(kpts_in, center, scale, (input_hw[1], input_hw[0]))
+    kpts = transforms.keypoints_to_image(kpts_in, center, scale, input_hw)
+    kpts = torch.where(scores[..., None] > 0, kpts, torch.nan)  # no peak at all: unknown, not a corner of the crop
     return torch.cat([kpts, scores[..., None]], dim=-1)
 
 
 def _seg_preprocess(image: torch.Tensor, input_hw):
-    return dense.seg_preprocess(image, input_hw), None
+    return transforms.seg_preprocess(image, input_hw), None
 
 
 def _seg_postprocess(logits: torch.Tensor, _meta, map_hw) -> torch.Tensor:
-    return dense.seg_postprocess(logits, map_hw)[0].to(torch.uint8)
+    return transforms.seg_postprocess(logits, map_hw)[0].to(torch.uint8)
 
 
 def _normal_postprocess(raw: torch.Tensor, pad, map_hw) -> torch.Tensor:
-    return dense.normal_postprocess(raw, pad, map_hw)[0].permute(1, 2, 0)
+    return transforms.normal_postprocess(raw, pad, map_hw)[0].permute(1, 2, 0)
 
 
 def _pointmap_postprocess(raw: tuple[torch.Tensor, torch.Tensor], pad, map_hw) -> torch.Tensor:
     points, scale = raw
-    return dense.pointmap_postprocess(points, scale, pad, map_hw)[0].permute(1, 2, 0)
+    return transforms.pointmap_postprocess(points, scale, pad, map_hw)[0].permute(1, 2, 0)
 
 
 def _albedo_postprocess(raw: torch.Tensor, pad, map_hw) -> torch.Tensor:
-    return dense.albedo_postprocess(raw, pad, map_hw)[0].permute(1, 2, 0)
+    return transforms.albedo_postprocess(raw, pad, map_hw)[0].permute(1, 2, 0)
 
 
 # ----------------------------------------------------------------------------- preview panes
@@ -161,13 +161,13 @@ _BUILTIN = (
          flip_indices=_flip_indices),
     Task("seg", SegHead, "conv_seg", HEADS["seg"], _seg_preprocess, _seg_postprocess, "seg",
          aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True),
-    Task("pointmap", PointmapHead, "conv_pointmap", HEADS["pointmap"], dense.resize_pad, _pointmap_postprocess,
+    Task("pointmap", PointmapHead, "conv_pointmap", HEADS["pointmap"], transforms.resize_pad, _pointmap_postprocess,
          "pointmap", aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]},
          pane="depth", title="depth", hot_keys=("3", "D"), render=_render_depth),
-    Task("normal", NormalHead, "conv_normal", HEADS["normal"], dense.resize_pad, _normal_postprocess, "normal",
+    Task("normal", NormalHead, "conv_normal", HEADS["normal"], transforms.resize_pad, _normal_postprocess, "normal",
          aliases=("normals", "normal-estimation"), dense=True,
          pane="normal", title="normals", hot_keys=("4", "N"), render=_render_normal),
-    Task("albedo", AlbedoHead, "conv_albedo", HEADS["albedo"], dense.resize_pad, _albedo_postprocess, "albedo",
+    Task("albedo", AlbedoHead, "conv_albedo", HEADS["albedo"], transforms.resize_pad, _albedo_postprocess, "albedo",
          aliases=("albedo-estimation",), hub_repo=None, dense=True,
          pane="albedo", title="albedo", hot_keys=("5", "A"), render=_render_albedo),
 )

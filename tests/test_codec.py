@@ -5,14 +5,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from realtime.codec import (
-    box_to_center_scale,
-    crop_persons,
-    decode_heatmaps,
-    keypoints_to_image,
-    normalize,
-    udp_warp_matrix,
-)
+from realtime.codec import decode_heatmaps
+from realtime.transforms import box_to_center_scale, crop_persons, keypoints_to_image, normalize, udp_warp_matrix
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +67,18 @@ def test_padding_before_aspect_fix(decode_io):
 
 
 def test_crop_shrinking_is_bilinear_and_exact(pre_io):
-    center, scale = box_to_center_scale(pre_io["pose_crop_bbox_xyxy"][None], (48, 64))
+    center, scale = box_to_center_scale(pre_io["pose_crop_bbox_xyxy"][None], (64, 48))
     assert torch.allclose(center[0], pre_io["pose_crop_center"]) and torch.allclose(scale[0], pre_io["pose_crop_scale"])
-    assert torch.allclose(udp_warp_matrix(center, scale, (48, 64))[0], pre_io["pose_crop_warp"], atol=1e-5)
-    crop = crop_persons(_rgb_chw(pre_io["image_bgr"]), center, scale, (48, 64))
+    assert torch.allclose(udp_warp_matrix(center, scale, (64, 48))[0], pre_io["pose_crop_warp"], atol=1e-5)
+    crop = crop_persons(_rgb_chw(pre_io["image_bgr"]), center, scale, (64, 48))
     assert crop.shape == (1, 3, 64, 48) and crop.dtype == torch.float32
     assert torch.equal(crop[0], _rgb_chw(pre_io["pose_crop_48x64"]).float())
 
 
 def test_crop_enlarging_is_bicubic_within_one_grey_level(pre_io):
     """Tolerance of the torch path: OpenCV's fixed-point bicubic differs by 1 at < 0.1 % of pixels."""
-    center, scale = box_to_center_scale(pre_io["pose_crop2_bbox_xyxy"][None], (96, 128))
-    crop = crop_persons(_rgb_chw(pre_io["image_bgr"]), center, scale, (96, 128))[0]
+    center, scale = box_to_center_scale(pre_io["pose_crop2_bbox_xyxy"][None], (128, 96))
+    crop = crop_persons(_rgb_chw(pre_io["image_bgr"]), center, scale, (128, 96))[0]
     d = (crop - _rgb_chw(pre_io["pose_crop_96x128"]).float()).abs()
     assert d.max() <= 1 and (d > 0).float().mean() < 1e-3
 
@@ -92,19 +86,19 @@ def test_crop_enlarging_is_bicubic_within_one_grey_level(pre_io):
 def test_crops_are_batched_and_mix_modes(pre_io):
     image = _rgb_chw(pre_io["image_bgr"])
     boxes = torch.stack((pre_io["pose_crop_bbox_xyxy"], pre_io["pose_crop2_bbox_xyxy"], torch.tensor([-20.0, -10.0, 30.0, 50.0])))
-    center, scale = box_to_center_scale(boxes, (96, 128))
-    together = crop_persons(image, center, scale, (96, 128))
+    center, scale = box_to_center_scale(boxes, (128, 96))
+    together = crop_persons(image, center, scale, (128, 96))
     for i in range(3):
-        assert torch.equal(together[i], crop_persons(image, center[i : i + 1], scale[i : i + 1], (96, 128))[0])
+        assert torch.equal(together[i], crop_persons(image, center[i : i + 1], scale[i : i + 1], (128, 96))[0])
     # a box hanging off the image gets a black border
     assert together[2, :, :, 0].eq(0).all()
-    assert crop_persons(image, center[:0], scale[:0], (96, 128)).shape == (0, 3, 128, 96)
+    assert crop_persons(image, center[:0], scale[:0], (128, 96)).shape == (0, 3, 128, 96)
 
 
 def test_crop_of_float_image_is_not_rounded(pre_io):
     image = _rgb_chw(pre_io["image_bgr"]).float() + 0.25
-    center, scale = box_to_center_scale(pre_io["pose_crop_bbox_xyxy"][None], (48, 64))
-    crop = crop_persons(image, center, scale, (48, 64))
+    center, scale = box_to_center_scale(pre_io["pose_crop_bbox_xyxy"][None], (64, 48))
+    crop = crop_persons(image, center, scale, (64, 48))
     assert (crop.frac() != 0).any()
 
 

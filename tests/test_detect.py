@@ -10,7 +10,7 @@ from realtime.errors import UserError
 from realtime.frames import Person
 from realtime.models.rtmdet import load_detector
 from trackers.identity import box_iou
-from trackers.synthetic import body_template, person_box, person_keypoints
+from synthetic.tracking import body_template, person_box, person_keypoints
 
 IMAGE = np.zeros((480, 640, 3), np.uint8)
 
@@ -100,7 +100,7 @@ def test_detector_runs_again_when_tracking_confidence_drops():
 
 
 def test_detector_finding_nobody_gives_the_whole_frame():
-    finder = BoxFinder("detector", FakeDetector([[0, 0, 639, 479]], [0.0]))
+    finder = BoxFinder("detector", FakeDetector(np.zeros((0, 4)), np.zeros(0)))
     boxes, scores, source = finder(IMAGE, 0)
     assert source == "frame" and boxes.tolist() == [[0, 0, 639, 479]] and scores.tolist() == [1.0]
 

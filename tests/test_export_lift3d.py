@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from realtime.export.derived import hip_center, shoulder_center
-from realtime.export.lift3d import camera_to_y_up, camera_to_z_up, sample_keypoints_3d
+from realtime.export.lift3d import camera_to_y_up, camera_to_z_up
+from realtime.transforms import sample_keypoints_3d
 
 W, H = 640, 480  # image
 w, h = 160, 120  # pointmap, 4x smaller
@@ -28,7 +29,7 @@ def test_bilinear_sampling_on_lower_resolution_pointmap_is_exact_on_a_plane():
     rng = np.random.default_rng(1)
     keypoints = np.stack([rng.uniform(10, W - 10, (2, 50)), rng.uniform(10, H - 10, (2, 50))], axis=-1)  # (N=2, K=50, 2)
     scores = np.ones((2, 50))
-    points = sample_keypoints_3d(_plane_pointmap().astype(np.float32), keypoints, scores, (W, H))
+    points = sample_keypoints_3d(_plane_pointmap().astype(np.float32), keypoints, scores, (H, W))
     assert points.shape == (2, 50, 3) and points.dtype == np.float32
     np.testing.assert_allclose(points, _truth(keypoints), atol=1e-5)
 
@@ -39,7 +40,7 @@ def test_low_score_outside_unknown_and_background_are_nan():
     foreground[:, : w // 2] = True  # left half of the image is the person
     keypoints = np.array([[[100.0, 100.0], [100.0, 100.0], [500.0, 100.0], [-5.0, 10.0], [np.nan, 3.0], [318.0, 200.0]]])
     scores = np.array([[0.9, 0.1, 0.9, 0.9, 0.9, 0.9]])
-    points = sample_keypoints_3d(pointmap, keypoints, scores, (W, H), foreground, min_score=0.3)
+    points = sample_keypoints_3d(pointmap, keypoints, scores, (H, W), foreground, min_score=0.3)
     np.testing.assert_allclose(points[0, 0], _truth(keypoints[0, 0]), atol=1e-5)
     assert np.isnan(points[0, 1:5]).all()  # low score, background, outside, NaN keypoint
     # On the silhouette edge only foreground neighbours count: the result is the foreground pixel, not a blend.
@@ -57,7 +58,7 @@ def test_foreground_mask_at_another_resolution():
     for scale in (0.5, 2.0, 4.0):  # mask coarser than, finer than, and as large as the image
         mask = np.zeros((int(h * scale), int(w * scale)), dtype=bool)
         mask[:, : mask.shape[1] // 2] = True  # left half of the image
-        points = sample_keypoints_3d(_plane_pointmap(), keypoints, np.ones((1, 2)), (W, H), mask)
+        points = sample_keypoints_3d(_plane_pointmap(), keypoints, np.ones((1, 2)), (H, W), mask)
         np.testing.assert_allclose(points[0, 0], _truth(keypoints[0, 0]), atol=1e-5)
         assert np.isnan(points[0, 1]).all()
 
@@ -67,10 +68,10 @@ def test_non_finite_pointmap_pixels_are_skipped():
     pointmap[:, :] = [0.0, 0.0, 1.0]
     pointmap[50, 40] = np.nan
     keypoint = np.array([[[(40 + 0.5) * 4 - 0.5, (50 + 0.5) * 4 - 0.5]]])  # exactly on the NaN pixel's centre
-    points = sample_keypoints_3d(pointmap, keypoint, np.ones((1, 1)), (W, H))
+    points = sample_keypoints_3d(pointmap, keypoint, np.ones((1, 1)), (H, W))
     assert np.isnan(points).all()  # its only weighted neighbour is unknown
     keypoint_between = keypoint + [[[2.0, 0.0]]]  # half way to the next pixel: that one is used alone
-    np.testing.assert_allclose(sample_keypoints_3d(pointmap, keypoint_between, np.ones((1, 1)), (W, H))[0, 0], [0, 0, 1])
+    np.testing.assert_allclose(sample_keypoints_3d(pointmap, keypoint_between, np.ones((1, 1)), (H, W))[0, 0], [0, 0, 1])
 
 
 def test_hip_center_and_shoulder_center():

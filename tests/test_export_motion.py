@@ -140,7 +140,12 @@ path, kind = sys.argv[-2], sys.argv[-1]
 if kind == "bvh":
     bpy.ops.import_anim.bvh(filepath=path, global_scale=0.01, update_scene_fps=True, update_scene_duration=True)
     arm = [o for o in bpy.data.objects if o.type == "ARMATURE"][0]
-    print("RESULT", len(arm.data.bones), bpy.context.scene.frame_end - bpy.context.scene.frame_start + 1, bpy.context.scene.render.fps)
+    start, end = arm.animation_data.action.frame_range
+    print("RESULT", len(arm.data.bones), int(round(end - start)) + 1, bpy.context.scene.render.fps)
+    bpy.context.scene.frame_set(int(start) + 17)
+    for bone in arm.pose.bones:
+        head = arm.matrix_world @ bone.head
+        print("HEAD", bone.name, head.x, head.y, head.z)
 else:
     bpy.context.scene.render.fps = 30  # glTF stores seconds; Blender keys them at the scene's rate
     bpy.ops.import_scene.gltf(filepath=path)
@@ -165,6 +170,13 @@ def test_blender_imports_the_motion(tracks_file, tmp_path, kind):
     count, frames, fps = (int(v) for v in result[0])
     assert frames == FRAMES and fps == int(FPS)
     if kind == "bvh":
-        assert count == len(motion_from_tracks(read_tracks(tracks_file), "x")[0].skeleton.names)
+        motion, heads = _solver_heads(tracks_file)
+        assert count == len(motion.skeleton.names)
+        # Blender's importer (Forward -Z, Up Y, scale 0.01) puts file (x, y, z) cm at (x, -z, y) m
+        got = {line.split()[1]: [float(v) for v in line.split()[2:]] for line in done.stdout.splitlines() if line.startswith("HEAD")}
+        expected = heads[17]
+        for b, name in enumerate(motion.skeleton.names):
+            x, y, z = expected[b]
+            np.testing.assert_allclose(got[name], [x, -z, y], atol=1e-4)
     else:
         assert count >= 1  # the importer makes an action per animated node (or one per armature)

@@ -17,7 +17,8 @@ from doubles import MarkerPoseModel, whole_frame_boxes
 from media import gaussian_marker, read_video, write_video
 from realtime import tasks
 from realtime.cli import main
-from realtime.models import build_model, dense
+from realtime import transforms
+from realtime.models import build_model
 from realtime.models.heads import _DenseHead
 from realtime.run import RunOptions, run
 from realtime.sources import Source, SourceInfo
@@ -53,7 +54,7 @@ def _gray_render(maps, foreground, size_hw):
 GRAY = tasks.Task(
     name="gray", head=GrayHead, output_layer="conv_gray",
     head_kwargs={"fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4))},
-    preprocess=dense.resize_pad, postprocess=_gray_postprocess, field="gray", aliases=("grey",),
+    preprocess=transforms.resize_pad, postprocess=_gray_postprocess, field="gray", aliases=("grey",),
     hub_repo=None, input_hw=(64, 48), pane="gray", title="gray", hot_keys=("B",), render=_gray_render,
 )
 
@@ -201,3 +202,14 @@ def test_file_a_slow_sink_gets_every_frame_and_a_failing_one_stops_the_run(tmp_p
     summary = _marker_run(tmp_path, FileFrames(8, period=0.001), [Collect(fail_at=3)])
     assert summary.result.exit_code == 1
     assert "stage 'write' failed on frame 3: RuntimeError: network down" in summary.result.message
+
+
+def test_download_and_run_know_the_same_task_names(tmp_path, monkeypatch, capsys, fixtures_dir):
+    (tmp_path / "pointmap").mkdir()
+    target = tmp_path / "pointmap" / "sapiens2_1b_pointmap.safetensors"
+    target.write_bytes((fixtures_dir / "pointmap_weights.safetensors").read_bytes())
+    monkeypatch.setenv("SAPIENS_CHECKPOINT_ROOT", str(tmp_path))
+    for name in ("depth", "depth-estimation", "pointmap"):  # the CLI alias and the transformers task name
+        assert main(["download", "--tasks", name, "--size", "1b"]) == 0
+        assert capsys.readouterr().out.strip() == f"pointmap: {target}"
+    assert tasks.parse("keypoint-detection,image-segmentation,depth") == ("pose", "seg", "pointmap")

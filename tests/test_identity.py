@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trackers.identity import TENTATIVE, IdentityTracker, box_iou, keypoint_similarity
-from trackers.synthetic import (
+from synthetic.tracking import (
     body_template,
     count_errors,
     crossing_scene,

@@ -6,7 +6,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from realtime.codec import box_to_center_scale, crop_persons, decode_heatmaps
+from realtime.codec import decode_heatmaps
+from realtime.transforms import box_to_center_scale, crop_persons
 from realtime.models import load_model
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -46,9 +47,9 @@ def test_codec_on_gpu_matches_cpu(fixtures_dir):
     pre = load_file(str(fixtures_dir / "preprocess.safetensors"))
     image = pre["image_bgr"].flip(-1).permute(2, 0, 1).contiguous()
     boxes = torch.stack((pre["pose_crop_bbox_xyxy"], pre["pose_crop2_bbox_xyxy"]))
-    center, scale = box_to_center_scale(boxes, (96, 128))
-    cpu = crop_persons(image, center, scale, (96, 128))
-    gpu = crop_persons(image.cuda(), center.cuda(), scale.cuda(), (96, 128)).cpu()
+    center, scale = box_to_center_scale(boxes, (128, 96))
+    cpu = crop_persons(image, center, scale, (128, 96))
+    gpu = crop_persons(image.cuda(), center.cuda(), scale.cuda(), (128, 96)).cpu()
     assert (cpu - gpu).abs().max() <= 1
     hm = load_file(str(fixtures_dir / "heatmap_decode.safetensors"))["heatmaps"][None]
     k_cpu, s_cpu = decode_heatmaps(hm)

@@ -9,6 +9,7 @@ from safetensors.torch import load_file, save_file
 
 from realtime.errors import UserError
 from realtime.models import rtmdet_post as post
+from realtime.detect import BoxFinder
 from realtime.models.rtmdet import RTMDet, load_detector
 
 CHECKPOINTS = ("tiny_w025_checkpoint.pth", "tiny_w025_state_dict.safetensors")
@@ -118,8 +119,12 @@ def test_post_processing_from_fixture_head_outputs(cases, case, rtmdet_fixtures_
     assert (top_scores - data["det_scores"]).abs().max().item() <= 1e-6
     people, _ = post.select_people(data["det_bboxes"], data["det_scores"], image.shape[:2])
     assert torch.equal(people, data["demo_person_bboxes"])
-    fallback, fallback_score = post.select_people(data["det_bboxes"], data["det_scores"], image.shape[:2], bbox_thr=1.0)
-    assert fallback.tolist() == meta["demo_fallback_at_bbox_thr_1_0"] and fallback_score.tolist() == [0.0]
+    nobody, nobody_scores = post.select_people(data["det_bboxes"], data["det_scores"], image.shape[:2], bbox_thr=1.0)
+    assert nobody.shape == (0, 4) and nobody_scores.shape == (0,)  # no sentinel box: nobody is nobody
+    # the demo's fallback (the whole frame) is the box finder's, with the same box
+    finder = BoxFinder("detector", lambda image, rgb=False: (nobody.numpy(), nobody_scores.numpy()))
+    boxes, _, source = finder(np.zeros(image.shape, np.uint8), 0)
+    assert source == "frame" and boxes.tolist() == meta["demo_fallback_at_bbox_thr_1_0"]
 
 
 @pytest.mark.parametrize("case", CASES)

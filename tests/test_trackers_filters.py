@@ -17,10 +17,7 @@ def _run(filt, t, z, scores=None, sizes=None):
     outs, preds = [], []
     for i, ti in enumerate(t):
         sc = None if scores is None else scores[i]
-        if isinstance(filt, OneEuroFilter):
-            o, p = filt(ti, z[i], sizes=sizes, scores=sc)
-        else:
-            o, p = filt(ti, z[i], scores=sc)
+        o, p = filt(ti, z[i], sizes=sizes, scores=sc)  # every live filter takes the same arguments
         outs.append(o)
         preds.append(p)
     return np.array(outs), np.array(preds)

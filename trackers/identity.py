@@ -134,11 +134,6 @@ class IdentityTracker:
         self._tracks: list[_Track] = []
         self._next_id = 0
 
-    @property
-    def num_confirmed(self) -> int:
-        """Confirmed tracks currently followed (coasting ones included, lost ones not)."""
-        return sum(t.confirmed and t.misses <= self.max_misses for t in self._tracks)
-
     def update(
         self,
         boxes: np.ndarray,

@@ -188,6 +188,7 @@ class KalmanFilter:
         self,
         t: float | np.ndarray,
         z: np.ndarray,
+        sizes: np.ndarray | None = None,
         scores: np.ndarray | None = None,
         rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -195,6 +196,8 @@ class KalmanFilter:
 
         t:      seconds, scalar or (N,).
         z:      (N, K, D) measured positions; NaN = not measured.
+        sizes:  unused (the noise model is in the units of z); taken so that every live
+                filter is called alike (`OneEuroFilter` scales its speed by it).
         scores: (N, K); R = 1 / score^2; below min_score = not measured.
         rows:   (N,) state row of each person; None = 0..N-1.
         Returns (filtered positions (N, K, D) float64, predicted (N, K) bool).

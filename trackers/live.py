@@ -129,10 +129,7 @@ class LiveSmoother:
         if n == 0:
             return np.zeros((0,) + keypoints.shape[1:], np.float32), np.zeros((0, keypoints.shape[1]), bool)
         rows = np.array([self._row_for(i) for i in ids.tolist()], dtype=np.int64)
-        if isinstance(self.filter, OneEuroFilter):
-            smoothed, predicted = self.filter(t, keypoints, sizes=sizes, scores=scores, rows=rows)
-        else:
-            smoothed, predicted = self.filter(t, keypoints, scores=scores, rows=rows)
+        smoothed, predicted = self.filter(t, keypoints, sizes=sizes, scores=scores, rows=rows)
         for i in ids.tolist():
             self._last_seen[i] = t
         return smoothed.astype(np.float32), predicted

@@ -13,8 +13,6 @@ import numpy as np
 from realtime.data import keypoint_groups
 from realtime.errors import UserError
 
-REGIONS = ("body", "foot", "left_hand", "right_hand", "extra", "face")
-
 
 def per_keypoint(values: dict[str, float], num_keypoints: int = 308) -> np.ndarray:
     """(K,) float64 array with `values[region]` at each keypoint of that region.

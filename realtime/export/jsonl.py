@@ -96,6 +96,8 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         f'{{"id":{track_id},"box":{box_text},'
         f'"kpts":{_rows_json(kpts, _KPT, num_keypoints)},"smoothed":{"true" if person.smoothed else "false"}'
     )
+    if person.predicted is not None:
+        text += f',"predicted":[{",".join("1" if p else "0" for p in np.asarray(person.predicted).tolist())}]'
     if person.keypoints3d is not None:
         text += f',"kpts3d":{_rows_json(person.keypoints3d, _XYZ, num_keypoints)}'
     return text + "}"
@@ -107,6 +109,9 @@ class TrackWriter:
     Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
     source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write(frame)`.
     Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
+    tracked=True says in the header that ids come from a tracker, so a person written
+    without one is a tentative detection (not yet confirmed as a person) and readers
+    leave it out of the per-person tracks.
     """
 
     def __init__(
@@ -120,6 +125,7 @@ class TrackWriter:
         model: dict,
         software: Optional[dict] = None,
         stills: Optional[Callable[[int], str]] = None,
+        tracked: bool = False,
     ) -> None:
         self.path = Path(path)
         self.stills = stills  # stills mode: frame index -> its file name, written with the frame's image size
@@ -143,6 +149,8 @@ class TrackWriter:
         }
         if stills is not None:
             header["stills"] = True  # unrelated photos: no identities across rows, no smoothing
+        if tracked:
+            header["tracked"] = True
         self._write_text(json.dumps(header, separators=(",", ":"), allow_nan=False))
 
     def _write_text(self, line: str) -> None:
@@ -263,11 +271,14 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def person_keys(people: list[dict]) -> list[int]:
-    """Track id of each person of a frame record; persons without one get -1, -2, ... by order."""
+def person_keys(people: list[dict], tracked: bool = False) -> list[Optional[int]]:
+    """Track id of each person of a frame record. Persons without one: None in a tracked
+    file (tentative detections, left out of per-person tracks), else -1, -2, ... by order."""
     keys, anonymous = [], 0
     for person in people:
-        if person.get("id") is None:
+        if person.get("id") is None and tracked:
+            keys.append(None)
+        elif person.get("id") is None:
             anonymous += 1
             keys.append(-anonymous)
         else:
@@ -292,7 +303,7 @@ def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
     return points
 
 
-def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Path, line: int) -> None:
+def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Path, line: int, tracked: bool = False) -> None:
     """Check one frame record's types and add its people to `seen` (track id -> entries)."""
     frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
     if not isinstance(frame, int) or isinstance(frame, bool):
@@ -305,14 +316,17 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Pa
         track_id = person.get("id")
         if track_id is not None and (not isinstance(track_id, int) or isinstance(track_id, bool)):
             raise ValueError(f"id is {track_id!r}, not a whole number or null")
-    for track_id, person in zip(person_keys(people), people):
+    for track_id, person in zip(person_keys(people, tracked), people):
+        if track_id is None:  # a tentative detection of a tracked file: nobody's track
+            continue
         kpts = _points(person.get("kpts"), num_keypoints, path, line)
         box = np.full(5, np.nan)
         if person.get("box") is not None:
             values = _numbers(person["box"], "box").reshape(-1)[:5]
             box[: len(values)] = values
         points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
-        seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d))
+        predicted = None if person.get("predicted") is None else np.array(person["predicted"], dtype=bool)
+        seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted))
 
 
 def read_tracks(path: str | Path) -> Tracks:
@@ -327,12 +341,13 @@ def read_tracks(path: str | Path) -> Tracks:
     header = read_header(stream, path)
     num_keypoints = len(header["keypoint_names"])
     frames, times = [], []
-    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None)]
+    tracked = bool(header.get("tracked", False))
+    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None, predicted or None)]
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            _read_frame(record, len(frames), num_keypoints, seen, path, line)
+            _read_frame(record, len(frames), num_keypoints, seen, path, line, tracked)
         except (ValueError, TypeError, AttributeError) as err:
             raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); "
                             f"pass a tracks .jsonl written by sapiens-rt.") from None
@@ -351,12 +366,15 @@ def read_tracks(path: str | Path) -> Tracks:
         smoothed = np.zeros(T, dtype=bool)
         has_3d = any(entry[4] is not None for entry in seen[track_id])
         points3d = np.full((T, num_keypoints, 3), np.nan) if has_3d else None
-        for row, kpts, box, was_smoothed, xyz in seen[track_id]:
+        predicted = np.zeros((T, num_keypoints), dtype=bool)
+        for row, kpts, box, was_smoothed, xyz, was_predicted in seen[track_id]:
             keypoints[row], scores[row], boxes[row] = kpts[:, :2], kpts[:, 2], box
             present[row], smoothed[row] = True, was_smoothed
             if xyz is not None:
                 points3d[row] = xyz
-        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d)
+            if was_predicted is not None and was_predicted.shape == (num_keypoints,):
+                predicted[row] = was_predicted
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted)
 
     return Tracks(
         header=header,

@@ -22,8 +22,10 @@ from realtime.errors import UserError
 class PersonTrack:
     """One identity over the whole recording (T = number of frames in the file).
 
-    id:          track id from the JSONL (persons written without an id get -1, -2, ...
-                 by their order in the frame; no identity across frames is implied).
+    id:          track id from the JSONL. In a file whose header says `"tracked": true`,
+                 persons without an id are tentative detections and are left out; in
+                 other files they get -1, -2, ... by their order in the frame (no
+                 identity across frames is implied).
     keypoints:   (T, K, 2) float64 pixels, NaN where unknown or absent.
     scores:      (T, K) float64 keypoint confidences, NaN where unknown or absent.
     boxes:       (T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.
@@ -31,6 +33,8 @@ class PersonTrack:
     smoothed:    (T,) bool, True where the written keypoints were temporally smoothed.
     keypoints3d: (T, K, 3) float64 metres (camera frame), NaN where unknown, or None
                  when no frame of this person carried `kpts3d`.
+    predicted:   (T, K) bool, True where the live filter predicted or held a keypoint
+                 instead of measuring it (the file's `predicted`); False elsewhere.
     """
 
     id: int
@@ -40,6 +44,7 @@ class PersonTrack:
     present: np.ndarray
     smoothed: np.ndarray
     keypoints3d: Optional[np.ndarray] = None
+    predicted: Optional[np.ndarray] = None
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)

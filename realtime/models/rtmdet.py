@@ -222,9 +222,8 @@ class Detector:
 
     Call it on one frame: `boxes, scores = det(image_bgr)`; boxes (N, 4) float32
     xyxy image pixels, scores (N,) float32, after the Sapiens2 demo's selection
-    (score > 0.3, greedy NMS at IoU 0.3). When nothing passes, one whole-frame
-    box [0, 0, W-1, H-1] with score 0.0 comes back (the demo's fallback; the 0
-    tells callers that nothing was found).
+    (score > 0.3, greedy NMS at IoU 0.3). When nothing passes, both are empty
+    ((0, 4) and (0,)); the demo's whole-frame fallback is the box finder's job.
     """
 
     def __init__(self, model: RTMDet, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:

@@ -145,16 +145,15 @@ def select_people(
     bbox_thr: float = DEMO_BBOX_THR,
     nms_thr: float = DEMO_NMS_THR,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The demo's person boxes: score > bbox_thr, then greedy NMS; when nothing
-    is left, one whole-frame box [0, 0, W-1, H-1] with score 0 (nothing was found).
+    """The demo's person boxes: score > bbox_thr, then greedy NMS.
 
-    Returns boxes (M, 4) and scores (M,) float32, M >= 1.
+    Returns boxes (M, 4) and scores (M,) float32; M = 0 when nobody was found (the
+    demo then takes the whole frame: `realtime.detect.BoxFinder` does that, and
+    says so by the box source "frame").
     """
     passing = scores > bbox_thr
     boxes, scores = boxes[passing], scores[passing]
     if len(boxes) == 0:
-        height, width = image_hw
-        frame = torch.tensor([[0.0, 0.0, width - 1.0, height - 1.0]], dtype=torch.float32, device=boxes.device)
-        return frame, torch.zeros(1, dtype=torch.float32, device=boxes.device)
+        return boxes.reshape(0, 4).float(), scores.reshape(0).float()
     keep = demo_nms(boxes, scores, nms_thr).to(boxes.device)
     return boxes[keep], scores[keep]

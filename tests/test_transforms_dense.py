@@ -8,14 +8,14 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from realtime.codec import normalize
-from realtime.models.dense import (
+from realtime.transforms import (
     albedo_postprocess,
     normal_postprocess,
     pointmap_postprocess,
     resize_pad,
     seg_postprocess,
     seg_preprocess,
+    normalize,
 )
 
 
