@@ -19,6 +19,8 @@ from realtime.errors import Terminated, UserError
 
 log = logging.getLogger("sapiens-rt")
 
+RUN_TASKS = "pose,seg"  # what `run` does by default; `download` fetches these and the detector by default
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in the one-line `error: ...` style of every other message."""
@@ -84,7 +86,8 @@ def _add_run(sub) -> None:
 
 outputs: without --out/--tracks everything goes to recordings/<source>-<time>/.
 exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or option,
-3 the source ended early (truncated file, lost stream), 130 interrupted (outputs are complete).""",
+3 the source ended early (truncated file, lost stream), 130 interrupted (Ctrl+C), 143 terminated
+(SIGTERM); outputs hold every frame processed until then.""",
     )
     p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, tcp://, http(s)://), image folder or glob")
     out = p.add_argument_group("outputs")
@@ -94,13 +97,17 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--stills", action=argparse.BooleanOptionalAction, default=None,
+                     help="treat an image folder as unrelated photos: no tracking or smoothing, each tracks row names its "
+                          "file and image size (default: on when the images differ in size)")
+    out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
     out.add_argument("--vmc", metavar="HOST:PORT", help="stream one person's bones with the VMC protocol (OSC/UDP; receivers listen on "
                      "39539) to Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth")
     out.add_argument("--vmc-person", type=int, metavar="ID", help="track id to stream with --vmc (default: the largest person)")
     out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
     out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default="pose,seg", help="comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: pose,seg)")
+    m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
     m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
@@ -108,6 +115,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
     m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the models were trained at; "
                    "512x384 is ~4x faster)")
+    m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
+                   "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
                    "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
@@ -125,20 +134,37 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
     s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
+    s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
+                   "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
     p.set_defaults(func=_cmd_run)
 
 
 def _cmd_run(args) -> int:
+    from realtime.run import run
+
+    summary = run(_run_options(args))
+    print("\n".join(summary.lines))
+    return summary.result.exit_code
+
+
+def _run_options(args):
+    """RunOptions from the `run` options (shared with `batch`)."""
     from realtime.models.archs import INPUT_HW
     from realtime.osc_sinks import motion_sinks
-    from realtime.run import RunOptions, parse_size, parse_tasks, run
+    from realtime.run import RunOptions, parse_size, parse_tasks
 
     checkpoints = {}
     for item in args.checkpoint:
         task, sep, path = item.partition("=")
         if not sep:
             raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
-        checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
+        try:
+            checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
+        except UserError:
+            from realtime.tasks import choices
+
+            raise UserError(f"--checkpoint {item} names the unknown task {task.strip()!r}; write it as TASK=PATH with TASK one of "
+                            f"{choices()}.") from None
     dense_every, dense_auto = None, False
     if args.dense_every == "auto":
         dense_auto = True
@@ -146,8 +172,14 @@ def _cmd_run(args) -> int:
         if not args.dense_every.isdigit() or int(args.dense_every) < 1:
             raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
         dense_every = int(args.dense_every)
+    task_sizes = {}
+    if args.dense_size:
+        from realtime.tasks import all_tasks
+
+        hw = parse_size(args.dense_size, option="--dense-size")
+        task_sizes = {t.name: hw for t in all_tasks() if t.dense}
     tasks = parse_tasks(args.tasks)
-    options = RunOptions(
+    return RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
@@ -155,13 +187,11 @@ def _cmd_run(args) -> int:
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
         smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
-        timeout=args.timeout, reconnects=args.reconnects,
+        timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
+        stills=args.stills, task_sizes=task_sizes,
         sinks=motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
                            tasks=tasks, smooth=args.smooth, smoothness=args.smoothness),
     )
-    summary = run(options)
-    print("\n".join(summary.lines))
-    return summary.result.exit_code
 
 
 def _add_export(sub) -> None:
@@ -175,7 +205,7 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to openpose -o json/         # json/run_000000000000_keypoints.json ...
   sapiens-rt export run.jsonl --to coco --subset coco17      # run_coco.json, COCO person keypoints
   sapiens-rt export run.jsonl --to trc --person 1 --smooth rts   # OpenSim markers (3D metres if recorded)
-  sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (pointmap task)
+  sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (run with --tasks pose,depth)
   sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
   sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
   sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
@@ -235,7 +265,7 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: pose,detector); no albedo weights are released")
+    p.add_argument("--tasks", default=None, help=f"comma-separated: pose, seg, normal, pointmap (or depth), detector (default: {RUN_TASKS},detector, what `sapiens-rt run` uses by default); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 
@@ -243,14 +273,67 @@ def _add_download(sub) -> None:
 def _cmd_download(args) -> int:
     from realtime.models import DEFAULT_SIZE, download
 
-    tasks = [t.strip() for t in (args.tasks or "pose,detector").split(",") if t.strip()]
+    tasks = [t.strip() for t in (args.tasks or f"{RUN_TASKS},detector").split(",") if t.strip()]
     for task, path in download(tasks, args.size or DEFAULT_SIZE).items():
         print(f"{task}: {path}")
     return 0
 
 
+def _add_batch(sub) -> None:
+    p = sub.add_parser(
+        "batch",
+        help="process many videos (one worker per GPU, or on a Ray cluster); resumable",
+        description="Run every video of INPUTS through the `run` pipeline, one video per worker at a time, "
+        "longest first; each video gets DIR/<name>/overlay.mp4 and tracks.jsonl. Finished videos are "
+        "listed in DIR/batch.jsonl and skipped when the same command runs again.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  sapiens-rt batch footage/ --output-dir out/                  # every video in footage/, all local GPUs
+  sapiens-rt batch 'day*/cam*.mp4' --output-dir out/ --tasks pose --export csv
+  sapiens-rt batch footage/ --output-dir out/ --ray            # on a Ray started here (pip install .[cluster])
+  sapiens-rt batch /data/videos --output-dir /data/out --ray auto   # on the running Ray cluster (one actor per GPU)
+
+exit status: 0 every video done (now or before), 1 some failed (see the table and DIR/batch.jsonl),
+2 bad input or option, 130 interrupted (unfinished videos are redone by the next run).""",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video files, folders of videos, image folders, or globs")
+    out = p.add_argument_group("outputs")
+    out.add_argument("--output-dir", required=True, metavar="DIR", help="one folder per video inside it, and the manifest batch.jsonl")
+    out.add_argument("--no-video", action="store_true", help="write no overlay videos (tracks only, fastest)")
+    out.add_argument("--export", action="append", default=[], choices=["csv", "npz", "openpose", "coco"],
+                     help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w = p.add_argument_group("workers")
+    w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
+    w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
+    w.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Ray: no ADDRESS starts one here, `auto` joins the running cluster, or ray://HOST:10001")
+    # The per-video options are those of `run` (models, people, source).
+    scratch = argparse.ArgumentParser().add_subparsers()
+    _add_run(scratch)
+    for group in scratch.choices["run"]._action_groups:
+        if group.title in ("models", "people", "source"):
+            copy = p.add_argument_group(group.title)
+            for action in group._group_actions:
+                copy._add_action(action)
+    # `run` options that make no sense per video in a batch (one file each, a window, live streaming)
+    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False,
+                   vmc=None, vmc_person=None, vmc_fingers=False, osc=None)
+
+
+def _cmd_batch(args) -> int:
+    from realtime.batch import BatchOptions, run_batch
+
+    options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_run_options(args),
+                           exports=tuple(dict.fromkeys(args.export)), workers=args.workers, retries=args.retries,
+                           ray=args.ray, progress=not args.no_progress)
+    result = run_batch(options)
+    print("\n".join(result.lines))
+    return result.exit_code
+
+
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = (_add_run, _add_download, _add_export, _add_smooth)
+_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth)
 
 
 def _raise_on_signal(signum, _frame) -> None:

@@ -48,7 +48,7 @@ class Stage(Protocol):
 
 @dataclass
 class RunResult:
-    reason: str  # "end of source", "source ended early", "interrupted", "terminated", "window closed", "error"
+    reason: str  # "end of source", "max frames", "source ended early", "interrupted", "terminated", "window closed", "error"
     message: str  # one line saying why the run ended
     exit_code: int
     frames_in: int
@@ -141,6 +141,7 @@ class Pipeline:
         self.finished = threading.Event()  # the end of the source went through every stage
         self._stop_reason: Optional[str] = None
         self._error: Optional[StageError] = None
+        self._max_frames_reached = False
         self._lock = threading.Lock()
 
     def stop(self, reason: str = "interrupted") -> None:
@@ -198,12 +199,13 @@ class Pipeline:
             for index, (timestamp, image) in enumerate(self.source.frames()):
                 if self.stop_event.is_set():
                     return
-                if self.max_frames is not None and index >= self.max_frames:
-                    break
                 self.metrics.frame_read()
                 frame = Frame(index=index, timestamp=timestamp, image=image, read_at=time.perf_counter())
                 if not gate.offer(frame):
                     return
+                if self.max_frames is not None and index + 1 >= self.max_frames:
+                    self._max_frames_reached = True  # stop reading: the source may well have more
+                    break
         except Exception as err:  # a broken source ends the run like a broken stage
             self._fail(StageError("capture", index + 1, err))
             return
@@ -259,6 +261,8 @@ class Pipeline:
             return RunResult(self._stop_reason, f"stopped: {self._stop_reason}; outputs hold every frame processed so far", code, **counts)
         if self._stop_reason == "window closed":
             return RunResult("window closed", "stopped: viewer window closed", 0, **counts)
+        if self._max_frames_reached:
+            return RunResult("max frames", f"finished: --max-frames {self.max_frames} reached", 0, **counts)
         if self.source.ended_early:
             return RunResult("source ended early", f"stopped early: {self.source.ended_early}", 3, **counts)
         return RunResult("end of source", "finished: end of source", 0, **counts)

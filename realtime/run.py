@@ -32,6 +32,7 @@ from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, Smoo
 log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+LIVE_MAX_IN_FLIGHT = 2  # frames inside the stages at once on cameras and streams (lower latency)
 
 
 @dataclass
@@ -61,7 +62,9 @@ class RunOptions:
     smoothness: float = 0.5
     compile: bool = False
     max_frames: Optional[int] = None
-    max_in_flight: Optional[int] = None
+    max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
+    caption: bool = True  # fps / latency / model line drawn on the overlay
+    stills: Optional[bool] = None  # unrelated photos: no tracking or smoothing; None: for image folders of mixed sizes
     progress: bool = True
     webcam_size: tuple[Optional[int], Optional[int]] = (None, None)
     webcam_fps: Optional[float] = None
@@ -83,14 +86,14 @@ def parse_tasks(text: str) -> tuple[str, ...]:
     return task_table.parse(text)
 
 
-def parse_size(text: str) -> tuple[int, int]:
+def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     """'1024x768' (height x width) -> (1024, 768); both multiples of 16."""
     try:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise UserError(f"--input-size {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
+        raise UserError(f"{option} {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
     if h < 32 or w < 32 or h % 16 or w % 16:
-        raise UserError(f"--input-size {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
+        raise UserError(f"{option} {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
     return h, w
 
 
@@ -111,6 +114,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
+    if options.view:
+        from viz.viewer import check_display
+
+        check_display()  # before anything is opened or written: a broken Qt would abort the process
     if source is None:
         source = open_source(options.source, width=options.webcam_size[1], height=options.webcam_size[0],
                              fps=options.webcam_fps, timeout=options.timeout, reconnects=options.reconnects)
@@ -118,10 +125,12 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     created: list[Path] = []
     locks = OutputLocks()
     try:
+        options = _stills_mode(options, source)
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
         for path in outputs.values():
             _make_parent(Path(path), created)
+        _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
         locks.acquire(outputs)  # a second run writing the same files is refused here
         if models is None:
             log.info("loading models")
@@ -162,10 +171,6 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
-    if options.view:
-        from viz.viewer import check_display
-
-        check_display()  # before any output file exists
     viewer = None
     sinks: list = []  # in the order they get each frame
     extra = [LatestWins(s) if info.live else s for s in options.sinks]  # live: a slow sink must not stall the run
@@ -173,21 +178,21 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
-                                     tracked=True))
+                                     stills=source.frame_file if options.stills else None, tracked=not options.stills))
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()
         stages = [
             DetectStage(box_finder, feedback),
             InferStage(predictor, feedback, schedule=_dense_schedule(options, info)),
-            SmoothStage(IdentityTracker(), smoother, feedback),
+            SmoothStage(None if options.stills else IdentityTracker(), None if options.stills else smoother, feedback),
         ]
         if options.view or "video" in outputs:
-            stages.append(RenderStage(layers, metrics, _caption(info, options, device)))
+            stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:
             from realtime.sinks import ViewerSink
 
-            viewer = _viewer(options, info, device, layers, write, outputs)
+            viewer = _viewer(options, info, device, layers, write, outputs, models)
             sinks.append(ViewerSink(viewer, metrics))
         sinks += extra
         if options.progress and not info.live:
@@ -197,7 +202,9 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
                                            dynamic_ncols=True)))
         write.sinks = sinks
         stages.append(write)
-        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=options.max_in_flight)
+        # Live sources: few frames in flight, so what is shown is close to now (stale ones drop at the gate).
+        in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if info.live else None)
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight)
         log.info("running")
         with _stop_on_signals(pipeline):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
@@ -222,6 +229,25 @@ def _sink_lines(sinks) -> list[str]:
         elif getattr(sink, "dropped", 0):
             lines.append(f"output {sink.name}: {sink.dropped} frames skipped (it was slower than the source)")
     return lines
+
+
+def _stills_mode(options: RunOptions, source: Source) -> RunOptions:
+    """Decide stills mode: asked for, or an image folder whose images differ in size (unrelated
+    photos, not a sequence). Stills are detected one by one: nothing is carried between them."""
+    from realtime.sources import ImageFolderSource
+
+    folder = isinstance(source, ImageFolderSource)
+    stills = options.stills if options.stills is not None else (folder and source.sizes_differ())
+    if not stills:
+        return options
+    if not folder:
+        raise UserError("--stills is for a folder or glob of photos; drop it for videos, cameras and streams.")
+    if options.boxes_from == "seg":
+        why = "" if options.stills else " (its images differ in size, so they are taken as unrelated stills; pass --no-stills for a sequence)"
+        raise UserError(f"--boxes-from seg uses the previous frame's segmentation, which says nothing about an unrelated photo{why}; "
+                        f"use --boxes-from detector or --boxes-from frame.")
+    log.info("stills mode: every image on its own (no tracking, no smoothing)")
+    return dataclasses.replace(options, stills=True, detect_every=1)
 
 
 def _dense_schedule(options: RunOptions, info: SourceInfo):
@@ -298,6 +324,30 @@ def _remove_empty(folders: list[Path]) -> None:
             pass
 
 
+def _check_weights_present(options: RunOptions, models: bool, detector: bool) -> None:
+    """Before anything is opened: when weights the run needs are neither local nor
+    downloadable now, say so for all of them at once, with the one command that fetches them."""
+    from realtime.models import hub
+    from realtime.models.loading import cli_name, download_command, missing_weights
+
+    for task, path in options.checkpoints.items() if models else ():
+        if not Path(path).expanduser().is_file():
+            raise UserError(f"Checkpoint {path} does not exist; check the path given with --checkpoint {cli_name(task)}=..., "
+                            f"or leave that option out to use the released weights.")
+    wanted = [t for t in options.tasks if t not in options.checkpoints] if models else []
+    wanted += ["detector"] if detector else []
+    missing = missing_weights(wanted, options.size) if wanted else []
+    if not missing or hub.hub_reachable():
+        return  # all here, or they download as they load
+    files = ", ".join(where for _, where in missing)
+    command = download_command([task for task, _ in missing], options.size)
+    others = " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)" if detector and missing[-1][0] == "detector" else ""
+    raise UserError(f"This run needs {len(missing)} weight file{'s' if len(missing) > 1 else ''} that {'are' if len(missing) > 1 else 'is'} "
+                    f"not on this machine, and the hub cannot be reached (offline): {files}; run `{command}` on a machine "
+                    f"with internet access to fetch {'them all' if len(missing) > 1 else 'it'}, or set ${hub.CHECKPOINT_ROOT_ENV}, "
+                    f"or pass --checkpoint TASK=PATH{others}.")
+
+
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     from realtime.models import load_model
 
@@ -317,7 +367,7 @@ def _box_finder(options: RunOptions, device: str):
                            half=device.startswith("cuda"))
 
 
-def _viewer(options, info, device, layers, write: WriteStage, outputs):
+def _viewer(options, info, device, layers, write: WriteStage, outputs, models):
     from viz.viewer import Viewer
 
     folder = Path(outputs.get("tracks", options.output_dir)).parent
@@ -329,19 +379,30 @@ def _viewer(options, info, device, layers, write: WriteStage, outputs):
         path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
         write.set_recorder(VideoSink(VideoWriter(path, fps=info.fps or 30.0)) if on else None)
 
-    status = f"{info.uri} | Sapiens2 {options.size} | {device}"
+    status = f"{info.uri} | {model_label(models)} | {device}"
     return Viewer(title=f"sapiens-rt: {info.name}", status=status, layers=layers, screenshot_dir=str(folder),
                   on_record_toggle=toggle_recording)
 
 
-def _caption(info: SourceInfo, options: RunOptions, device: str) -> Callable[[dict], str]:
+def model_label(models: dict) -> str:
+    """The loaded models as the status line and caption name them: 'pose+seg sapiens2_0.4b',
+    or per task when their archs differ ('pose sapiens2_1b, seg sapiens2_0.4b')."""
+    archs = {task: getattr(model, "arch", None) or type(model).__name__ for task, model in models.items()}
+    if len(set(archs.values())) == 1:
+        return f"{'+'.join(archs)} {next(iter(archs.values()))}"
+    return ", ".join(f"{task} {arch}" for task, arch in archs.items())
+
+
+def _caption(models: dict, device: str) -> Callable[[dict], str]:
+    label = model_label(models)
+
     def caption(snap: dict) -> str:
         text = f"{snap.get('fps', 0):.1f} fps"
         if "latency_ms" in snap:
             text += f" | latency {snap['latency_ms']:.0f} ms"
         if snap.get("dropped"):
             text += f" | dropped {int(snap['dropped'])}"
-        return f"{text} | {options.size} {device}"
+        return f"{text} | {label} {device}"
     return caption
 
 

@@ -401,6 +401,7 @@ class WebcamSource(Source):
         self._cap = None
 
     def open(self) -> SourceInfo:
+        _quiet_opencv()
         cap = cv2.VideoCapture(self.index)
         if not cap.isOpened():
             cap.release()
@@ -461,6 +462,7 @@ class ImageFolderSource(Source):
         self.skipped: list[str] = []
 
     def open(self) -> SourceInfo:
+        _quiet_opencv()
         path = Path(self.spec).expanduser()
         if path.is_dir():
             files = [p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
@@ -499,6 +501,29 @@ class ImageFolderSource(Source):
     def input_files(self) -> list[str]:
         return [str(f) for f in getattr(self, "files", [])]
 
+    def frame_file(self, index: int) -> str:
+        """The file name frame `index` came from (`name.gif#3` for the 4th frame of an animation)."""
+        for file, count in zip(self.files, self.counts):
+            if index < count:
+                return file.name if count == 1 else f"{file.name}#{index}"
+            index -= count
+        raise IndexError(index)
+
+    def sizes_differ(self) -> bool:
+        """True when the images are not all of one size (read from the file headers only)."""
+        from PIL import Image, UnidentifiedImageError
+
+        sizes = set()
+        for file in self.files:
+            try:
+                with Image.open(file) as image:
+                    sizes.add(image.size)
+            except (OSError, UnidentifiedImageError, ValueError):
+                continue  # unreadable here: skipped (with a warning) when the frames are read
+            if len(sizes) > 1:
+                return True
+        return False
+
     @staticmethod
     def _read(file: Path) -> Optional[np.ndarray]:
         raw = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
@@ -526,6 +551,13 @@ def _frame_count(file: Path) -> int:
         return max(1, int(cv2.imcount(str(file))))
     except cv2.error:
         return 1
+
+
+def _quiet_opencv() -> None:
+    """OpenCV's own warnings (camera probing, unreadable images) would print before our one
+    `error:` line; they stay on with -v (debug logging)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
 
 
 def _natural_key(path: Path) -> list:

@@ -170,12 +170,14 @@ class SmoothStage:
     name = "smooth"
 
     def __init__(self, tracker, smoother, feedback: Feedback):
-        self.tracker = tracker  # trackers.identity.IdentityTracker
+        self.tracker = tracker  # trackers.identity.IdentityTracker, or None for stills (no identities)
         self.smoother = smoother  # trackers.live.LiveSmoother, or None for raw keypoints
         self.feedback = feedback
 
     def process(self, frame: Frame) -> Frame:
         people = frame.people
+        if self.tracker is None:  # unrelated photos: nobody is followed from one to the next
+            return frame
         if people and people[0].keypoints is not None:
             boxes = np.stack([p.box for p in people])
             kpts = np.stack([p.keypoints for p in people])

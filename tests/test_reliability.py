@@ -185,3 +185,26 @@ def test_signals_mid_run_leave_playable_video_and_complete_tracks(tmp_path, fixt
     assert 5 <= len(rows) < 300
     video, _, _ = read_video(out)
     assert len(video) == len(rows)
+
+
+def test_every_missing_weight_file_is_named_at_once_with_one_download_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("SAPIENS_CHECKPOINT_ROOT", raising=False)
+    code, err = _cli(tmp_path, capsys, "--tasks", "pose,seg,depth")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for repo in ("facebook/sapiens2-pose-0.4b", "facebook/sapiens2-seg-0.4b", "facebook/sapiens2-pointmap-0.4b",
+                 "facebook/sapiens-pose-bbox-detector"):
+        assert repo in err
+    assert "`sapiens-rt download --tasks pose,seg,depth,detector --size 0.4b`" in err and "--boxes-from frame" in err
+    assert not (tmp_path / "rec").exists()
+
+
+def test_download_by_default_fetches_what_run_uses_by_default_and_offline_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("SAPIENS_CHECKPOINT_ROOT", raising=False)
+    code = main(["download"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    for repo in ("facebook/sapiens2-pose-0.4b", "facebook/sapiens2-seg-0.4b", "facebook/sapiens-pose-bbox-detector"):
+        assert repo in err
+    assert "offline" in err and "sapiens-rt download" not in err  # it does not tell you to run itself

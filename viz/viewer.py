@@ -65,11 +65,15 @@ def _toggles() -> dict[int, str]:
     return {_code(getattr(_Key, f"Key_{key}")): name for key, name in keys.items()}
 
 
-def key_help() -> str:
+def key_help(layers: Optional[Layers] = None) -> str:
+    """The hot keys, for the tasks that are on (`layers` as built for the run; None: all)."""
     from realtime.tasks import all_tasks
 
-    panes = "  ".join(f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys)
-    return f"1/K skeleton  2/G parts  {panes}  L legend  Space pause  S screenshot  R record  Q quit"
+    on = layers.panes if layers is not None else None
+    keys = ["1/K skeleton"] if layers is None or layers.skeleton else []
+    keys += ["2/G parts", "L legend"] if layers is None or layers.seg else []
+    keys += [f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys and (on is None or t.pane in on)]
+    return "  ".join(keys + ["Space pause", "S screenshot", "R record", "Q quit"])
 
 
 _SPACE, _SCREENSHOT, _RECORD = _code(_Key.Key_Space), _code(_Key.Key_S), _code(_Key.Key_R)
@@ -77,15 +81,69 @@ _QUIT = {_code(_Key.Key_Q), _code(_Key.Key_Escape)}
 _STAGE_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
 
 
+# Debian/Ubuntu packages Qt 6's xcb platform plugin needs beyond a basic X11 install.
+XCB_PACKAGES = ("libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0",
+                "libxcb-xinerama0", "libxcb-shape0", "libxkbcommon-x11-0")
+_qt_checked = False  # Qt started once in a child process: no need to try again
+
+
 def check_display() -> None:
-    """Raise a UserError when Linux has no display for a window (Qt would abort the process)."""
-    if not sys.platform.startswith("linux") or QtWidgets.QApplication.instance() is not None:
+    """Raise a UserError when no window can open on this Linux machine: no display, or a
+    Qt platform plugin that does not load (Qt would abort the whole process, exit 134).
+    Qt is started once in a child process to find out, before any output file exists."""
+    global _qt_checked
+    if not sys.platform.startswith("linux") or QtWidgets.QApplication.instance() is not None or _qt_checked:
         return
     if not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
         raise UserError(
             "There is no display for the viewer window (DISPLAY is not set); "
             "run without --view, or set QT_QPA_PLATFORM=offscreen to run it without a screen."
         )
+    if os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] in ("offscreen", "minimal"):
+        return
+    import subprocess
+
+    probe = "from pyqtgraph.Qt import QtWidgets; QtWidgets.QApplication(['sapiens-rt'])"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return  # slow, not broken: let the real window try
+    if done.returncode == 0:
+        _qt_checked = True
+        return
+    missing = _missing_xcb_libraries(done.stderr)
+    if missing:
+        packages = " ".join(dict.fromkeys(_debian_package(lib) for lib in missing))
+        raise UserError(
+            f"The viewer window cannot open: Qt's xcb platform plugin needs system libraries that are not installed "
+            f"({', '.join(missing)}); install them (Debian/Ubuntu: sudo apt-get install {packages}; the full list Qt 6 "
+            f"needs is in the README), or run without --view."
+        )
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip() and "Traceback" not in line]
+    reason = next((line for line in lines if "qt.qpa" in line or "display" in line.lower()), lines[-1] if lines else
+                  f"exit status {done.returncode}")
+    raise UserError(f"The viewer window cannot open ({reason}); check DISPLAY / WAYLAND_DISPLAY, or run without --view, "
+                    f"or set QT_QPA_PLATFORM=offscreen to run the viewer without a screen.")
+
+
+def _missing_xcb_libraries(qt_stderr: str) -> list[str]:
+    """Shared libraries the xcb platform plugin lacks (from `ldd`, plus the one Qt loads itself)."""
+    import shutil
+    import subprocess
+
+    missing = ["libxcb-cursor.so.0"] if "xcb-cursor0" in qt_stderr else []
+    plugin = Path(QtCore.QLibraryInfo.path(QtCore.QLibraryInfo.LibraryPath.PluginsPath)) / "platforms" / "libqxcb.so"
+    if plugin.is_file() and shutil.which("ldd"):
+        listing = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True).stdout
+        missing += [line.split("=>")[0].strip() for line in listing.splitlines() if "not found" in line]
+    return list(dict.fromkeys(missing))
+
+
+def _debian_package(soname: str) -> str:
+    """libxcb-icccm.so.4 -> libxcb-icccm4, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0 (Debian's naming)."""
+    base, _, version = soname.partition(".so.")
+    version = version.split(".")[0]
+    return f"{base}-{version}" if base[-1:].isdigit() else f"{base}{version}"
 
 
 class _Window(QtWidgets.QWidget):
@@ -192,32 +250,43 @@ class Viewer:
         layout.setContentsMargins(4, 4, 4, 4)
         self._graphics = pg.GraphicsLayoutWidget()
         self._graphics.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)  # keys go to the window
-        self._view = self._graphics.addViewBox(row=0, col=0, colspan=2, lockAspect=True, invertY=True)
+        self._view = self._graphics.addViewBox(row=0, col=0, colspan=3, lockAspect=True, invertY=True)
         self._image_item = pg.ImageItem(axisOrder="row-major")
         self._view.addItem(self._image_item)
+        # Three plots, each on its own axis (the stages take a few ms next to a total of hundreds),
+        # with their legends in a row below them, where they cannot cover or be clipped by a curve.
         self._fps_plot = self._graphics.addPlot(row=1, col=0, title="fps")
-        self._latency_plot = self._graphics.addPlot(row=1, col=1, title="latency (ms)")
-        for plot in (self._fps_plot, self._latency_plot):
+        self._latency_plot = self._graphics.addPlot(row=1, col=1, title="end-to-end latency (ms)")
+        self._stage_plot = self._graphics.addPlot(row=1, col=2, title="time per stage, median (ms)")
+        self._legends = {}
+        for col, plot in enumerate((self._fps_plot, self._latency_plot, self._stage_plot)):
             plot.setLabel("bottom", "seconds ago")
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setMouseEnabled(x=False, y=False)
-        self._latency_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
-        self._fps_plot.addLegend(offset=(5, 5), brush=(0, 0, 0, 170))
-        self._fps_curve = self._fps_plot.plot(pen=pg.mkPen("#59d159", width=2), name="output")
+            legend = pg.LegendItem(colCount=3, labelTextSize="8pt")
+            self._graphics.addItem(legend, row=2, col=col)
+            self._legends[plot] = legend
+        self._fps_curve = self._curve(self._fps_plot, pg.mkPen("#59d159", width=2), "output")
         self._input_fps_curve: Optional[pg.PlotDataItem] = None  # added when "input_fps" arrives
         self._latency_curves: dict[str, pg.PlotDataItem] = {}
         grid = self._graphics.ci.layout
         grid.setRowStretchFactor(0, 4)
         grid.setRowStretchFactor(1, 1)
+        grid.setRowStretchFactor(2, 0)
         layout.addWidget(self._graphics, stretch=1)
         self._status_label = QtWidgets.QLabel(self.status)
         self._status_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.NoTextInteraction)
         layout.addWidget(self._status_label)
-        help_label = QtWidgets.QLabel(key_help())
+        help_label = QtWidgets.QLabel(key_help(self.layers))
         help_label.setStyleSheet("color: gray")
         layout.addWidget(help_label)
         self._timer = QtCore.QTimer()
         self._timer.timeout.connect(self._tick)
+
+    def _curve(self, plot, pen, name: str) -> pg.PlotDataItem:
+        curve = plot.plot(pen=pen)
+        self._legends[plot].addItem(curve, name)
+        return curve
 
     def _tick(self) -> None:
         if self._stop is not None and self._stop.is_set():
@@ -249,21 +318,22 @@ class Viewer:
 
     def _update_plots(self, now: float) -> None:
         times = np.array([t for t, _ in self._history]) - now
-        for plot in (self._fps_plot, self._latency_plot):  # grow the window until history_s
+        for plot in (self._fps_plot, self._latency_plot, self._stage_plot):  # grow the window until history_s
             plot.setXRange(min(times[0], -1.0), 0, padding=0)
         self._fps_curve.setData(times, [m.get("fps", np.nan) for _, m in self._history])
         if any("input_fps" in m for _, m in self._history):
             if self._input_fps_curve is None:
                 dashed = pg.mkPen("#aaaaaa", width=1, style=QtCore.Qt.PenStyle.DashLine)
-                self._input_fps_curve = self._fps_plot.plot(pen=dashed, name="input")
+                self._input_fps_curve = self._curve(self._fps_plot, dashed, "input")
             self._input_fps_curve.setData(times, [m.get("input_fps", np.nan) for _, m in self._history])
         # End-to-end latency (median and p95) and the median of every stage.
         keys = sorted({k for _, m in self._history for k in m if k.endswith("_ms")})
         keys = [k for k in keys if k == "latency_p95_ms" or not k.endswith("_p95_ms")]
         for key in keys:
             if key not in self._latency_curves:
-                pen, name = self._latency_pen(key), key.removesuffix("_ms")
-                self._latency_curves[key] = self._latency_plot.plot(pen=pen, name=name)
+                pen, name = self._latency_pen(key), key.removesuffix("_ms").removeprefix("stage.")
+                plot = self._latency_plot if key.startswith("latency") else self._stage_plot
+                self._latency_curves[key] = self._curve(plot, pen, {"latency": "median", "latency_p95": "p95"}.get(name, name))
             self._latency_curves[key].setData(times, [m.get(key, np.nan) for _, m in self._history])
 
     def _latency_pen(self, key: str):
@@ -271,7 +341,8 @@ class Viewer:
             return pg.mkPen("#ffffff", width=2)
         if key == "latency_p95_ms":
             return pg.mkPen("#ffffff", width=1, style=QtCore.Qt.PenStyle.DashLine)
-        return pg.mkPen(_STAGE_COLORS[len(self._latency_curves) % len(_STAGE_COLORS)], width=1)
+        stages = sum(1 for k in self._latency_curves if not k.startswith("latency"))
+        return pg.mkPen(_STAGE_COLORS[stages % len(_STAGE_COLORS)], width=2)
 
     def _update_status(self) -> None:
         parts = [self.status]

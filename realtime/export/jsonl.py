@@ -22,7 +22,7 @@ import logging
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -124,9 +124,11 @@ class TrackWriter:
         source: str,
         model: dict,
         software: Optional[dict] = None,
+        stills: Optional[Callable[[int], str]] = None,
         tracked: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.stills = stills  # stills mode: frame index -> its file name, written with the frame's image size
         self.num_keypoints = len(keypoint_names)
         self.frames_written = 0
         self._good_size = 0  # bytes up to the end of the last complete line
@@ -145,6 +147,8 @@ class TrackWriter:
             "model": dict(model),
             "software": {"name": "sapiens-realtime", "version": __version__, **(software or {})},
         }
+        if stills is not None:
+            header["stills"] = True  # unrelated photos: no identities across rows, no smoothing
         if tracked:
             header["tracked"] = True
         self._write_text(json.dumps(header, separators=(",", ":"), allow_nan=False))
@@ -179,7 +183,10 @@ class TrackWriter:
             raise ValueError("TrackWriter.write called after close() or a write error")
         people = ",".join(_person_json(p, self.num_keypoints) for p in frame.people)
         timestamp = json.dumps(round(float(frame.timestamp), 6)) if np.isfinite(frame.timestamp) else "null"
-        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp},"people":[{people}]}}')
+        still = ""
+        if self.stills is not None:
+            still = f',"file":{json.dumps(self.stills(frame.index))},"image_size":[{frame.image.shape[1]},{frame.image.shape[0]}]'
+        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still},"people":[{people}]}}')
         self.frames_written += 1
 
     write_frame = write  # the name from before TrackWriter was a sink; code in flight elsewhere still uses it

@@ -19,7 +19,7 @@ from realtime.export.tracks import Tracks
 
 log = logging.getLogger(__name__)
 
-NO_3D = ("these tracks have no 3D keypoints (kpts3d), which {what} needs; record them with the pointmap task, "
+NO_3D = ("these tracks have no 3D keypoints (kpts3d), which {what} needs; record them with the depth task, "
          "e.g. `sapiens-rt run VIDEO --tasks pose,depth --tracks TRACKS.jsonl`, then export again.")
 
 

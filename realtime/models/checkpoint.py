@@ -91,14 +91,15 @@ def mismatch_report(model: nn.Module, state_dict: Mapping[str, torch.Tensor]) ->
     return ", ".join(parts)
 
 
-def load_strict(model: nn.Module, state_dict: Mapping[str, torch.Tensor], *, source: str, what: str, hint: str = "") -> None:
+MATCHING_CHECKPOINT = "Pass the checkpoint that matches the task and size you asked for."
+
+
+def load_strict(model: nn.Module, state_dict: Mapping[str, torch.Tensor], *, source: str, what: str, hint: str = "",
+                fix: str = MATCHING_CHECKPOINT) -> None:
     """Load `state_dict` into `model` with strict=True, or raise a `UserError`
-    that says which keys do not fit, what the file looks like (`hint`), and what to do."""
+    that says which keys do not fit, what the file looks like (`hint`), and what to do (`fix`)."""
     report = mismatch_report(model, state_dict)
     if report:
         looks = f" {hint}" if hint else ""
-        raise UserError(
-            f"Checkpoint {source} does not fit {what}: {report}.{looks} "
-            f"Pass the checkpoint that matches the task and size you asked for."
-        )
+        raise UserError(f"Checkpoint {source} does not fit {what}: {report}.{looks} {fix}")
     model.load_state_dict(state_dict, strict=True)

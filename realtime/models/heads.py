@@ -8,9 +8,11 @@ per-sample statistics. Deconvolutions have no bias; every Conv2d/Linear has one.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 _DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}  # kernel -> (padding, output_padding): exactly 2x
@@ -150,6 +152,26 @@ class PointmapHead(_DenseHead):
         self.scale_final_layer = nn.Sequential(*mlp)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        scale = self.scale_final_layer(self.scale_conv_layers(x))
+        grid = self.scale_grid(tuple(x.shape[-2:]))
+        # Another input size than trained: the scale branch reads the featmap resized to its
+        # trained grid (an approximation the official code does not offer: it fails there).
+        xs = x if tuple(x.shape[-2:]) == grid else F.interpolate(x, size=grid, mode="bilinear", align_corners=False)
+        scale = self.scale_final_layer(self.scale_conv_layers(xs))
         return self.conv_pointmap(self.trunk(x)), scale
+
+    def scale_grid(self, featmap_hw: tuple[int, int]) -> tuple[int, int]:
+        """The featmap grid the scale MLP was trained on: its first Linear takes C x h x w values
+        after the stride-2 convs; of the grids that fit, the one closest in aspect to `featmap_hw`."""
+        convs = [m for m in self.scale_conv_layers if isinstance(m, nn.Conv2d)]
+        channels, values = convs[-1].out_channels, self.scale_final_layer[1].in_features
+        h, w = featmap_hw
+        for _ in convs:
+            h, w = (h + 1) // 2, (w + 1) // 2  # a 1x1 conv with stride 2
+        if h * w * channels == values:
+            return featmap_hw  # fits as it is (the trained size)
+        cells = values // channels
+        pairs = [(a, cells // a) for a in range(1, cells + 1) if cells % a == 0]
+        aspect = featmap_hw[0] / featmap_hw[1]
+        gh, gw = min(pairs, key=lambda p: abs(math.log(p[0] / p[1] / aspect)))
+        return gh * 2 ** len(convs), gw * 2 ** len(convs)
 

@@ -82,7 +82,7 @@ def _download(repo_id: str, filenames: Sequence[str], what: str, fetch_command: 
 
     tried = f" (also looked under ${CHECKPOINT_ROOT_ENV}={root})" if root else ""
     last_error: Optional[Exception] = None
-    if not _hub_reachable():
+    if not hub_reachable():
         raise UserError(
             f"Could not get {what} ({repo_id}/{filenames[0]}): the hub cannot be reached (offline) and the file "
             f"is not in the local cache{tried}; run `{fetch_command}` on a machine with internet access, or set "
@@ -106,7 +106,7 @@ def _download(repo_id: str, filenames: Sequence[str], what: str, fetch_command: 
     )
 
 
-def _hub_reachable() -> bool:
+def hub_reachable() -> bool:
     """A quick TCP connect to the hub endpoint, so that no network fails in seconds, not
     after huggingface_hub's retries. Offline mode (HF_HUB_OFFLINE) counts as unreachable."""
     import socket

@@ -215,6 +215,35 @@ def load_backbone(
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
 
 
+def cli_name(task: str) -> str:
+    """The name `--tasks` shows for a task: `depth` for the pointmap model."""
+    return "depth" if task == "pointmap" else task
+
+
+def download_command(tasks, size: str) -> str:
+    """The one `sapiens-rt download` command that fetches every file of `tasks` (and "detector")."""
+    names = ",".join(cli_name(t) for t in tasks)
+    return f"sapiens-rt download --tasks {names}" + ("" if list(tasks) == ["detector"] else f" --size {size}")
+
+
+def missing_weights(tasks, size: str = DEFAULT_SIZE) -> list[tuple[str, str]]:
+    """(task, "repo/file") for every file of `tasks` (canonical names, and "detector") that is
+    neither under $SAPIENS_CHECKPOINT_ROOT nor in the Hugging Face cache; nothing is downloaded."""
+    from realtime.models.rtmdet import detector_path
+
+    missing = []
+    for task in tasks:
+        if task == "detector":
+            where = f"{hub.DETECTOR_REPO}/{hub.DETECTOR_FILENAME}"
+        else:
+            where = f"{hub_repo(task, size)}/{checkpoint_filenames(task, size)[0]}"  # no weights released: raises
+        try:
+            detector_path(download=False) if task == "detector" else checkpoint_path(task, size, download=False)
+        except UserError:
+            missing.append((task, where))
+    return missing
+
+
 def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
     """Fetch the checkpoints of `tasks` (task names or aliases from `realtime.tasks`, and
     "detector") of one size into the HF cache, with huggingface_hub's progress bars;
@@ -232,6 +261,11 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
         names.append(task)
     if size_of(size) not in SIZES:
         raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
+    missing = missing_weights(names, size_of(size))
+    if missing and not hub.hub_reachable():
+        raise UserError(f"Cannot download {', '.join(where for _, where in missing)}: the hub cannot be reached from this "
+                        f"machine (offline); connect it to the internet (or set HTTPS_PROXY), or fetch the files on a "
+                        f"machine with internet access and copy its Hugging Face cache here or set ${hub.CHECKPOINT_ROOT_ENV}.")
     out: dict[str, Path] = {}
     for task in names:
         if task == "detector":

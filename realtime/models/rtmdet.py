@@ -376,7 +376,9 @@ def load_detector(
     model = RTMDet(widen=widen)
     state_dict = filter_state_dict(raw, model)
     what = f"the RTMDet person detector (widen {widen:g})"
-    load_strict(model, state_dict, source=str(path), what=what, hint=_width_hint(state_dict, widen))
+    load_strict(model, state_dict, source=str(path), what=what, hint=_width_hint(state_dict, widen),
+                fix=f"Pass the released RTMDet-m person detector ({DETECTOR_FILENAME}) with --detector, or leave "
+                    f"--detector out to use it from the hub.")
     differ = _shared_conv_report(state_dict)
     if differ:
         raise UserError(
