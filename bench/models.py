@@ -5,6 +5,7 @@ depend on weight values).
     python bench/models.py --no-cpu   # GPU only
     python bench/models.py --emulated-bf16   # also time bf16 on a CPU without bf16 units (slow)
     python bench/models.py --official sapiens2.py   # also ours vs the official backbone, alternating
+    python bench/models.py --before OLD/realtime/models/sapiens2.py   # and vs an earlier version of ours
 
 Prints one line per setting: ms per forward, ms per image and the achieved
 FLOP rate. FLOPs are counted (torch.utils.flop_counter on the meta device, one
@@ -70,26 +71,38 @@ def _time(fn, runs: int) -> list[float]:
     return times
 
 
+def _module_from(path: str, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_official(path: str, ours) -> torch.nn.Module:
     """The official standalone backbone (sapiens/backbones/standalone/sapiens2.py of
     facebookresearch/sapiens2) with our backbone's weights, loaded strictly."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("official_sapiens2", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    official = module.Sapiens2(arch="sapiens2_0.4b", img_size=(512, 384), out_type="featmap")
+    official = _module_from(path, "official_sapiens2").Sapiens2(arch="sapiens2_0.4b", img_size=(512, 384), out_type="featmap")
     official.load_state_dict(ours.state_dict(), strict=True)
     return official.eval().requires_grad_(False)
 
 
-def bench_cpu(model, iters: int, emulated_bf16: bool, official_path: str | None) -> None:
+def load_before(path: str, ours) -> torch.nn.Module:
+    """Our backbone as an earlier checkout's realtime/models/sapiens2.py has it, same weights."""
+    from realtime.models.archs import ARCHS
+
+    before = _module_from(path, "before_sapiens2").Sapiens2(ARCHS["sapiens2_0.4b"])
+    before.load_state_dict(ours.state_dict(), strict=True)
+    return before.eval().requires_grad_(False)
+
+
+def bench_cpu(model, iters: int, emulated_bf16: bool, others: dict) -> None:
     x = torch.randn(1, 3, 512, 384)
     flops = count_flops(512, 384)
     native_bf16 = _cpu_has_bf16_units()
     print(f"CPU: {_cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}; bf16: {cpu_bf16_support()}; "
           f"{flops / 1e12:.2f} TFLOP per 512x384 image")
-    official = load_official(official_path, model.backbone) if official_path else None
     for dtype in (torch.float32, torch.bfloat16):
         name = str(dtype).removeprefix("torch.")
         if dtype == torch.bfloat16 and not native_bf16 and not emulated_bf16:
@@ -109,21 +122,25 @@ def bench_cpu(model, iters: int, emulated_bf16: bool, official_path: str | None)
             f"  0.4B pose, random weights, 1x3x512x384 {name:>8}: "
             f"{ms:8.1f} ms/forward, {flops / (ms / 1e3) / 1e9:6.1f} GFLOP/s ({note})"
         )
-        if official is not None and warm:
-            compare_backbones(model.backbone, official.to(dtype), inp, runs, name)
+        if others and warm:
+            compare_backbones({"ours": model.backbone, **{k: m.to(dtype) for k, m in others.items()}}, inp, runs, name)
 
 
-def compare_backbones(ours, official, x: torch.Tensor, runs: int, name: str) -> None:
-    """Ours and the official backbone, same weights and input, in alternating runs."""
+def compare_backbones(backbones: dict, x: torch.Tensor, runs: int, name: str) -> None:
+    """The backbones, same weights and input, in alternating runs; ratios to "ours" per round."""
     with torch.inference_mode():
-        ours(x), official(x)  # warm both
-        a, b = [], []
+        for m in backbones.values():
+            m(x)  # warm each
+        times = {label: [] for label in backbones}
         for _ in range(runs):
-            a += _time(lambda: ours(x), 1)
-            b += _time(lambda: official(x), 1)
-    ratios = sorted(p / q for p, q in zip(a, b))
-    print(f"  backbone only {name:>8}: ours {statistics.median(a):8.1f} ms, official {statistics.median(b):8.1f} ms "
-          f"(medians of {runs} alternating runs); ours/official per pair {', '.join(f'{r:.2f}' for r in ratios)}")
+            for label, m in backbones.items():
+                times[label] += _time(lambda: m(x), 1)
+    line = ", ".join(f"{label} {statistics.median(t):8.1f} ms" for label, t in times.items())
+    print(f"  backbone only {name:>8}, medians of {runs} alternating rounds: {line}")
+    for label, t in times.items():
+        if label != "ours":
+            ratios = ", ".join(f"{a / b:.2f}" for a, b in zip(times["ours"], t))
+            print(f"    ours/{label} per round: {ratios}")
 
 
 def bench_gpu(model, iters: int) -> None:
@@ -166,6 +183,8 @@ def main() -> None:
     parser.add_argument("--official", metavar="SAPIENS2_PY",
                         help="the official standalone backbone file (sapiens/backbones/standalone/sapiens2.py of "
                              "facebookresearch/sapiens2): also time it against ours, alternating")
+    parser.add_argument("--before", metavar="SAPIENS2_PY",
+                        help="realtime/models/sapiens2.py of an earlier checkout: also time that version of ours")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.threads:
@@ -173,7 +192,12 @@ def main() -> None:
     model = build_model("pose", "sapiens2_0.4b")
     print(f"model: {model.arch} {model.task}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, random weights")
     if not args.no_cpu:
-        bench_cpu(model, args.cpu_iters, args.emulated_bf16, args.official)
+        others = {}
+        if args.before:
+            others["before"] = load_before(args.before, model.backbone)
+        if args.official:
+            others["official"] = load_official(args.official, model.backbone)
+        bench_cpu(model, args.cpu_iters, args.emulated_bf16, others)
     if torch.cuda.is_available():
         bench_gpu(model, args.gpu_iters)
     else:
