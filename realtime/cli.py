@@ -140,9 +140,18 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
 
 
 def _cmd_run(args) -> int:
+    from realtime.run import run
+
+    summary = run(_run_options(args))
+    print("\n".join(summary.lines))
+    return summary.result.exit_code
+
+
+def _run_options(args):
+    """RunOptions from the `run` options (shared with `batch`)."""
     from realtime.models.archs import INPUT_HW
     from realtime.osc_sinks import motion_sinks
-    from realtime.run import RunOptions, parse_size, parse_tasks, run
+    from realtime.run import RunOptions, parse_size, parse_tasks
 
     checkpoints = {}
     for item in args.checkpoint:
@@ -170,7 +179,7 @@ def _cmd_run(args) -> int:
         hw = parse_size(args.dense_size, option="--dense-size")
         task_sizes = {t.name: hw for t in all_tasks() if t.dense}
     tasks = parse_tasks(args.tasks)
-    options = RunOptions(
+    return RunOptions(
         source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
         output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
@@ -183,9 +192,6 @@ def _cmd_run(args) -> int:
         sinks=motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
                            tasks=tasks, smooth=args.smooth, smoothness=args.smoothness),
     )
-    summary = run(options)
-    print("\n".join(summary.lines))
-    return summary.result.exit_code
 
 
 def _add_export(sub) -> None:
@@ -273,8 +279,61 @@ def _cmd_download(args) -> int:
     return 0
 
 
+def _add_batch(sub) -> None:
+    p = sub.add_parser(
+        "batch",
+        help="process many videos (one worker per GPU, or on a Ray cluster); resumable",
+        description="Run every video of INPUTS through the `run` pipeline, one video per worker at a time, "
+        "longest first; each video gets DIR/<name>/overlay.mp4 and tracks.jsonl. Finished videos are "
+        "listed in DIR/batch.jsonl and skipped when the same command runs again.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  sapiens-rt batch footage/ --output-dir out/                  # every video in footage/, all local GPUs
+  sapiens-rt batch 'day*/cam*.mp4' --output-dir out/ --tasks pose --export csv
+  sapiens-rt batch footage/ --output-dir out/ --ray            # on a Ray started here (pip install .[cluster])
+  sapiens-rt batch /data/videos --output-dir /data/out --ray auto   # on the running Ray cluster (one actor per GPU)
+
+exit status: 0 every video done (now or before), 1 some failed (see the table and DIR/batch.jsonl),
+2 bad input or option, 130 interrupted (unfinished videos are redone by the next run).""",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video files, folders of videos, image folders, or globs")
+    out = p.add_argument_group("outputs")
+    out.add_argument("--output-dir", required=True, metavar="DIR", help="one folder per video inside it, and the manifest batch.jsonl")
+    out.add_argument("--no-video", action="store_true", help="write no overlay videos (tracks only, fastest)")
+    out.add_argument("--export", action="append", default=[], choices=["csv", "npz", "openpose", "coco"],
+                     help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w = p.add_argument_group("workers")
+    w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
+    w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
+    w.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Ray: no ADDRESS starts one here, `auto` joins the running cluster, or ray://HOST:10001")
+    # The per-video options are those of `run` (models, people, source).
+    scratch = argparse.ArgumentParser().add_subparsers()
+    _add_run(scratch)
+    for group in scratch.choices["run"]._action_groups:
+        if group.title in ("models", "people", "source"):
+            copy = p.add_argument_group(group.title)
+            for action in group._group_actions:
+                copy._add_action(action)
+    # `run` options that make no sense per video in a batch (one file each, a window, live streaming)
+    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False,
+                   vmc=None, vmc_person=None, vmc_fingers=False, osc=None)
+
+
+def _cmd_batch(args) -> int:
+    from realtime.batch import BatchOptions, run_batch
+
+    options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_run_options(args),
+                           exports=tuple(dict.fromkeys(args.export)), workers=args.workers, retries=args.retries,
+                           ray=args.ray, progress=not args.no_progress)
+    result = run_batch(options)
+    print("\n".join(result.lines))
+    return result.exit_code
+
+
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = (_add_run, _add_download, _add_export, _add_smooth)
+_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth)
 
 
 def _raise_on_signal(signum, _frame) -> None:

@@ -1,0 +1,170 @@
+"""`sapiens-rt batch` on CPU with the fixture models: four small videos (one truncated)
+in both engines (local worker processes, and Ray with a local 2-CPU cluster), a worker
+killed mid-video by the test-only crash hook, and a second run that skips what is done."""
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from media import gaussian_marker, read_video, write_video
+from realtime.batch import CRASH_ENV
+from realtime.batch.plan import find_videos, is_complete, output_names
+from realtime.cli import main
+from realtime.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[1]
+LENGTHS = {"a": 9, "b": 7, "c": 5}
+
+
+def _model_args(fixtures_dir):
+    return ["--tasks", "pose", "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}", "--device", "cpu",
+            "--boxes-from", "frame", "--input-size", "128x96", "--no-progress"]
+
+
+def _frame_rows(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["type"] == "frame"]
+
+
+def _manifest(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "batch.jsonl").read_text().splitlines()]
+
+
+def _cli(*argv) -> tuple[int, str]:
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        code = main(list(argv))
+    return code, stdout.getvalue()
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("footage")
+    for name, n in LENGTHS.items():
+        write_video(folder / f"{name}.mp4", [gaussian_marker(96, 128, 20 + 9 * i, 40 + 3 * i, 8) for i in range(n)], fps=10)
+    noise = [np.random.default_rng(i).integers(0, 255, (96, 128, 3), dtype=np.uint8) for i in range(40)]
+    full = write_video(tmp_path_factory.mktemp("whole") / "bad.mkv", noise)
+    (folder / "bad.mkv").write_bytes(full.read_bytes()[: full.stat().st_size * 6 // 10])  # truncated
+    return folder
+
+
+@pytest.fixture(scope="module")
+def single_runs(videos, fixtures_dir, tmp_path_factory) -> dict[str, list[dict]]:
+    """Each good video through the single-video `sapiens-rt run`."""
+    out = tmp_path_factory.mktemp("single")
+    rows = {}
+    for name in LENGTHS:
+        code, _ = _cli("run", str(videos / f"{name}.mp4"), "--tracks", str(out / f"{name}.jsonl"),
+                       "--out", str(out / f"{name}.mp4"), *_model_args(fixtures_dir))
+        assert code == 0
+        rows[name] = _frame_rows(out / f"{name}.jsonl")
+    return rows
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module", params=["local", "ray"])
+def batch(request, videos, fixtures_dir, tmp_path_factory):
+    """Two invocations of the same batch command; the first kills the worker of `a` at frame 3."""
+    engine = ["--ray"] if request.param == "ray" else []
+    if request.param == "ray":
+        request.getfixturevalue("local_ray")
+    out = tmp_path_factory.mktemp(f"batch-{request.param}")
+    argv = ["batch", str(videos), "--output-dir", str(out), "--workers", "2", "--export", "csv", *_model_args(fixtures_dir), *engine]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(CRASH_ENV, "a@3")
+        first = _cli(*argv)
+    manifest_after_first = _manifest(out)
+    times = {name: (out / name / "tracks.jsonl").stat().st_mtime_ns for name in LENGTHS}
+    second = _cli(*argv)
+    return {"out": out, "first": first, "second": second, "manifest": manifest_after_first, "times": times}
+
+
+def test_each_good_video_equals_its_single_video_run(batch, single_runs):
+    code, text = batch["first"]
+    assert code == 1 and "3 done, 1 failed" in text  # the truncated video fails the batch, alone
+    for name, n in LENGTHS.items():
+        folder = batch["out"] / name
+        rows = _frame_rows(folder / "tracks.jsonl")
+        assert [r["frame"] for r in rows] == list(range(n))
+        expected = single_runs[name]
+        assert [r["t"] for r in rows] == [r["t"] for r in expected]
+        for got, want in zip(rows, expected):
+            assert len(got["people"]) == len(want["people"]) == 1
+            # same models and frames; worker processes use fewer threads, so allow the last printed digit
+            np.testing.assert_allclose(got["people"][0]["kpts"], want["people"][0]["kpts"], atol=0.011)
+        assert len(read_video(folder / "overlay.mp4")[0]) == n
+        assert len((folder / "tracks.csv").read_text().splitlines()) > n  # the --export format beside it
+        assert not (batch["out"] / f"{name}.partial").exists()
+
+
+def test_the_truncated_video_is_recorded_failed_with_its_reason(batch):
+    records = {Path(r["video"]).name: r for r in batch["manifest"]}
+    assert set(records) == {"a.mp4", "b.mp4", "c.mp4", "bad.mkv"}
+    bad = records["bad.mkv"]
+    assert bad["status"] == "failed" and "truncated" in bad["error"]
+    assert all(records[f"{n}.mp4"]["status"] == "done" and records[f"{n}.mp4"]["frames"] == LENGTHS[n] for n in LENGTHS)
+    assert not (batch["out"] / "bad").exists()  # only complete outputs get the final name
+    assert f"failed: {records['bad.mkv']['video']}: stopped early" in batch["first"][1]
+
+
+def test_a_unit_whose_worker_died_is_retried_and_completes(batch):
+    a = next(r for r in batch["manifest"] if r["name"] == "a")
+    assert a["status"] == "done" and a["attempt"] == 2 and a["frames"] == LENGTHS["a"]
+    assert [r["name"] for r in batch["manifest"]].count("a") == 1  # the dead attempt is not a result
+
+
+def test_a_second_run_skips_everything_finished(batch):
+    code, text = batch["second"]
+    assert code == 1 and "3 already done" in text  # the truncated video is tried again, and fails again
+    new = _manifest(batch["out"])[len(batch["manifest"]):]
+    assert [Path(r["video"]).name for r in new] == ["bad.mkv"]
+    assert {n: (batch["out"] / n / "tracks.jsonl").stat().st_mtime_ns for n in LENGTHS} == batch["times"]
+
+
+def test_inputs_folders_globs_and_equal_stems(tmp_path):
+    for sub in ("day1", "day2"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "cam.mp4").write_bytes(b"x")
+    (tmp_path / "day1" / "notes.txt").write_text("not a video")
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    (shots / "0001.png").write_bytes(b"x")
+    videos = find_videos([str(tmp_path / "day1"), str(tmp_path / "day*" / "*.mp4"), str(shots)])
+    assert videos == [(tmp_path / "day1" / "cam.mp4").resolve(), (tmp_path / "day2" / "cam.mp4").resolve(), shots.resolve()]
+    names = output_names(videos)
+    assert len(set(names.values())) == 3 and names[shots.resolve()] == "shots"
+    assert all(names[v].startswith("cam-") for v in videos[:2])  # equal stems made unique, stable per path
+    assert output_names(videos[1:2]) == {videos[1]: "cam"}  # a lone stem keeps its plain name
+    with pytest.raises(UserError, match="matches no file"):
+        find_videos([str(tmp_path / "*.mov")])
+
+
+def test_a_done_record_with_partial_outputs_is_redone(tmp_path):
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    (folder / "tracks.jsonl").write_text('{"type":"header"}\n' + '{"type":"frame"}\n' * 4)
+    (folder / "overlay.mp4").write_bytes(b"x")
+    record = {"video": "clip.mp4", "status": "done", "frames": 5}
+    assert not is_complete(record, folder, ["tracks.jsonl", "overlay.mp4"])  # 4 of 5 rows: redo
+    assert is_complete({**record, "frames": 4}, folder, ["tracks.jsonl", "overlay.mp4"])
+    assert not is_complete({**record, "frames": 4}, folder, ["tracks.jsonl", "overlay.mp4", "tracks.csv"])
+    assert not is_complete({**record, "status": "failed", "frames": 4}, folder, ["tracks.jsonl"])
+
+
+def test_ray_asked_for_but_not_installed(tmp_path, monkeypatch, capsys, videos, fixtures_dir):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as when it is not installed
+    code = main(["batch", str(videos / "c.mp4"), "--output-dir", str(tmp_path), *_model_args(fixtures_dir), "--ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install sapiens-realtime[cluster]" in err and "Traceback" not in err
