@@ -1,6 +1,6 @@
-"""What the crash-safe overlay video costs: the VideoWriter (a keyframe and a flushed
-fragment every second, no encoder look-ahead) against the settings it replaced (x264's
-default GOP and look-ahead, a fragment per keyframe, flushed by the muxer's 32 KB buffer).
+"""What the crash-safe overlay video costs: the VideoWriter (a fragment flushed every
+second, no encoder look-ahead) against the settings it replaced (x264's look-ahead, a
+fragment per keyframe, written out through the muxer's 32 KB buffer).
 
 Encodes the same synthetic overlay-like frames (a moving figure on a textured
 background) both ways in one run and prints the encode time and file size of each, their

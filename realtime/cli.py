@@ -303,6 +303,7 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     out.add_argument("--export", action="append", default=[], choices=["csv", "npz", "openpose", "coco"],
                      help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay videos")
     w = p.add_argument_group("workers")
     w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
     w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
@@ -317,7 +318,7 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
             for action in group._group_actions:
                 copy._add_action(action)
     # `run` options that make no sense per video in a batch (one file each, a window, live streaming)
-    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False,
+    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False, stills=None,
                    vmc=None, vmc_person=None, vmc_fingers=False, osc=None)
 
 

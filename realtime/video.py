@@ -1,11 +1,13 @@
 """Where rendered frames go: an H.264 video file written with PyAV.
 
 The file is a fragmented MP4 whose header is on disk before the first frame,
-with a keyframe and a fragment every second of frames (`FRAGMENT_SECONDS`),
-each flushed to disk as soon as it is complete; the encoder holds no frames
-back (x264 `zerolatency`). So whatever happens to the process, the file
-plays up to the last complete fragment: a hard kill loses at most the last
-second of frames. A write error (disk full, file size limit) cuts the file
+cut into fragments of one second (`FRAGMENT_SECONDS`), each flushed to disk
+as soon as it is complete; the encoder holds no frames back (x264
+`zerolatency`). Fragments need not start with a keyframe (a frame's
+references sit in earlier fragments, already on disk), so keyframes stay
+x264's own and the file stays small. Whatever happens to the process, the
+file plays up to the last complete fragment: a hard kill loses at most the
+last second of frames. A write error (disk full, file size limit) cuts the file
 back to its last complete fragment and raises `OutputWriteError`.
 Timestamps are the source's (variable frame rates survive); the source's
 first audio stream is copied alongside, up to each frame's time.
@@ -27,7 +29,7 @@ from realtime.errors import OutputWriteError, UserError
 log = logging.getLogger(__name__)
 
 TIME_BASE = Fraction(1, 90000)  # the MPEG clock: fine enough for any frame rate
-FRAGMENT_SECONDS = 1.0  # a keyframe and a flushed fragment this often: the most a hard kill can lose
+FRAGMENT_SECONDS = 1.0  # a fragment is flushed this often: the most a hard kill can lose
 
 
 class VideoWriter:
@@ -42,7 +44,6 @@ class VideoWriter:
                  crf: int = 20, preset: str = "veryfast"):
         self.path = Path(path)
         self.fps = fps if fps and np.isfinite(fps) and fps > 0 else 30.0
-        self.fragment_frames = max(1, int(round(self.fps * FRAGMENT_SECONDS)))
         self.audio_from = audio_from
         self.crf, self.preset = crf, preset
         self.frames_written = 0  # frames given to the encoder
@@ -81,19 +82,19 @@ class VideoWriter:
         self._kept_bytes = self._file_size()
 
     def _mux_video(self, packet) -> None:
-        keyframe = packet.is_keyframe
+        before = self._file_size()
         self._container.mux(packet)
         self._packets += 1
-        if keyframe:  # this keyframe closed the fragment before it, which is now on disk
+        if self._file_size() > before:  # this packet closed the fragment before it, which is now on disk
             self.frames_on_disk = self._packets - 1
 
     def _open(self, width: int, height: int) -> None:
         import av
 
-        n = str(self.fragment_frames)
         try:
             self._container = av.open(str(self.path), mode="w", format="mp4", options={
-                "movflags": "frag_keyframe+empty_moov+default_base_moof",
+                "movflags": "empty_moov+default_base_moof",
+                "frag_duration": str(int(FRAGMENT_SECONDS * 1e6)),  # microseconds
                 "flush_packets": "1",  # each fragment reaches the disk when it is complete
                 # never hold video back for more than a fragment waiting for audio packets
                 "max_interleave_delta": str(int(FRAGMENT_SECONDS * 1e6)),
@@ -107,9 +108,7 @@ class VideoWriter:
         stream.codec_context.time_base = TIME_BASE
         # No B-frames: timestamps start where the source's do (fragmented MP4 has no edit list).
         # zerolatency: a packet for every frame at once (no look-ahead held in the encoder).
-        # A keyframe exactly every fragment_frames frames (no scene cuts), so fragments are short.
-        stream.options = {"crf": str(self.crf), "preset": self.preset, "bf": "0", "tune": "zerolatency",
-                          "g": n, "keyint_min": n, "sc_threshold": "0"}
+        stream.options = {"crf": str(self.crf), "preset": self.preset, "bf": "0", "tune": "zerolatency"}
         self._stream = stream
         if self.audio_from:
             self._audio = self._add_audio_stream(self.audio_from)
