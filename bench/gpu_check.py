@@ -31,16 +31,19 @@ sys.path.insert(0, str(ROOT))
 
 # FLOP per image at 1024x768 for the 0.4B models (torch.utils.flop_counter, 1 multiply-add = 2 FLOP)
 TFLOP_PER_IMAGE = {"pose": 3.87, "seg": 3.59, "normal": 5.03, "pointmap": 8.34}
-# Dense (no sparsity) bf16/fp16 tensor-core peaks with fp32 accumulation, TFLOP/s, from the vendors' datasheets
-PEAK_TFLOPS = {"H100 SXM": 989, "H100 NVL": 835, "H100 PCIe": 756, "H100": 756, "H200": 989, "GH200": 989,
-               "A100": 312, "L40S": 362, "L40": 181, "L4": 121, "RTX 4090": 165, "RTX 4080": 97,
-               "RTX 3090": 71, "A10": 125, "RTX 6000 Ada": 364, "B200": 2250}
+# Dense (no sparsity) bf16/fp16 tensor-core peaks with fp32 accumulation, TFLOP/s, from the vendors'
+# datasheets, by words in torch.cuda.get_device_name() (the H100 SXM calls itself "H100 80GB HBM3")
+PEAK_TFLOPS = {("H100", "HBM3"): 989, ("H100", "SXM"): 989, ("H100", "NVL"): 835, ("H100", "PCIe"): 756,
+               ("H200",): 989, ("GH200",): 989, ("B200",): 2250, ("A100",): 312, ("L40S",): 362, ("L40",): 181,
+               ("L4",): 121, ("A10",): 125, ("RTX", "6000", "Ada"): 364, ("RTX", "4090"): 165, ("RTX", "4080"): 97,
+               ("RTX", "3090"): 71}
 SETS = (("pose only", ("pose",)), ("pose + seg", ("pose", "seg")), ("all tasks", ("pose", "seg", "normal", "pointmap")))
 
 
 def peak_tflops(name: str) -> float | None:
-    for key in sorted(PEAK_TFLOPS, key=len, reverse=True):  # most specific first ("H100 SXM" before "H100")
-        if all(part in name for part in key.split()):
+    words = name.replace("-", " ").split()
+    for key in sorted(PEAK_TFLOPS, key=len, reverse=True):  # most specific first ("H100 PCIe" before "L4")
+        if all(part in words for part in key):
             return PEAK_TFLOPS[key]
     return None
 

@@ -159,3 +159,30 @@ def test_out_of_memory_is_handled_for_every_task(task_models):
         broken = Predictor({task: OutOfMemory(task_models[task], 99)}, input_hw=(128, 96))
         with pytest.raises(UserError, match="out of memory"):
             broken.predict(IMAGE, BOXES)
+
+
+# -- bench/gpu_check.py without a GPU
+
+
+def test_gpu_check_says_there_is_no_gpu_and_exits_0():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "bench" / "gpu_check.py")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "No CUDA GPU here" in done.stdout
+
+
+def test_gpu_check_knows_the_peaks_of_common_gpus():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("gpu_check", Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    assert gpu_check.peak_tflops("NVIDIA H100 80GB HBM3") == 989  # the SXM part's name
+    assert gpu_check.peak_tflops("NVIDIA H100 PCIe") == 756
+    assert gpu_check.peak_tflops("NVIDIA GeForce RTX 4090") == 165
+    assert gpu_check.peak_tflops("NVIDIA L4") == 121 and gpu_check.peak_tflops("NVIDIA L40S") == 362
+    assert gpu_check.peak_tflops("Some Future GPU") is None
