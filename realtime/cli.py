@@ -312,14 +312,18 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     # The per-video options are those of `run` (models, people, source).
     scratch = argparse.ArgumentParser().add_subparsers()
     _add_run(scratch)
-    for group in scratch.choices["run"]._action_groups:
+    run_parser = scratch.choices["run"]
+    for group in run_parser._action_groups:
         if group.title in ("models", "people", "source"):
             copy = p.add_argument_group(group.title)
             for action in group._group_actions:
                 copy._add_action(action)
-    # `run` options that make no sense per video in a batch (one file each, a window, live streaming)
-    p.set_defaults(func=_cmd_batch, source="", out=None, tracks=None, view=False, stills=None,
-                   vmc=None, vmc_person=None, vmc_fingers=False, osc=None)
+    # Every other `run` option (one file each, a window, live streaming) keeps its `run` default,
+    # so a new `run` option never breaks `batch`.
+    own = {action.dest for action in p._actions}
+    p.set_defaults(**{action.dest: action.default for action in run_parser._actions
+                      if action.dest not in own and action.dest != "help"})
+    p.set_defaults(func=_cmd_batch, source="")
 
 
 def _cmd_batch(args) -> int:

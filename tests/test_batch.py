@@ -168,3 +168,23 @@ def test_ray_asked_for_but_not_installed(tmp_path, monkeypatch, capsys, videos, 
     code = main(["batch", str(videos / "c.mp4"), "--output-dir", str(tmp_path), *_model_args(fixtures_dir), "--ray"])
     err = capsys.readouterr().err
     assert code == 2 and "pip install sapiens-realtime[cluster]" in err and "Traceback" not in err
+
+
+def test_batch_gives_every_run_option_it_does_not_copy_its_run_default(monkeypatch):
+    """A new `run` option outside the groups batch copies must not break batch's RunOptions."""
+    import realtime.cli as cli
+
+    add_run = cli._add_run
+
+    def add_run_with_a_new_output_option(sub):
+        add_run(sub)
+        run = sub.choices["run"]
+        outputs = next(g for g in run._action_groups if g.title == "outputs")
+        outputs.add_argument("--brand-new-option", default="its-default")
+
+    monkeypatch.setattr(cli, "_add_run", add_run_with_a_new_output_option)
+    args = cli.build_parser().parse_args(["batch", "videos/", "--output-dir", "out"])
+    assert args.brand_new_option == "its-default"
+    assert args.view is False and args.vmc is None and args.out is None and args.stills is None
+    options = cli._run_options(args)
+    assert not options.sinks and options.view is False  # batch streams nothing live, opens no window
