@@ -143,3 +143,24 @@ def test_window_tokenizer_sees_windows_row_major():
         b, _ = tiny.tokenizer(grid.view(1, 64, 32), (8, 8))
     changed = (a - b).abs().amax(dim=-1)[0] > 0
     assert hw == (2, 2) and changed.tolist() == [False, False, True, False]
+
+
+def test_fp16_residual_stream_past_65504_stays_finite(backbone, backbone_io, monkeypatch):
+    """fp16 (GPUs without native bf16) overflows where bf16/fp32 do not: a block whose output
+    outgrows 65504 would turn the whole featmap to NaN. The guard clamps, and changes nothing
+    in range (fp16 within 0.05 of fp32 on the fixture)."""
+    import copy
+
+    import realtime.models.sapiens2 as sapiens2
+
+    x = backbone_io["r64x48_b2.input"]
+    half = copy.deepcopy(backbone).half()
+    with torch.no_grad():
+        in_range = (half(x.half()).float() - backbone(x)).abs().max()
+        half.blocks[4].ffn.w3.weight.mul_(6e4)  # this block's output now exceeds fp16's range
+        guarded = half(x.half())
+        monkeypatch.setattr(sapiens2, "finite_fp16", lambda t: t)
+        unguarded = half(x.half())
+    assert in_range < 0.05, in_range
+    assert not torch.isfinite(unguarded).all()  # the overflow is real
+    assert torch.isfinite(guarded).all()

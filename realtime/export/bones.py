@@ -92,7 +92,6 @@ def bone_table(fingers: bool = False) -> tuple[Bone, ...]:
     ]
     for side, sx in SIDES:
         s = side
-        cap = side.capitalize()
         wrist, knuckles = f"{s}_wrist", Secondary("vec", (f"{s}_pinky_finger_third_joint", f"{s}_forefinger_third_joint"))
         arm_bend = Secondary("bend", (f"{s}_shoulder", f"{s}_elbow", wrist))
         leg_bend = Secondary("bend", (f"{s}_hip", f"{s}_knee", f"{s}_ankle"))

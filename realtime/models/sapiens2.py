@@ -21,6 +21,14 @@ NUM_STORAGE_TOKENS = 8
 NUM_PREFIX_TOKENS = 1 + NUM_STORAGE_TOKENS  # cls + storage ("register") tokens
 ROPE_BASE = 100.0
 ROPE_DTYPE = torch.bfloat16
+# fp16 tops out at 65504: a residual stream that grows past it turns inf, then NaN after the
+# next norm, and every output of the frame with it. Clamping just below (the T5 habit) keeps it finite.
+FP16_LIMIT = torch.finfo(torch.float16).max - 1000
+
+
+def finite_fp16(x: torch.Tensor) -> torch.Tensor:
+    """`x` clamped into fp16's range when it is fp16 (no host sync); other dtypes untouched."""
+    return x.clamp(-FP16_LIMIT, FP16_LIMIT) if x.dtype == torch.float16 else x
 
 
 def rope_periods(head_dim: int, base: float = ROPE_BASE, device=None) -> torch.Tensor:
@@ -167,7 +175,7 @@ class SwiGLUFFN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         a, b = self.w12(x).chunk(2, dim=-1)
-        return self.w3(F.silu(a) * b)
+        return self.w3(finite_fp16(F.silu(a) * b))
 
 
 class TransformerBlock(nn.Module):
@@ -181,8 +189,8 @@ class TransformerBlock(nn.Module):
         self.ffn = SwiGLUFFN(embed_dim, 4 * embed_dim)
 
     def forward(self, x: torch.Tensor, sin: torch.Tensor | None = None, cos: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), sin, cos)
-        return x + self.ffn(self.ln2(x))
+        x = finite_fp16(x + self.attn(self.ln1(x), sin, cos))
+        return finite_fp16(x + self.ffn(self.ln2(x)))
 
 
 class WindowTokenizer(nn.Module):
