@@ -294,7 +294,7 @@ def _add_batch(sub) -> None:
   sapiens-rt batch /data/videos --output-dir /data/out --ray auto   # on the running Ray cluster (one actor per GPU)
 
 exit status: 0 every video done (now or before), 1 some failed (see the table and DIR/batch.jsonl),
-2 bad input or option, 130 interrupted (unfinished videos are redone by the next run).""",
+2 bad input or option, 130 interrupted (Ctrl+C), 143 terminated (SIGTERM); unfinished videos are redone by the next run.""",
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video files, folders of videos, image folders, or globs")
     out = p.add_argument_group("outputs")

@@ -188,3 +188,34 @@ def test_batch_gives_every_run_option_it_does_not_copy_its_run_default(monkeypat
     assert args.view is False and args.vmc is None and args.out is None and args.stills is None
     options = cli._run_options(args)
     assert not options.sinks and options.view is False  # batch streams nothing live, opens no window
+
+
+@pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
+def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, signum, code):
+    """Ctrl+C (SIGINT, 130) and SIGTERM (143) as `run` has them: the unfinished video is not
+    recorded as done, no traceback, and the worker processes are gone."""
+    import os
+    import subprocess
+    import time
+
+    video = write_video(tmp_path / "long.mp4", [gaussian_marker(96, 128, 20 + i % 80, 40, 8) for i in range(600)], fps=10)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "realtime.cli", "batch", str(video), "--output-dir", str(out),
+                             "--workers", "1", *_model_args(fixtures_dir)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        tracks = out / "long.partial" / "tracks.jsonl"
+        while time.monotonic() < deadline:  # until the video is under way
+            assert proc.poll() is None, proc.communicate()
+            if tracks.exists() and tracks.read_text().count("\n") > 10:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, (stdout, stderr)
+    assert "Traceback" not in stderr and "interrupted" in stdout
+    done = [r for r in _manifest(out) if r["status"] == "done"] if (out / "batch.jsonl").exists() else []
+    assert not done and not (out / "long").exists()

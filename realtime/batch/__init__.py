@@ -21,7 +21,7 @@ from typing import Optional
 from realtime.batch.plan import (append_manifest, expected_outputs, find_videos, is_complete, output_names,
                                  probe_frames, read_manifest)
 from realtime.batch.worker import Unit, unit_record
-from realtime.errors import UserError
+from realtime.errors import Terminated, UserError
 from realtime.run import RunOptions
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class BatchOptions:
 
 @dataclass
 class BatchResult:
-    exit_code: int  # 0 every unit done (or already done), 1 some failed, 130 interrupted
+    exit_code: int  # 0 every unit done (or already done), 1 some failed, 130 interrupted, 143 terminated
     lines: list[str]  # the summary table
     records: list[dict] = field(default_factory=list)  # this run's finished units, as in the manifest
     skipped: list[str] = field(default_factory=list)  # videos finished by an earlier run
@@ -83,8 +83,8 @@ def run_batch(options: BatchOptions) -> BatchResult:
             book.show_progress()  # after the engine is up: an error there is one line, not a half-drawn bar
         try:
             engine.run(book)
-        except KeyboardInterrupt:
-            book.interrupted = True
+        except KeyboardInterrupt as err:
+            book.stopped_by = 143 if isinstance(err, Terminated) else 130
         finally:
             book.close()
     return book.result()
@@ -99,7 +99,7 @@ class Book:
         self.started = time.monotonic()
         self.records: list[dict] = []
         self.skipped: list[str] = []
-        self.interrupted = False
+        self.stopped_by: Optional[int] = None  # 130 Ctrl+C, 143 SIGTERM
         crash_name, _, crash_frame = os.environ.get(CRASH_ENV, "").partition("@")
 
         videos = find_videos(options.inputs)
@@ -178,9 +178,9 @@ class Book:
     def result(self) -> BatchResult:
         failed = [r for r in self.records if r["status"] == "failed"]
         done = [r for r in self.records if r["status"] == "done"]
-        exit_code = 130 if self.interrupted else (1 if failed else 0)
+        exit_code = self.stopped_by or (1 if failed else 0)
         return BatchResult(exit_code, summary_lines(done, failed, self.skipped, time.monotonic() - self.started,
-                                                    self.output_dir, self.interrupted), self.records, self.skipped)
+                                                    self.output_dir, self.stopped_by is not None), self.records, self.skipped)
 
 
 def summary_lines(done: list[dict], failed: list[dict], skipped: list[str], wall: float, output_dir: Path,
