@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import re
 import signal
 import sys
 import threading
@@ -53,6 +54,15 @@ def positive_float(text: str) -> float:
 
 def unit_float(text: str) -> float:
     return _number(text, float, "a number from 0 to 1", 0.0, high=1.0)
+
+
+def ray_address(text: str) -> str:
+    """`auto`, HOST:PORT or a URL such as ray://HOST:10001. A bare `--ray` before the inputs
+    would otherwise take the first input for the address."""
+    if text in ("", "auto") or "://" in text or re.fullmatch(r"[\w.-]+:\d+", text):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not a Ray address (auto, HOST:PORT or ray://HOST:10001); "
+                                     "to start a Ray here, put --ray after the inputs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -307,7 +317,7 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     w = p.add_argument_group("workers")
     w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
     w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
-    w.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+    w.add_argument("--ray", nargs="?", const="", default=None, type=ray_address, metavar="ADDRESS",
                    help="run on Ray: no ADDRESS starts one here, `auto` joins the running cluster, or ray://HOST:10001")
     # The per-video options are those of `run` (models, people, source).
     scratch = argparse.ArgumentParser().add_subparsers()

@@ -219,3 +219,24 @@ def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, s
     assert "Traceback" not in stderr and "interrupted" in stdout
     done = [r for r in _manifest(out) if r["status"] == "done"] if (out / "batch.jsonl").exists() else []
     assert not done and not (out / "long").exists()
+
+
+@pytest.mark.parametrize("argv,address", [
+    (["batch", "footage/", "--output-dir", "o", "--ray"], ""),
+    (["batch", "footage/", "--output-dir", "o", "--ray", "auto"], "auto"),
+    (["batch", "footage/", "--ray", "ray://head:10001", "--output-dir", "o"], "ray://head:10001"),
+    (["batch", "footage/", "--ray", "10.0.0.1:6379", "--output-dir", "o"], "10.0.0.1:6379"),
+])
+def test_ray_addresses(argv, address):
+    from realtime.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert args.ray == address and args.inputs == ["footage/"]
+
+
+def test_a_bare_ray_before_the_inputs_does_not_eat_the_first_input(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["batch", "--ray", "footage/", "--output-dir", "o"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert "'footage/' is not a Ray address" in err and "put --ray after the inputs" in err
