@@ -318,7 +318,7 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
     w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
     w.add_argument("--ray", nargs="?", const="", default=None, type=ray_address, metavar="ADDRESS",
-                   help="run on Ray: no ADDRESS starts one here, `auto` joins the running cluster, or ray://HOST:10001")
+                   help="run on Ray: no ADDRESS starts one here (put it after the inputs), `auto` joins the running cluster, HOST:PORT or ray://HOST:10001 a remote one")
     # The per-video options are those of `run` (models, people, source).
     scratch = argparse.ArgumentParser().add_subparsers()
     _add_run(scratch)
