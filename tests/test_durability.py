@@ -89,6 +89,39 @@ def test_sigkill_leaves_video_and_tracks_agreeing_within_one_fragment(tmp_path, 
     assert len(times) % FPS == 0  # whole fragments
 
 
+@pytest.mark.slow
+def test_sigkill_with_audio_keeps_the_audio_up_to_the_last_fragment(tmp_path, fixtures_dir):
+    """The source's audio is copied alongside, up to each frame's time, so a kill keeps sound
+    for the frames that survive too (not a silent video, not sound from frames never shown)."""
+    frames = [gaussian_marker(96, 128, 20 + (i % 90), 50, 6) for i in range(240)]
+    src = write_video(tmp_path / "talk.mp4", frames, fps=FPS, audio_seconds=24.0)
+    out, tracks = tmp_path / "out.mp4", tmp_path / "tracks.jsonl"
+    proc = subprocess.Popen(_cli(src, out, tracks, fixtures_dir), env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if tracks.exists() and len(tracks.read_text().splitlines()) > 35:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.kill()
+    proc.wait(timeout=30)
+
+    times, _ = _decodable(out)
+    assert len(times) >= FPS and len(times) % FPS == 0
+    audio_end = 0.0
+    with av.open(str(out)) as container:
+        assert container.streams.audio, "the audio stream is in the header"
+        try:
+            for frame in container.decode(container.streams.audio[0]):
+                audio_end = float(frame.time) + frame.samples / frame.sample_rate
+        except av.error.FFmpegError:
+            pass
+    video_end = times[-1] + 1 / FPS
+    # sound up to the last kept frame (an AAC frame is 23 ms), and no more than a fragment past it
+    assert video_end - 0.1 <= audio_end <= video_end + 1.0 + 0.1, (video_end, audio_end)
+
+
 def _limit_file_size(limit: int):
     def apply() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
