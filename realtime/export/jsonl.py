@@ -189,8 +189,6 @@ class TrackWriter:
         self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still},"people":[{people}]}}')
         self.frames_written += 1
 
-    write_frame = write  # the name from before TrackWriter was a sink; code in flight elsewhere still uses it
-
     def close(self) -> None:
         if not self._file.closed:
             try:
