@@ -351,13 +351,25 @@ def _cmd_batch(args) -> int:
 _COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth)
 
 
+_signalled: list[KeyboardInterrupt] = []  # the signal that asked this run to stop, if one did
+
+
 def _raise_on_signal(signum, _frame) -> None:
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    stop = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    _signalled.append(stop)
+    raise stop
+
+
+def _stopped(stop: KeyboardInterrupt) -> int:
+    terminated = isinstance(stop, Terminated)
+    print("terminated" if terminated else "interrupted", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 def main(argv: list[str] | None = None) -> int:
     # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
     # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
+    _signalled.clear()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _raise_on_signal)
         signal.signal(signal.SIGTERM, _raise_on_signal)
@@ -367,12 +379,12 @@ def main(argv: list[str] | None = None) -> int:
         log.info("sapiens-rt %s: starting", args.command)
         return int(args.func(args) or 0)
     except UserError as err:
+        if _signalled:  # the signal landed inside a library (safetensors, PyAV) that reported it as its own error
+            return _stopped(_signalled[-1])
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as err:
-        terminated = isinstance(err, Terminated)
-        print("terminated" if terminated else "interrupted", file=sys.stderr)
-        return 143 if terminated else 130
+        return _stopped(err)
 
 
 if __name__ == "__main__":
