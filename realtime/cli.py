@@ -16,7 +16,7 @@ import sys
 import threading
 
 from realtime import __version__
-from realtime.errors import Terminated, UserError
+from realtime.errors import Terminated, UserError, stop_exit_code
 
 log = logging.getLogger("sapiens-rt")
 
@@ -361,9 +361,8 @@ def _raise_on_signal(signum, _frame) -> None:
 
 
 def _stopped(stop: KeyboardInterrupt) -> int:
-    terminated = isinstance(stop, Terminated)
-    print("terminated" if terminated else "interrupted", file=sys.stderr)
-    return 143 if terminated else 130
+    print("terminated" if isinstance(stop, Terminated) else "interrupted", file=sys.stderr)
+    return stop_exit_code(stop)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,3 +22,8 @@ class OutputWriteError(UserError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl+C's KeyboardInterrupt so the same clean-up runs (exit status 143)."""
+
+
+def stop_exit_code(stop: KeyboardInterrupt) -> int:
+    """The exit status of a run a signal stopped: 143 for SIGTERM, 130 for Ctrl+C."""
+    return 143 if isinstance(stop, Terminated) else 130

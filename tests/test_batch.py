@@ -5,7 +5,10 @@ killed mid-video by the test-only crash hook, and a second run that skips what i
 import contextlib
 import io
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -193,11 +196,7 @@ def test_batch_gives_every_run_option_it_does_not_copy_its_run_default(monkeypat
 @pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
 def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, signum, code):
     """Ctrl+C (SIGINT, 130) and SIGTERM (143) as `run` has them: the unfinished video is not
-    recorded as done, no traceback, and the worker processes are gone."""
-    import os
-    import subprocess
-    import time
-
+    recorded as done nor renamed to its final folder, and there is no traceback."""
     video = write_video(tmp_path / "long.mp4", [gaussian_marker(96, 128, 20 + i % 80, 40, 8) for i in range(600)], fps=10)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "realtime.cli", "batch", str(video), "--output-dir", str(out),

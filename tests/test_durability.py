@@ -56,6 +56,19 @@ def _decodable(path: Path) -> tuple[list[float], bool]:
     return times, True
 
 
+def _kill_after_rows(cmd: list[str], tracks: Path, rows: int) -> None:
+    """Start the run, SIGKILL it once the tracks file holds more than `rows` lines."""
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if tracks.exists() and len(tracks.read_text().splitlines()) > rows:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.kill()
+    proc.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def marker_video(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("durability")
@@ -67,16 +80,7 @@ def marker_video(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("kill_after", [4, 25, 63])
 def test_sigkill_leaves_video_and_tracks_agreeing_within_one_fragment(tmp_path, fixtures_dir, marker_video, kill_after):
     out, tracks = tmp_path / "out.mp4", tmp_path / "tracks.jsonl"
-    proc = subprocess.Popen(_cli(marker_video, out, tracks, fixtures_dir), env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if tracks.exists() and len(tracks.read_text().splitlines()) > kill_after:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, proc.communicate()[1]
-    proc.kill()
-    proc.wait(timeout=30)
+    _kill_after_rows(_cli(marker_video, out, tracks, fixtures_dir), tracks, kill_after)
 
     rows = _rows(tracks)
     times, _ = _decodable(out)
@@ -96,16 +100,7 @@ def test_sigkill_with_audio_keeps_the_audio_up_to_the_last_fragment(tmp_path, fi
     frames = [gaussian_marker(96, 128, 20 + (i % 90), 50, 6) for i in range(240)]
     src = write_video(tmp_path / "talk.mp4", frames, fps=FPS, audio_seconds=24.0)
     out, tracks = tmp_path / "out.mp4", tmp_path / "tracks.jsonl"
-    proc = subprocess.Popen(_cli(src, out, tracks, fixtures_dir), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if tracks.exists() and len(tracks.read_text().splitlines()) > 35:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, proc.communicate()[1]
-    proc.kill()
-    proc.wait(timeout=30)
+    _kill_after_rows(_cli(src, out, tracks, fixtures_dir), tracks, 35)
 
     times, _ = _decodable(out)
     assert len(times) >= FPS and len(times) % FPS == 0

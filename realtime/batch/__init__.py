@@ -21,7 +21,7 @@ from typing import Optional
 from realtime.batch.plan import (append_manifest, expected_outputs, find_videos, is_complete, output_names,
                                  probe_frames, read_manifest)
 from realtime.batch.worker import Unit, unit_record
-from realtime.errors import Terminated, UserError
+from realtime.errors import UserError, stop_exit_code
 from realtime.run import RunOptions
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def run_batch(options: BatchOptions) -> BatchResult:
         try:
             engine.run(book)
         except KeyboardInterrupt as err:
-            book.stopped_by = 143 if isinstance(err, Terminated) else 130
+            book.stopped_by = stop_exit_code(err)
         finally:
             book.close()
     return book.result()
