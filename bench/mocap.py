@@ -21,11 +21,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realtime.export.skeleton import LiveSolver, forward_kinematics, solve  # noqa: E402
+from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E402
 from realtime.export.to_bvh import write_bvh  # noqa: E402
 from realtime.export.to_gltf import write_gltf  # noqa: E402
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.osc_sinks import OscKeypointSink, VmcSink  # noqa: E402
+from realtime.sinks.osc import OscKeypointSink, VmcSink  # noqa: E402
 from tests.mocap_synthetic import NAMES, synthetic_clip  # noqa: E402
 
 BUDGET_MS = 1000.0 / 30

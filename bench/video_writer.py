@@ -23,7 +23,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from realtime.video import TIME_BASE, VideoWriter
+from realtime.sinks.video import TIME_BASE, VideoWriter
 
 
 def frames(n: int, h: int, w: int):

@@ -160,7 +160,7 @@ def _cmd_run(args) -> int:
 def _run_options(args):
     """RunOptions from the `run` options (shared with `batch`)."""
     from realtime.models.archs import INPUT_HW
-    from realtime.osc_sinks import motion_sinks
+    from realtime.sinks.osc import motion_sinks
     from realtime.run import RunOptions, parse_size, parse_tasks
 
     checkpoints = {}

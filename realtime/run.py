@@ -148,10 +148,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
 
 
 def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs) -> RunSummary:
-    from realtime.export.jsonl import TrackWriter
+    from realtime.sinks.tracks import TrackWriter
     from realtime.infer import Predictor
-    from realtime.sinks import LatestWins, ProgressSink, VideoSink
-    from realtime.video import VideoWriter
+    from realtime.sinks.base import LatestWins, ProgressSink, VideoSink
+    from realtime.sinks.video import VideoWriter
     from trackers.identity import IdentityTracker
     from viz.compose import Layers
 
@@ -190,7 +190,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:
-            from realtime.sinks import ViewerSink
+            from realtime.sinks.base import ViewerSink
 
             viewer = _viewer(options, info, device, layers, write, outputs, models)
             sinks.append(ViewerSink(viewer, metrics))
@@ -373,8 +373,8 @@ def _viewer(options, info, device, layers, write: WriteStage, outputs, models):
     folder = Path(outputs.get("tracks", options.output_dir)).parent
 
     def toggle_recording(on: bool) -> None:
-        from realtime.sinks import VideoSink
-        from realtime.video import VideoWriter
+        from realtime.sinks.base import VideoSink
+        from realtime.sinks.video import VideoWriter
 
         path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
         write.set_recorder(VideoSink(VideoWriter(path, fps=info.fps or 30.0)) if on else None)

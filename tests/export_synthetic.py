@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from realtime.data import keypoint_names
-from realtime.export.jsonl import TrackWriter
+from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
 
 NAMES = keypoint_names()

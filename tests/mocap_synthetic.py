@@ -3,7 +3,7 @@
 The skeleton uses the solver's own bone table (with fingers) and hand-picked bone
 lengths; the motion turns a full circle, bends at the hips, knees, elbows and fingers,
 twists the spine, nods the head. Its poses stay inside what the keypoints can express
-(see `realtime.export.bones`): spine and chest only twist about their axis (the
+(see `realtime.rig.bones`): spine and chest only twist about their axis (the
 derived spine points lie on the hips -> neck-base line) and the shoulders (clavicles)
 stay at rest (the neck base is the shoulders' midpoint). Keypoints are placed at the
 bone heads / ends they mark; ears and toes sit across the head and foot.
@@ -15,8 +15,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from realtime.data import keypoint_names
-from realtime.export.bones import FINGERS, SIDES, TOES_END, bone_table
-from realtime.export.skeleton import Skeleton, camera_to_rig, end_positions, forward_kinematics
+from realtime.rig.bones import FINGERS, SIDES, TOES_END, bone_table
+from realtime.rig.solver import Skeleton, camera_to_rig, end_positions, forward_kinematics
 
 NAMES = keypoint_names()
 FPS = 30.0

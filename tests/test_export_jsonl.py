@@ -14,7 +14,8 @@ import pytest
 
 from export_synthetic import FPS, IMAGE_SIZE, K, NAMES, NUM_FRAMES, expected_scores, expected_xy, expected_xyz, write_synthetic
 from realtime.errors import UserError
-from realtime.export.jsonl import TrackWriter, read_tracks
+from realtime.export.jsonl import read_tracks
+from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,7 +113,7 @@ _CHILD = """
 import sys
 sys.path.insert(0, {tests!r}); sys.path.insert(0, {repo!r})
 from export_synthetic import NAMES, make_frame
-from realtime.export.jsonl import TrackWriter
+from realtime.sinks.tracks import TrackWriter
 writer = TrackWriter({path!r}, keypoint_names=NAMES, image_size=(640, 480), fps=25.0, source="live", model={{}})
 index = 0
 while True:

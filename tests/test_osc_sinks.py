@@ -10,9 +10,9 @@ from pythonosc.osc_bundle import OscBundle
 from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
-from realtime.export.skeleton import LiveSolver
+from realtime.rig.solver import LiveSolver
 from realtime.frames import Frame, Person
-from realtime.osc_sinks import OscKeypointSink, VmcSink, parse_endpoint, unity_bone_name
+from realtime.sinks.osc import OscKeypointSink, VmcSink, parse_endpoint, unity_bone_name
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 20

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from realtime.export.bones import bone_table
-from realtime.export.skeleton import LiveSolver, camera_to_rig, forward_kinematics, solve
+from realtime.rig.bones import bone_table
+from realtime.rig.solver import LiveSolver, camera_to_rig, forward_kinematics, solve
 from tests.mocap_synthetic import NAMES, synthetic_clip
 
 FRAMES = 300

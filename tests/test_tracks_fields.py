@@ -8,7 +8,8 @@ import numpy as np
 
 from doubles import MarkerPoseModel
 from media import gaussian_marker, write_video
-from realtime.export.jsonl import TrackWriter, read_tracks
+from realtime.export.jsonl import read_tracks
+from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
 from realtime.run import RunOptions, run
 

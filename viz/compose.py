@@ -27,7 +27,7 @@ import numpy as np
 from realtime.frames import Frame
 
 from .maps import BACKGROUND_GRAY, overlay_seg
-from .skeleton import SkeletonAnnotator, draw_text
+from .keypoints import SkeletonAnnotator, draw_text
 
 OVERLAY_TITLE = "pose + body parts"
 DEFAULT_PREVIEWS = ("depth", "normal")  # the panes of `Layers()`

@@ -17,7 +17,7 @@ import numpy as np
 
 from realtime.data import seg_class_names, seg_palette
 
-from .skeleton import draw_text, text_scale
+from .keypoints import draw_text, text_scale
 
 BACKGROUND_GRAY = 18  # dark background of the depth and normal previews (R = G = B)
 BACKGROUND_RGB = (BACKGROUND_GRAY,) * 3

@@ -23,7 +23,7 @@ from realtime.export.to_trc import write_trc
 log = logging.getLogger(__name__)
 
 FORMATS = ("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf")
-MOTION_FORMATS = {"bvh": "a BVH file", "gltf": "a glTF file"}  # solved bone rotations (skeleton.py)
+MOTION_FORMATS = {"bvh": "a BVH file", "gltf": "a glTF file"}  # solved bone rotations (realtime.rig.solver)
 MOTION_SMOOTH = "rts"  # their default smoothing: rotations from raw 3D points jitter
 # Default output next to the tracks file: <stem><suffix> (openpose writes a folder).
 DEFAULT_SUFFIX = {"csv": ".csv", "npz": ".npz", "openpose": "_openpose", "coco": "_coco.json", "trc": ".trc", "c3d": ".c3d", "blender": ".blend",

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.skeleton import Motion, solve
+from realtime.rig.solver import Motion, solve
 from realtime.export.tracks import Tracks
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.export.skeleton import Motion
+from realtime.rig.solver import Motion
 
 log = logging.getLogger(__name__)
 

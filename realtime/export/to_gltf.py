@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pygltflib as gl
 
-from realtime.export.skeleton import Motion
+from realtime.rig.solver import Motion
 
 log = logging.getLogger(__name__)
 

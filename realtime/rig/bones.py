@@ -1,6 +1,6 @@
 """The humanoid bone table: VRM humanoid bone names over the Sapiens 308 keypoints.
 
-Rig axes (the rest pose and every output of `realtime.export.skeleton`): metres,
+Rig axes (the rest pose and every output of `realtime.rig.solver`): metres,
 right-handed, Y up, the body facing +Z, so +X is the character's LEFT (glTF's
 convention). The camera frame of the tracks (x right, y down, z forward) maps to it
 by a 180 degree turn about x: X = x, Y = -y, Z = -z. A person facing the camera

@@ -1,7 +1,7 @@
 """3D keypoints -> local bone rotations on a VRM-named humanoid, and forward kinematics.
 
 Shared by the BVH / glTF exporters and the live VMC sink. Axes, rest pose and the
-derived points are described in `realtime.export.bones` (rig axes: metres, Y up,
+derived points are described in `realtime.rig.bones` (rig axes: metres, Y up,
 facing +Z, +X = the character's left; camera (x, y, z) -> rig (x, -y, -z)).
 
 Per frame, each bone's global rotation R turns its rest frame (rest primary axis,
@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.export.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_points
+from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_points
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ latest-wins adapter for slow or remote ones.
 
 A sink is any object with `write(frame)` and `close()`; the write stage calls
 every sink with every frame, in order. Built in: the tracks file
-(`realtime.export.jsonl.TrackWriter` is a sink as it is), the overlay video
+(`realtime.sinks.tracks.TrackWriter` is a sink as it is), the overlay video
 (`VideoSink`), the live viewer (`ViewerSink`) and the progress bar
 (`ProgressSink`). Add your own with `RunOptions(sinks=[...])`.
 
@@ -36,7 +36,7 @@ class Sink(Protocol):
 
 
 class VideoSink:
-    """The rendered picture (`frame.overlay`) into a `realtime.video.VideoWriter`."""
+    """The rendered picture (`frame.overlay`) into a `realtime.sinks.video.VideoWriter`."""
 
     def __init__(self, writer) -> None:
         self.writer = writer

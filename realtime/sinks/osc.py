@@ -186,7 +186,7 @@ class VmcSink:
 
     def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, person: Optional[int] = None,
                  fingers: bool = False, filter_method: Optional[str] = "one_euro", smoothness: float = 0.5):
-        from realtime.export.skeleton import LiveSolver
+        from realtime.rig.solver import LiveSolver
 
         self.sender = UdpSender(host, port, "--vmc")
         self.person = person
