@@ -34,7 +34,7 @@ from realtime.run import RunOptions  # noqa: E402
 
 
 def fixtures_dir() -> Path:
-    reference = Path(os.environ.get("SAPIENS_REFERENCE_DIR", ROOT.parent / "shared" / "reference"))
+    reference = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or ROOT / "tests" / "reference")
     return reference / "fixtures"
 
 

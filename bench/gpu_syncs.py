@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.gpu_standin import StandinGPU  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "reference"
+FIXTURES = ROOT / "tests" / "reference"
 
 
 def _reasons(syncs) -> str:
@@ -60,7 +60,7 @@ def detector_syncs(reference: Path, verbose: bool) -> None:
     fixtures = reference / "rtmdet" / "fixtures"
     image = load_file(str(fixtures / "tiny_w025_case_a.safetensors"))["image_bgr_uint8"].numpy()
     with StandinGPU() as gpu:
-        det = load_detector(fixtures / "tiny_w025_state_dict.safetensors", widen=0.25, device="cuda")
+        det = load_detector(fixtures / "tiny_w025_checkpoint.pth", widen=0.25, device="cuda")
         det(image)
         gpu.rec.clear()
         det(image)
@@ -70,7 +70,7 @@ def detector_syncs(reference: Path, verbose: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference", type=Path, default=FIXTURES, help="shared/reference (tiny fixture models)")
+    parser.add_argument("--reference", type=Path, default=FIXTURES, help="the golden fixture folder (tiny fixture models)")
     parser.add_argument("-v", "--verbose", action="store_true", help="say what each sync is")
     args = parser.parse_args()
     print("stand-in GPU (tests/gpu_standin.py): CPU tensors, recorded streams; counts, not times")

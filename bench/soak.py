@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from realtime.sources import Source, SourceInfo  # noqa: E402
 
-REFERENCE = Path(os.environ.get("SAPIENS_REFERENCE_DIR", ROOT.parent / "shared" / "reference"))
+REFERENCE = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or ROOT / "tests" / "reference")
 
 
 class SyntheticSource(Source):

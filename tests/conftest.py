@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# shared/ sits beside the checkout (CI clones main with shared/ next to it).
-REFERENCE = Path(os.environ.get("SAPIENS_REFERENCE_DIR", ROOT.parent / "shared" / "reference"))
+# The golden fixtures travel with the tests (tests/reference, see its README and
+# MANIFEST); SAPIENS_REFERENCE_DIR points elsewhere, e.g. at a regenerated set.
+REFERENCE = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resolve().parent / "reference")
 FIXTURES = REFERENCE / "fixtures"
 RTMDET_FIXTURES = REFERENCE / "rtmdet" / "fixtures"
+RTMDET_SAFETENSORS = "tiny_w025_state_dict.safetensors"
 
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    if not (REFERENCE / "SPEC.md").is_file():
-        pytest.fail(f"reference material not found at {REFERENCE}; set SAPIENS_REFERENCE_DIR to shared/reference")
+    if not (FIXTURES / "README.md").is_file():
+        pytest.fail(f"golden fixtures not found at {FIXTURES}; unset SAPIENS_REFERENCE_DIR to use the ones in tests/reference.")
     return REFERENCE
 
 
@@ -27,8 +29,29 @@ def fixtures_dir(reference_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def rtmdet_fixtures_dir(reference_dir: Path) -> Path:
-    return RTMDET_FIXTURES
+def rtmdet_fixtures_dir(reference_dir: Path, tmp_path_factory) -> Path:
+    """The RTMDet fixtures, with the tiny state dict as .safetensors beside the .pth.
+
+    The repository keeps the tiny checkpoint once, as mmdet's .pth; the official
+    .safetensors copy holds the same tensors and is rebuilt from it here
+    (test_reference.py checks the rebuilt file is byte-identical to the official one)."""
+    if (RTMDET_FIXTURES / RTMDET_SAFETENSORS).is_file():
+        return RTMDET_FIXTURES
+    folder = tmp_path_factory.mktemp("rtmdet_fixtures")
+    for item in RTMDET_FIXTURES.iterdir():
+        (folder / item.name).symlink_to(item)
+    rebuild_rtmdet_safetensors(RTMDET_FIXTURES / "tiny_w025_checkpoint.pth", folder / RTMDET_SAFETENSORS)
+    return folder
+
+
+def rebuild_rtmdet_safetensors(pth: Path, out: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    state_dict = torch.load(pth, map_location="cpu", weights_only=True)["state_dict"]
+    metadata = {"format": "mmdet RTMDet state_dict (tiny fixture variant widen_factor=0.25, deepen_factor=0.67, num_classes=1)"}
+    # the .pth stores the shared head convs once; safetensors wants one buffer per key
+    save_file({k: v.contiguous().clone() for k, v in state_dict.items()}, str(out), metadata=metadata)
 
 
 @pytest.fixture(autouse=True)
