@@ -6,6 +6,14 @@ depend on weight values).
     python bench/models.py --emulated-bf16   # also time bf16 on a CPU without bf16 units (slow)
     python bench/models.py --official sapiens2.py   # also ours vs the official backbone, alternating
     python bench/models.py --before OLD/realtime/models/sapiens2.py   # and vs an earlier version of ours
+    python bench/models.py --peers --official sapiens2.py   # ours vs official vs transformers, CPU fp32 only
+
+`--peers` is what a user choosing an implementation would measure: in one process, fp32,
+the same random weights (ours copied into each peer) and input, alternating rounds at
+256x192 and 512x384, medians and ratios. Peers: the official standalone backbone (a path to
+sapiens/backbones/standalone/sapiens2.py of facebookresearch/sapiens2, kept outside this repo)
+and Hugging Face transformers' `Sapiens2ForPoseEstimation` when transformers is installed
+(benchmark-only, not a dependency of this project).
 
 Prints one line per setting: ms per forward, ms per image and the achieved
 FLOP rate. FLOPs are counted (torch.utils.flop_counter on the meta device, one
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import re
 import statistics
 import time
 
@@ -95,6 +104,145 @@ def load_before(path: str, ours) -> torch.nn.Module:
     before = _module_from(path, "before_sapiens2").Sapiens2(ARCHS["sapiens2_0.4b"])
     before.load_state_dict(ours.state_dict(), strict=True)
     return before.eval().requires_grad_(False)
+
+
+def load_transformers(ours_pose, height: int, width: int) -> torch.nn.Module | None:
+    """transformers' `Sapiens2ForPoseEstimation` (0.4B) with our pose model's weights, or None
+    when transformers (or its Sapiens2) is not installed. Its `.model` is the backbone."""
+    try:
+        from transformers import Sapiens2Config, Sapiens2ForPoseEstimation
+    except ImportError:
+        return None
+    head = ours_pose.decode_head
+    config = Sapiens2Config(
+        hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+        num_key_value_attention_heads=8, layerscale_value=1e-4, image_size=(height, width), num_labels=308,
+        key_bias=True,  # the official wk has a bias: keep it so the same weights compute the same thing
+        head_config=dict(upsample_out_channels=[m.out_channels for m in head.deconv_layers if isinstance(m, torch.nn.ConvTranspose2d)],
+                         conv_out_channels=[m.out_channels for m in head.conv_layers if isinstance(m, torch.nn.Conv2d)]),
+    )
+    config._attn_implementation = "sdpa"
+    theirs = Sapiens2ForPoseEstimation(config).eval().requires_grad_(False)
+    theirs.load_state_dict(transformers_state_dict(ours_pose.state_dict()), strict=True)
+    return theirs
+
+
+def transformers_state_dict(ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Our (official) pose-model keys renamed to transformers' (the inverse of
+    realtime.models.hf_naming for the backbone and the pose head); `ffn.w12` is split
+    into `gate_proj` (first half) and `up_proj`."""
+    rules = (
+        (r"^backbone\.cls_token$", "model.embeddings.cls_token"),
+        (r"^backbone\.storage_tokens$", "model.embeddings.register_tokens"),
+        (r"^backbone\.patch_embed\.projection\.", "model.embeddings.patch_embeddings."),
+        (r"^backbone\.rope_embed\.periods$", None),  # transformers recomputes its fp32 frequencies
+        (r"^backbone\.blocks\.(\d+)\.ln1\.", r"model.model.layer.\1.norm1."),
+        (r"^backbone\.blocks\.(\d+)\.ln2\.", r"model.model.layer.\1.norm2."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.wq\.", r"model.model.layer.\1.attention.q_proj."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.wk\.", r"model.model.layer.\1.attention.k_proj."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.wv\.", r"model.model.layer.\1.attention.v_proj."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.proj\.", r"model.model.layer.\1.attention.o_proj."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.(q_norm|k_norm)\.", r"model.model.layer.\1.attention.\2."),
+        (r"^backbone\.blocks\.(\d+)\.attn\.gamma\.weight$", r"model.model.layer.\1.layer_scale1.lambda1"),
+        (r"^backbone\.blocks\.(\d+)\.ffn\.w3\.", r"model.model.layer.\1.mlp.down_proj."),
+        (r"^backbone\.ln1\.weight$", "model.norm.weight"),
+        (r"^decode_head\.deconv_layers\.(\d+)\.", lambda m: f"decode_head.upsample_layers.{int(m[1]) // 3}.convolution."),
+        (r"^decode_head\.conv_layers\.(\d+)\.", lambda m: f"decode_head.conv_layers.{int(m[1]) // 3}.convolution."),
+        (r"^decode_head\.conv_pose\.", "decode_head.predictor."),
+    )
+    out: dict[str, torch.Tensor] = {}
+    for key, value in ours.items():
+        if m := re.match(r"^backbone\.blocks\.(\d+)\.ffn\.w12\.(weight|bias)$", key):
+            gate, up = value.chunk(2)
+            out[f"model.model.layer.{m[1]}.mlp.gate_proj.{m[2]}"] = gate
+            out[f"model.model.layer.{m[1]}.mlp.up_proj.{m[2]}"] = up
+            continue
+        for pattern, repl in rules:
+            if m := re.match(pattern, key):
+                if repl is not None:
+                    out[repl(m) + key[m.end():] if callable(repl) else re.sub(pattern, repl, key)] = value
+                break
+        else:
+            raise KeyError(f"no transformers name for {key}")
+    return out
+
+
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    h, w = text.lower().split("x")
+    return int(h), int(w)
+
+
+def bench_peers(official_path: str | None, sizes: list[tuple[int, int]], rounds: int) -> None:
+    """Ours, the official backbone and transformers in one process, fp32, the same random
+    weights and input, alternating rounds; medians and ratios per size."""
+    torch.manual_seed(0)
+    ours = build_model("pose", "sapiens2_0.4b")
+    print(f"peers: CPU {_cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}, fp32, "
+          f"0.4B pose, random weights (ours copied into every peer), {rounds} alternating rounds after a warm-up; "
+          f"load average {_loadavg()}")
+    official = load_official(official_path, ours.backbone) if official_path else None
+    if official is None:
+        print("  official: skipped (no --official path)")
+    for height, width in sizes:
+        theirs = load_transformers(ours, height, width)
+        if theirs is None:
+            print("  transformers: skipped (not installed, or without Sapiens2)")
+        backbones = {"ours": ours.backbone}
+        if official is not None:
+            backbones["official"] = lambda x, m=official: m(x)[0]  # it returns a 1-tuple
+        if theirs is not None:
+            backbones["transformers"] = lambda x, m=theirs.model: m(x).last_hidden_state
+        poses = {"ours": ours}
+        if theirs is not None:
+            poses["transformers"] = lambda x, m=theirs: m(x).heatmaps
+        x = torch.randn(1, 3, height, width)
+        with torch.inference_mode():
+            _check_same(backbones, poses, x)
+        for what, group in (("backbone", backbones), ("pose model", poses)):
+            if len(group) > 1:
+                _alternate(group, x, rounds, f"{height}x{width} {what}")
+        print(f"    load average after {height}x{width}: {_loadavg()}")
+
+
+def _check_same(backbones: dict, poses: dict, x: torch.Tensor) -> None:
+    """Say how far each peer's output is from ours (same weights): official is bit-identical,
+    transformers rotates in fp32 instead of the official bf16."""
+    ref = backbones["ours"](x)
+    ref_tokens = ref.flatten(2).transpose(1, 2)
+    for label, m in backbones.items():
+        if label == "ours":
+            continue
+        out = m(x)
+        out = out[:, 1 + 8:] if label == "transformers" else out.flatten(2).transpose(1, 2)
+        diff = (out - ref_tokens).abs().max().item()
+        print(f"  {label} backbone vs ours: max |diff| {diff:.3g} (features up to {ref_tokens.abs().max().item():.3g})")
+    if "transformers" in poses:
+        diff = (poses["transformers"](x) - poses["ours"](x)).abs().max().item()
+        print(f"  transformers pose heatmaps vs ours: max |diff| {diff:.3g}")
+
+
+def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
+    with torch.inference_mode():
+        for m in models.values():
+            m(x)  # warm each
+        times = {label: [] for label in models}
+        for _ in range(rounds):
+            for label, m in models.items():
+                times[label] += _time(lambda: m(x), 1)
+    medians = {label: statistics.median(t) for label, t in times.items()}
+    print(f"  {name:>20}: " + ", ".join(f"{label} {ms:8.1f} ms" for label, ms in medians.items()))
+    for label, t in times.items():
+        if label != "ours":
+            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(times["ours"], t))
+            print(f"  {'':>20}  ours/{label} {medians['ours'] / medians[label]:.2f} (medians; per round {per_round})")
 
 
 def bench_cpu(model, iters: int, emulated_bf16: bool, others: dict) -> None:
@@ -185,10 +333,17 @@ def main() -> None:
                              "facebookresearch/sapiens2): also time it against ours, alternating")
     parser.add_argument("--before", metavar="SAPIENS2_PY",
                         help="realtime/models/sapiens2.py of an earlier checkout: also time that version of ours")
+    parser.add_argument("--peers", action="store_true",
+                        help="CPU fp32 only: ours vs the official backbone (--official) vs transformers, alternating")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds for --peers")
+    parser.add_argument("--sizes", default="256x192,512x384", help="input sizes HxW for --peers")
     args = parser.parse_args()
     torch.manual_seed(0)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.peers:
+        bench_peers(args.official, [_parse_size(s) for s in args.sizes.split(",")], args.rounds)
+        return
     model = build_model("pose", "sapiens2_0.4b")
     print(f"model: {model.arch} {model.task}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, random weights")
     if not args.no_cpu:
