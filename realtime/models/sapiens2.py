@@ -130,11 +130,33 @@ class LayerScale(nn.Module):
         return x * self.weight
 
 
+def rope_(qk: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+    """Rotate, in place, the last N = len(cos) tokens of qk (B, T, heads, hd), q and k heads
+    side by side, already in the table dtype (bf16). Bit for bit the official
+    `x * cos + rotate_half(x) * sin`: every product and sum is rounded to bf16 as there, and
+    `-x2 * s` is `-(x2 * s)` exactly, so the first half subtracts what the official adds."""
+    n, half = cos.shape[0], qk.shape[-1] // 2
+    x = qk[:, -n:]
+    sin, cos = sin[:, None], cos[:, None]  # over heads
+    x2_sin1 = x[..., half:] * sin[..., :half]
+    x1_sin2 = x[..., :half] * sin[..., half:]
+    x.mul_(cos)
+    x[..., :half].sub_(x2_sin1)
+    x[..., half:].add_(x1_sin2)
+    return qk
+
+
 class GroupedQueryAttention(nn.Module):
     """Multi-head attention with optional GQA, QK-norm, RoPE and LayerScale (SPEC §1.4).
 
     `qk_norm` / `layer_scale` are off in the 4K tokenizer blocks; without RoPE
-    tables (`sin=None`) no rotation is applied."""
+    tables (`sin=None`) no rotation is applied.
+
+    q, k and v come from one GEMM: `qkv_weight` / `qkv_bias` (non-persistent buffers) hold
+    [wq; wk; wv] and the checkpoint's `wq`/`wk`/`wv` parameters are views into them, so the
+    state dict keeps the official keys. The views are re-tied after anything that replaces
+    parameters (`.to()`/`.half()`, `load_state_dict(assign=True)`, deepcopy, unpickling);
+    assigning a new Parameter to `wq.weight` by hand unties them (call `tie_qkv()`)."""
 
     def __init__(self, embed_dim: int, num_heads: int, kv_heads: int, *, qk_norm: bool = True, layer_scale: bool = True) -> None:
         super().__init__()
@@ -148,25 +170,81 @@ class GroupedQueryAttention(nn.Module):
             self.k_norm = nn.RMSNorm(self.head_dim, eps=1e-6)
         self.proj = nn.Linear(embed_dim, embed_dim)
         self.gamma = LayerScale(embed_dim) if layer_scale else nn.Identity()
+        self.tie_qkv()
+        self.register_load_state_dict_post_hook(_retie_after_load)
+
+    def qkv_tied(self) -> bool:
+        """Whether wq/wk/wv are still views into `qkv_weight` / `qkv_bias`."""
+        w, b = self.qkv_weight, self.qkv_bias
+        return all(
+            m.weight.untyped_storage().data_ptr() == w.untyped_storage().data_ptr()
+            and m.bias.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+            and m.weight.dtype == w.dtype and m.weight.device == w.device
+            for m in (self.wq, self.wk, self.wv)
+        )
+
+    def tie_qkv(self) -> None:
+        """(Re)build the fused weight from wq/wk/wv and make those views into it."""
+        parts = (self.wq, self.wk, self.wv)
+        with torch.no_grad():
+            weight = torch.cat([m.weight for m in parts])
+            bias = torch.cat([m.bias for m in parts])
+        self.register_buffer("qkv_weight", weight, persistent=False)
+        self.register_buffer("qkv_bias", bias, persistent=False)
+        start = 0
+        for m in parts:
+            stop = start + m.out_features
+            m.weight = nn.Parameter(weight[start:stop], requires_grad=m.weight.requires_grad)
+            m.bias = nn.Parameter(bias[start:stop], requires_grad=m.bias.requires_grad)
+            start = stop
+
+    def _apply(self, fn, recurse=True):
+        super()._apply(fn, recurse)
+        self.tie_qkv()  # the conversion made separate tensors of the views
+        return self
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not self.qkv_tied():  # deepcopy clones each Parameter apart
+            self.tie_qkv()
 
     def forward(self, x: torch.Tensor, sin: torch.Tensor | None = None, cos: torch.Tensor | None = None) -> torch.Tensor:
         B, T, _ = x.shape
-        q = self.wq(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
-        k = self.wk(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.wv(x).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-        if hasattr(self, "q_norm"):
-            q, k = self.q_norm(q), self.k_norm(k)
+        H, KV, hd = self.num_heads, self.kv_heads, self.head_dim
+        qkv = F.linear(x, self.qkv_weight, self.qkv_bias)  # (B, T, (H + 2 KV) hd): [q | k | v]
+        qk = qkv[..., : (H + KV) * hd].view(B, T, H + KV, hd)
+        v = qkv[..., (H + KV) * hd :].view(B, T, KV, hd).transpose(1, 2)
         if sin is not None:
-            # Elementwise per head, so rotating k before the kv expansion is identical and cheaper.
-            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+            # q and k side by side in one bf16 buffer: the norms write into it (the official
+            # casts to bf16 after the norm), RoPE rotates it in place, one cast back.
+            rot = torch.empty(B, T, H + KV, hd, dtype=sin.dtype, device=x.device)
+            if hasattr(self, "q_norm"):
+                rot[:, :, :H].copy_(self.q_norm(qk[:, :, :H]))
+                rot[:, :, H:].copy_(self.k_norm(qk[:, :, H:]))
+            else:
+                rot.copy_(qk)
+            qk = rope_(rot, sin, cos).to(x.dtype)
+            q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
+        else:
+            q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
+            if hasattr(self, "q_norm"):
+                q, k = self.q_norm(q), self.k_norm(k)
         # GQA: kv head j serves query heads j*r .. j*r+r-1 (repeat_interleave order), without
         # materialising the repeated K/V where the kernel supports it.
-        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=self.kv_heads != self.num_heads)
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
         return self.gamma(self.proj(o.transpose(1, 2).reshape(B, T, -1)))
 
 
+def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:
+    if not module.qkv_tied():  # load_state_dict(assign=True) put new Parameters in
+        module.tie_qkv()
+
+
 class SwiGLUFFN(nn.Module):
-    """w3(silu(a) * b) with [a | b] = w12(x); hidden = 4E (SPEC §1.4)."""
+    """w3(silu(a) * b) with [a | b] = w12(x); hidden = 4E (SPEC §1.4).
+
+    Without autograd the gate is computed in place in the a-half of w12's output (no
+    temporaries; the same roundings)."""
 
     def __init__(self, embed_dim: int, hidden: int) -> None:
         super().__init__()
@@ -175,7 +253,9 @@ class SwiGLUFFN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         a, b = self.w12(x).chunk(2, dim=-1)
-        return self.w3(finite_fp16(F.silu(a) * b))
+        if torch.is_grad_enabled() and a.requires_grad:
+            return self.w3(finite_fp16(F.silu(a) * b))
+        return self.w3(finite_fp16(F.silu(a, inplace=True).mul_(b)))
 
 
 class TransformerBlock(nn.Module):
@@ -255,4 +335,14 @@ class Sapiens2(nn.Module):
         for block in self.blocks:
             x = block(x, sin, cos)
         x = self.ln1(x)
-        return x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2)
+        # Contiguous (B, E, h, w): a channels-last view would make the heads' first deconv
+        # reorder its weight on every call.
+        return x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2).contiguous()
+
+    def set_input_size(self, height: int, width: int) -> None:
+        """Make the RoPE tables of an input size now, eagerly (a forward at a new size makes
+        them itself; call this before `torch.compile` tracing so no graph ever builds them)."""
+        h, w = height // PATCH_SIZE, width // PATCH_SIZE
+        if hasattr(self, "tokenizer"):
+            h, w = h // WindowTokenizer.window, w // WindowTokenizer.window
+        self.rope_embed(h, w)
