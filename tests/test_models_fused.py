@@ -1,0 +1,143 @@
+"""The fused backbone (q/k/v in one GEMM, q/k norms and RoPE over one bf16 buffer, SwiGLU in
+place) computes bit for bit what the official unfused recipe computes, and the fused weight
+stays tied to the checkpoint's wq/wk/wv through loading, casting, copying and pickling."""
+
+import copy
+import io
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from realtime.models import build_model, sapiens2
+from realtime.models.sapiens2 import GroupedQueryAttention, SwiGLUFFN
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def official_attention(attn: GroupedQueryAttention, x, sin, cos):
+    """sapiens/backbones/standalone/sapiens2.py GroupedQueryAttention.forward, step by step:
+    three projections, norms on the permuted views, K/V repeated, RoPE in bf16 with cat."""
+    B, N, _ = x.shape
+    H, KV, hd = attn.num_heads, attn.kv_heads, attn.head_dim
+    q = attn.wq(x).view(B, N, H, hd).permute(0, 2, 1, 3)
+    k = attn.wk(x).view(B, N, KV, hd).permute(0, 2, 1, 3)
+    v = attn.wv(x).view(B, N, KV, hd).permute(0, 2, 1, 3)
+    q, k = attn.q_norm(q), attn.k_norm(k)
+    if KV != H:
+        k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+
+    def rope(t):
+        dtype, t = t.dtype, t.to(sin.dtype)
+        prefix = t.shape[-2] - sin.shape[-2]
+        p = t[:, :, prefix:]
+        a, b = p.chunk(2, dim=-1)
+        p = (p * cos) + (torch.cat([-b, a], dim=-1) * sin)
+        return torch.cat((t[:, :, :prefix], p), dim=-2).to(dtype)
+
+    o = F.scaled_dot_product_attention(rope(q), rope(k), v)
+    return attn.gamma(attn.proj(o.permute(0, 2, 1, 3).reshape(B, N, H * hd)))
+
+
+def _random_attention(kv_heads: int, dtype) -> GroupedQueryAttention:
+    torch.manual_seed(kv_heads)
+    attn = GroupedQueryAttention(64, num_heads=4, kv_heads=kv_heads).eval()
+    with torch.no_grad():
+        for name, p in attn.named_parameters():  # norms and LayerScale away from 1 / 1e-4, so they matter
+            p.uniform_(0.5, 1.5) if "norm" in name or "gamma" in name else p.normal_(0, 0.3)
+    return attn.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("kv_heads", [4, 2], ids=["mha", "gqa"])
+def test_fused_attention_is_bit_identical_to_the_official_recipe(kv_heads, dtype):
+    attn = _random_attention(kv_heads, dtype)
+    sin, cos = sapiens2.rope_tables(sapiens2.rope_periods(16), 3, 4)
+    x = torch.randn(2, sapiens2.NUM_PREFIX_TOKENS + 12, 64).to(dtype)
+    with torch.no_grad():
+        got, want = attn(x, sin, cos), official_attention(attn, x, sin, cos)
+    assert got.dtype == dtype
+    assert torch.equal(got, want), (got - want).abs().max().item()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_in_place_swiglu_is_bit_identical(dtype):
+    torch.manual_seed(0)
+    ffn = SwiGLUFFN(32, 128).eval().to(dtype)
+    x = torch.randn(2, 21, 32).to(dtype)
+    with torch.no_grad():
+        a, b = ffn.w12(x).chunk(2, dim=-1)
+        want = ffn.w3(sapiens2.finite_fp16(F.silu(a) * b))
+        assert torch.equal(ffn(x), want)
+
+
+def _assert_tied(attn: GroupedQueryAttention) -> None:
+    assert attn.qkv_tied()
+    assert torch.equal(attn.qkv_weight, torch.cat((attn.wq.weight, attn.wk.weight, attn.wv.weight)))
+    assert torch.equal(attn.qkv_bias, torch.cat((attn.wq.bias, attn.wk.bias, attn.wv.bias)))
+    with torch.no_grad():  # a write through the checkpoint's parameter reaches the fused GEMM
+        attn.wk.weight[0, 0] += 1
+        assert attn.qkv_weight[attn.wq.out_features, 0] == attn.wk.weight[0, 0]
+        attn.wk.weight[0, 0] -= 1
+
+
+def _backbones():
+    torch.manual_seed(0)
+    a = build_model("pose", "fixture_e32_h4_l18").backbone
+    torch.manual_seed(1)
+    b = build_model("pose", "fixture_e32_h4_l18").backbone
+    return a, b
+
+
+def _same_output(a, b, dtype=torch.float32):
+    x = torch.randn(1, 3, 64, 48).to(dtype)
+    with torch.no_grad():
+        return torch.equal(a(x), b(x))
+
+
+def test_load_state_dict_copies_into_the_fused_weight():
+    a, b = _backbones()
+    assert not _same_output(a, b)
+    a.load_state_dict(b.state_dict())
+    for block in a.blocks:
+        _assert_tied(block.attn)
+    assert _same_output(a, b)
+
+
+def test_assign_load_is_retied():
+    a, b = _backbones()
+    a.load_state_dict({k: v.clone() for k, v in b.state_dict().items()}, assign=True)
+    for block in a.blocks:
+        _assert_tied(block.attn)
+    assert _same_output(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_casting_keeps_the_fused_weight_tied(dtype):
+    a, b = _backbones()
+    a.load_state_dict(b.state_dict())
+    a.half() if dtype == torch.float16 else a.bfloat16()
+    b.to(dtype)
+    for block in a.blocks:
+        assert block.attn.qkv_weight.dtype == dtype
+        _assert_tied(block.attn)
+    assert _same_output(a, b, dtype)
+
+
+def test_deepcopy_and_pickle_keep_the_fused_weight_tied():
+    a, _ = _backbones()
+    buffer = io.BytesIO()
+    torch.save(a, buffer)
+    buffer.seek(0)
+    for twin in (copy.deepcopy(a), torch.load(buffer, weights_only=False)):
+        for block in twin.blocks:
+            _assert_tied(block.attn)
+        assert _same_output(a, twin)
+
+
+def test_state_dict_keys_are_the_checkpoints():
+    model = build_model("pose", "sapiens2_0.4b", device="meta").backbone
+    keys = set(model.state_dict())
+    assert not any("qkv" in k for k in keys)
+    assert {f"blocks.3.attn.{w}.{p}" for w in ("wq", "wk", "wv") for p in ("weight", "bias")} <= keys
+    assert model.blocks[9].attn.qkv_weight.shape == (1024 + 2 * 512, 1024)  # a GQA layer: 8 kv heads of 64
