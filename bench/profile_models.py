@@ -72,7 +72,7 @@ def targets_for(impl: str, module) -> list[tuple[object, str, str]]:
     if impl == "ours":
         from realtime.models import heads, sapiens2
 
-        rope = [(sapiens2, name, "RoPE") for name in ("apply_rope", "rope_qk") if hasattr(sapiens2, name)]
+        rope = [(sapiens2, name, "RoPE") for name in ("apply_rope", "rope_") if hasattr(sapiens2, name)]
         norms = [(sapiens2, name, "norms") for name in ("qk_norm",) if hasattr(sapiens2, name)]
         return common + rope + norms + [(sapiens2.PatchEmbed, "forward", "patch embed"),
                                         (heads.PoseHeatmapHead, "forward", "heads")]
