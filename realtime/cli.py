@@ -347,8 +347,36 @@ def _cmd_batch(args) -> int:
     return result.exit_code
 
 
+def _add_export_model(sub) -> None:
+    p = sub.add_parser(
+        "export-model",
+        help="write a Sapiens2 task model as ONNX (dynamic person batch) for ONNX Runtime or TensorRT",
+        description="Export a task model to ONNX; see docs/deploy.md. Needs: pip install 'sapiens-realtime[onnx]'.",
+        epilog="example:\n  sapiens-rt export-model --to onnx --task pose --checkpoint sapiens2_0.4b_pose.safetensors -o pose.onnx",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--to", required=True, choices=["onnx"], help="output format")
+    p.add_argument("--task", required=True, help="pose, seg, normal, depth (= pointmap) or albedo")
+    p.add_argument("--checkpoint", metavar="PATH", help="task checkpoint (default: the released file of --size, downloaded)")
+    p.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="model size when no --checkpoint is given (default: 0.4b)")
+    p.add_argument("--input-size", metavar="HxW", help="fixed input HEIGHTxWIDTH (default: the trained size, 1024x768)")
+    p.add_argument("-o", "--out", metavar="MODEL.onnx", help="output file (default: <task>.onnx)")
+    p.set_defaults(func=_cmd_export_model)
+
+
+def _cmd_export_model(args) -> int:
+    from realtime.models.onnx_export import export_onnx
+    from realtime.run import parse_size, parse_tasks
+
+    task = parse_tasks(args.task)[0]
+    out = export_onnx(task, args.checkpoint, args.out or f"{task}.onnx", arch=None if args.checkpoint else f"sapiens2_{args.size}",
+                      input_hw=parse_size(args.input_size) if args.input_size else None)
+    print(f"wrote {out}")
+    return 0
+
+
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth)
+_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth, _add_export_model)
 
 
 _signalled: list[KeyboardInterrupt] = []  # the signal that asked this run to stop, if one did
