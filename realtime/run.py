@@ -61,6 +61,7 @@ class RunOptions:
     smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
     smoothness: float = 0.5
     compile: bool = False
+    fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
     max_frames: Optional[int] = None
     max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
     caption: bool = True  # fps / latency / model line drawn on the overlay
@@ -107,6 +108,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
+    if options.fp8:
+        from realtime.models.fp8 import check_fp8_device
+
+        check_fp8_device(device)
     if options.max_frames is not None and options.max_frames < 1:
         raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
     options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
@@ -355,6 +360,10 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     for task in options.tasks:
         model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
                            device=device, dtype=dtype)
+        if options.fp8:
+            from realtime.models.fp8 import to_float8
+
+            to_float8(model)
         models[task] = model  # --compile: the Predictor compiles them (fixed shapes, every bucket warmed)
     return models
 
