@@ -13,6 +13,7 @@ demo's NMS).
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import platform
 import statistics
@@ -21,7 +22,27 @@ import time
 import numpy as np
 import torch
 
-from realtime.models.rtmdet import Detector, RTMDet
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from realtime.models.rtmdet import Detector, RTMDet, fold_batchnorm
+
+
+class _OpCounter(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: collections.Counter = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def aten_ops(model: torch.nn.Module, x: torch.Tensor) -> collections.Counter:
+    """The aten operators one forward runs, by name (on a GPU, about one kernel each)."""
+    counter = _OpCounter()
+    with torch.inference_mode(), counter:
+        model(x)
+    return counter.ops
 
 
 def timing(fn, runs: int) -> str:
@@ -75,6 +96,13 @@ def main() -> None:
     print(f"{args.runs} runs each")
     print(f"network only, 1x3x640x640:                {timing(network, args.runs)}")
     print(f"whole call on a 640x640 frame, det(img):  {timing(lambda: detector(image), args.runs)}")
+    before = aten_ops(detector.model, x)
+    folded = fold_batchnorm(detector.model)
+    after = aten_ops(detector.model, x)
+    print(f"batch norms folded into convs: {folded}; aten ops per forward {sum(before.values())} -> {sum(after.values())} "
+          f"(convolutions {before['conv2d']} -> {after['conv2d']}, batch norms "
+          f"{sum(v for k, v in before.items() if 'batch_norm' in k)} -> {sum(v for k, v in after.items() if 'batch_norm' in k)})")
+    print(f"network only, folded:                     {timing(network, args.runs)}")
 
 
 if __name__ == "__main__":

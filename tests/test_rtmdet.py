@@ -212,3 +212,33 @@ def test_load_detector_is_public_api_of_realtime_models(rtmdet_fixtures_dir):
     detector = load_detector(rtmdet_fixtures_dir / "tiny_w025_checkpoint.pth", widen=None)  # width read from the file
     boxes, scores = detector(np.full((240, 320, 3), 114, np.uint8))
     assert boxes.dtype == np.float32 and boxes.shape[1] == 4 and len(scores) == len(boxes) >= 1
+
+
+def test_batchnorm_folded_at_load_one_op_less_per_conv_module(rtmdet_fixtures_dir, cases):
+    """load_detector folds every BatchNorm into its conv (the fixture tests above check the
+    folded outputs); the forward then runs 112 fewer ops, and matches the unfolded network."""
+    from bench.detector import aten_ops
+    from realtime.models.checkpoint import read_state_dict
+    from realtime.models.rtmdet import filter_state_dict, fold_batchnorm
+
+    detector = load_detector(rtmdet_fixtures_dir / CHECKPOINTS[1], widen=0.25)
+    folded = detector.model
+    plain = RTMDet(widen=0.25)
+    plain.load_state_dict(filter_state_dict(read_state_dict(rtmdet_fixtures_dir / CHECKPOINTS[1]), plain))
+    with pytest.raises(ValueError, match="eval mode"):
+        fold_batchnorm(plain)  # a training-mode model: its statistics are not final
+    plain.eval()
+    x, _, _ = detector.preprocess(cases["a"]["image_bgr_uint8"].numpy())
+    before, after = aten_ops(plain, x), aten_ops(folded, x)
+    assert before["batch_norm"] == 112 and "batch_norm" not in after
+    assert sum(after.values()) == sum(before.values()) - 112 == 286
+    assert after["conv2d"] == before["conv2d"] == 122
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in folded.modules())
+    head = folded.bbox_head  # the shared head convs: now one copy per level, each with its level's BN folded in
+    assert plain.bbox_head.cls_convs[1][0].conv is plain.bbox_head.cls_convs[0][0].conv
+    assert head.cls_convs[1][0].conv is not head.cls_convs[0][0].conv
+    with torch.no_grad():
+        want, got = plain(x), folded(x)
+    for w, g in zip(want[0] + want[1], got[0] + got[1]):
+        _close(g, w, 1e-4)
+    assert fold_batchnorm(folded) == 0  # nothing left to fold
