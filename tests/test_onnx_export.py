@@ -75,9 +75,15 @@ def test_graph_rounds_rope_to_bf16_and_needs_it(pose, tmp_path):
     assert np.abs(got - io["heatmaps"].numpy()).max() > MAX_ABS  # the rounding is what keeps it within tolerance
 
 
-def test_seg_equals_the_fixture(fixtures_dir, tmp_path):
+def test_seg_equals_the_fixture_with_weights_in_a_data_file(fixtures_dir, tmp_path, monkeypatch):
+    """The seg model written as a large (1b, 5b) model is: its weights in `seg.onnx.data` beside the graph."""
+    from realtime.models import onnx_export
+
+    monkeypatch.setattr(onnx_export, "EXTERNAL_DATA_BYTES", 0)
     io = load_file(str(fixtures_dir / "seg_io.safetensors"))
     path = export_onnx("seg", fixtures_dir / "seg_weights.safetensors", tmp_path / "seg.onnx", input_hw=(64, 48))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seg.onnx", "seg.onnx.data"]  # no temporary files left
+    assert (tmp_path / "seg.onnx.data").stat().st_size > 1e6 > path.stat().st_size
     (logits,) = _session(path).run(None, {"image": io["input"].repeat(2, 1, 1, 1).numpy()})
     assert logits.shape == (2, 29, 64, 48)
     _assert_close(logits[:1], io["seg_logits"])

@@ -20,9 +20,9 @@ How the graph is made, and why:
 
 from __future__ import annotations
 
-import io
 import logging
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 OPSET = 17  # LayerNormalization-era opset that TensorRT 8.6+ and ONNX Runtime 1.14+ read
 EXTRA_HINT = "install the ONNX extra with: pip install 'sapiens-realtime[onnx]'"
+EXTERNAL_DATA_BYTES = 1 << 30  # larger weights go to `<out>.data` beside the graph (protobuf stops at 2 GB: 1b, 5b)
 OUTPUT_NAMES = {"pose": ["heatmaps"], "seg": ["logits"], "normal": ["normal"], "pointmap": ["pointmap", "scale"], "albedo": ["albedo"]}
 
 
@@ -76,20 +77,25 @@ def export_onnx(
     names = OUTPUT_NAMES.get(task, [f"output{i}" for i in range(n_out)])
     grid = model.backbone.patch_embed.projection(sample[:1]).shape[-2:]
     model.backbone.rope_embed = _FixedRope(*model.backbone.rope_embed(*grid))  # a private model: tables become constants
-    buffer = io.BytesIO()
-    with _symbolics(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation notice and shape-branch tracer warnings (input_hw is fixed)
-        torch.onnx.export(
-            model, (sample,), buffer, input_names=["image"], output_names=names, opset_version=OPSET, dynamo=False,
-            dynamic_axes={name: {0: "persons"} for name in ["image", *names]},
-        )
-    graph = emulate_bf16(onnx.load_from_string(buffer.getvalue()))
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".export-") as tmp:
+        traced = Path(tmp) / "traced.onnx"  # a file, so that models over 2 GB get their weights beside it
+        with _symbolics(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation notice and shape-branch tracer warnings (input_hw is fixed)
+            torch.onnx.export(
+                model, (sample,), str(traced), input_names=["image"], output_names=names, opset_version=OPSET, dynamo=False,
+                dynamic_axes={name: {0: "persons"} for name in ["image", *names]},
+            )
+        graph = emulate_bf16(onnx.load(str(traced)))
     graph.doc_string = f"Sapiens2 {model.arch} {task}, input (persons, 3, {h}, {w}) normalised RGB; outputs {', '.join(names)}"
     onnx.helper.set_model_props(graph, {"task": task, "arch": model.arch, "input_hw": f"{h}x{w}"})
-    onnx.checker.check_model(graph)
+    large = sum(len(t.raw_data) for t in graph.graph.initializer) > EXTERNAL_DATA_BYTES
     partial = out.with_name(out.name + ".partial")
-    onnx.save(graph, str(partial))
-    partial.replace(out)
+    try:
+        onnx.save_model(graph, str(partial), save_as_external_data=large, all_tensors_to_one_file=True, location=f"{out.name}.data")
+        onnx.checker.check_model(str(partial))
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
     log.info("exported %s %s (%dx%d) to %s", model.arch, task, h, w, out)
     return out
 
@@ -171,9 +177,8 @@ def emulate_bf16(model):
     def widened(t):
         return numpy_helper.from_array(numpy_helper.to_array(t).astype("float32"), t.name)
 
-    model = onnx.shape_inference.infer_shapes(model)
     graph = model.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in [*graph.value_info, *graph.input, *graph.output]}
+    types = _value_types(model)
     for t in graph.initializer:
         if t.data_type == bf16:
             t.CopyFrom(widened(t))
@@ -199,3 +204,19 @@ def emulate_bf16(model):
     graph.node.extend(nodes)
     del graph.value_info[:]  # stale types (bf16); readers infer them again
     return model
+
+
+def _value_types(model) -> dict[str, int]:
+    """Element type of every value, by ONNX type inference on the graph without its weights
+    (inference needs their types only, and a graph with weights over 2 GB cannot be inferred)."""
+    import onnx
+
+    weights = [(t, t.raw_data) for t in model.graph.initializer]
+    for t, _ in weights:
+        t.ClearField("raw_data")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    finally:
+        for t, raw in weights:
+            t.raw_data = raw
+    return {v.name: v.type.tensor_type.elem_type for v in [*inferred.value_info, *inferred.input, *inferred.output]}
