@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -174,8 +175,10 @@ def emulate_bf16(model):
 
     bf16, fp32 = TensorProto.BFLOAT16, TensorProto.FLOAT
 
-    def widened(t):
-        return numpy_helper.from_array(numpy_helper.to_array(t).astype("float32"), t.name)
+    def widened(t):  # read from the bits: older onnx (1.17) misreads raw bf16 in numpy_helper.to_array
+        bits = np.frombuffer(t.raw_data, "<u2") if t.raw_data else np.asarray(t.int32_data, dtype=np.uint16)
+        values = (bits.astype(np.uint32) << 16).view(np.float32).reshape(tuple(t.dims))
+        return numpy_helper.from_array(values, t.name)
 
     graph = model.graph
     types = _value_types(model)
