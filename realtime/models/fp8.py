@@ -61,9 +61,11 @@ class Float8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)
         q, scale = quantize(rows)
-        bias = None if self.bias is None else self.bias.to(x.dtype)
+        fused = self.bias is not None and x.dtype in (torch.bfloat16, torch.float16)  # the bias dtypes scaled_mm fuses everywhere
         out = F.scaled_mm(q, self.weight.t(), scale, F.ScalingType.TensorWise, self.weight_scale, F.ScalingType.TensorWise,
-                          bias=bias, output_dtype=x.dtype)
+                          bias=self.bias.to(x.dtype) if fused else None, output_dtype=x.dtype)
+        if self.bias is not None and not fused:
+            out = out + self.bias.to(x.dtype)
         return out.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:

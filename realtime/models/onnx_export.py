@@ -72,12 +72,15 @@ def export_onnx(
     h, w = input_hw or task_row(task).input_hw
     model = load_model(task, checkpoint, arch=arch)
     sample = torch.zeros(2, 3, h, w)  # batch 2: nothing gets specialised to one person
+    rope = model.backbone.rope_embed
+    tables = []  # the (sin, cos) this input size uses (after the 4K tokenizer's pooling, if any)
+    hook = rope.register_forward_hook(lambda _module, _args, result: tables.append(result))
     with torch.no_grad():
         outputs = model(sample)
+    hook.remove()
     n_out = len(outputs) if isinstance(outputs, tuple) else 1
     names = OUTPUT_NAMES.get(task, [f"output{i}" for i in range(n_out)])
-    grid = model.backbone.patch_embed.projection(sample[:1]).shape[-2:]
-    model.backbone.rope_embed = _FixedRope(*model.backbone.rope_embed(*grid))  # a private model: tables become constants
+    model.backbone.rope_embed = _FixedRope(*tables[0])  # a private model: the tables become constants of the graph
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".export-") as tmp:
         traced = Path(tmp) / "traced.onnx"  # a file, so that models over 2 GB get their weights beside it
         with _symbolics(), warnings.catch_warnings():
