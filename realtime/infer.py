@@ -68,7 +68,37 @@ def default_dtype(device: str) -> torch.dtype:
     return torch.float32
 
 
-BATCH_BUCKETS = (1, 2, 4, 8, 16)  # person crops per forward are padded up to one of these
+BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16)  # compiled: person crops per forward are padded up to one of these
+
+
+def recompile_budget(tasks) -> int:
+    """Graphs dynamo may compile for one Predictor's models: a per-person task one per bucket
+    (plus the out-of-memory fallback's smaller batches), a whole-image task one. The task
+    models share `Sapiens2TaskModel.forward`, and dynamo's limit (8) counts per code object:
+    pose's buckets + seg + normal + pointmap + albedo would silently fall back to eager."""
+    tasks = list(tasks)
+    return 2 * sum(len(BATCH_BUCKETS) + 2 if t.per_person else 1 for t in tasks) + 8
+
+
+class CompiledModel(nn.Module):
+    """`torch.compile(model, dynamic=False)` called with dynamo's recompile limit raised to at
+    least `graphs` (for the call only, so other compiled code in the process keeps its own)."""
+
+    def __init__(self, model: nn.Module, *, backend="inductor", options: Optional[dict] = None, graphs: int = 8):
+        super().__init__()
+        self.compiled = torch.compile(model, dynamic=False, backend=backend, options=options)
+        self.graphs = graphs
+
+    @property
+    def _orig_mod(self) -> nn.Module:
+        return self.compiled._orig_mod
+
+    def forward(self, x: torch.Tensor):
+        import torch._dynamo
+
+        limit = max(self.graphs, torch._dynamo.config.recompile_limit)
+        with torch._dynamo.config.patch(recompile_limit=limit):
+            return self.compiled(x)
 
 
 class Predictor:
@@ -84,8 +114,8 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
-    pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: on CUDA
-                 or when compiled).
+    pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: only when
+                 compiled; eager runs the crops there are).
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -107,19 +137,20 @@ class Predictor:
         self.flip_test = flip_test
         self.max_batch = max_batch
         self.cuda = self.device.type == "cuda"
+        self.compiled = bool(compile)
         if compile:
             backend = "inductor" if compile is True else compile
             # Round bf16 intermediates as eager does: fused in fp32, the bf16 RoPE rotation
             # drifts past the golden fixtures' tolerance (measured: 0.028 vs 1e-2 max). Set per
             # compiled model, not in inductor's global config, which other code in the process shares.
             options = {"emulate_precision_casts": True} if backend == "inductor" else None
-            models = {name: torch.compile(model, dynamic=False, backend=backend, options=options)
+            graphs = recompile_budget(self.tasks.values())
+            models = {name: CompiledModel(model, backend=backend, options=options, graphs=graphs)
                       for name, model in models.items()}
         self.models = models
-        self.compiled = any(hasattr(m, "_orig_mod") for m in models.values())  # torch.compile wrappers
-        # Fixed batch shapes pay off for compiled graphs and cuDNN's kernel choice; an eager CPU
-        # run would only compute the padding.
-        self.padded = (self.cuda or self.compiled) if pad_batches is None else pad_batches
+        # Fixed batch shapes pay off only for compiled graphs; an eager run (CPU or CUDA)
+        # would only compute the padding (3 people would cost 4 forwards).
+        self.padded = self.compiled if pad_batches is None else pad_batches
         self._streams: dict[str, torch.cuda.Stream] = {}
         if self.cuda:
             if self.device.index is None:  # as tensors report it, so per-device constant caches hit
@@ -140,14 +171,14 @@ class Predictor:
 
     def warm_up(self, image_hw: tuple[int, int]) -> None:
         """Predictions on a black frame, so the first real frame does not pay for kernel
-        selection, allocator growth or compilation. On a GPU or when compiled, every
+        selection, allocator growth or compilation. When batches are padded (compiled), every
         person-count bucket runs once, so `--compile` never compiles mid-run."""
         h, w = image_hw
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
         self.predict(black, whole)
         per_person = {name for name, t in self.tasks.items() if t.per_person}
-        if (self.cuda or self.compiled) and per_person:
+        if self.padded and per_person:
             for n in self.buckets()[1:]:
                 self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
         if self.cuda:

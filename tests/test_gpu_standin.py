@@ -97,7 +97,7 @@ BOXES = np.array([[10, 10, 60, 90], [40, 5, 120, 95], [0, 0, 127, 95]], np.float
 def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip):
     from realtime.infer import Predictor
 
-    cpu = Predictor(task_models, input_hw=(128, 96), flip_test=flip, pad_batches=True)  # as on CUDA
+    cpu = Predictor(task_models, input_hw=(128, 96), flip_test=flip)  # eager: unpadded on both
     wants = {n: cpu.predict(IMAGE, BOXES[:n]) for n in (1, 3)}
     with StandinGPU() as gpu:
         models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
