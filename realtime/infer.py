@@ -68,6 +68,18 @@ def default_dtype(device: str) -> torch.dtype:
     return torch.float32
 
 
+@dataclass
+class Launched:
+    """A frame whose work is queued (`Predictor.launch`); `Predictor.collect` waits for it.
+
+    outputs: per task, host tensors the device copies into (pinned, on CUDA); read only after `done`.
+    done:    event recorded after the copies (CUDA), or None when the work is already done (CPU).
+    """
+
+    outputs: dict[str, torch.Tensor]
+    done: Optional[torch.cuda.Event]
+
+
 BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16)  # compiled: person crops per forward are padded up to one of these
 
 
@@ -120,7 +132,8 @@ class Predictor:
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
     upload by an event; the outputs come back in non-blocking copies into pinned memory,
-    and the host waits once, for all of them.
+    and the host waits once, for all of them. `launch` queues a frame and `collect` waits for
+    it, so a pipeline can queue frame N+1 before it collects frame N.
     """
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -184,10 +197,16 @@ class Predictor:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    @torch.inference_mode()
     def predict(self, image: np.ndarray, boxes: np.ndarray, tasks: Optional[set[str]] = None) -> Prediction:
         """image: (H, W, 3) uint8 RGB; boxes: (N, 4) xyxy pixels; tasks: which of the
-        loaded models to run this time (default all)."""
+        loaded models to run this time (default all). `collect(launch(...))`."""
+        return self.collect(self.launch(image, boxes, tasks))
+
+    @torch.inference_mode()
+    def launch(self, image: np.ndarray, boxes: np.ndarray, tasks: Optional[set[str]] = None) -> Launched:
+        """Queue a frame's work, including the copies of its outputs into pinned host memory,
+        and return without waiting for the GPU (on the CPU the work is done on return). Launch
+        frame N+1 before collecting frame N and the GPU never idles while Python catches up."""
         wanted = set(self.models) if tasks is None else tasks & set(self.models)
         run = [t for t in task_table.ordered(wanted) if not (t.per_person and len(boxes) == 0)]
         h, w = image.shape[:2]
@@ -195,13 +214,27 @@ class Predictor:
         plans = {t.name: self._plan(t, boxes) for t in run if t.per_person}
         frame, geometry = self._upload(image, plans)
         outputs: dict[str, torch.Tensor] = {}
-        for task in run:  # launch all, then collect
+        for task in run:  # launch all, then download all
             with self._on_stream(task.name, frame, geometry):
                 if task.per_person:
                     outputs[task.name] = self._persons(task, frame, boxes, plans[task.name], geometry)
                 else:
                     outputs[task.name] = self._whole_image(task, frame, map_hw)
-        return self._collect(outputs)
+        return self._download(outputs)
+
+    def collect(self, launched: Launched) -> Prediction:
+        """Wait for a launched frame (the frame's only host wait, on CUDA: a blocking event, so
+        the waiting thread sleeps instead of spinning) and hand its outputs back as numpy."""
+        if launched.done is not None:
+            launched.done.synchronize()  # the frame's only host wait
+        host = {name: t.numpy() for name, t in launched.outputs.items()}
+        person = next((host[t.name] for t in self.tasks.values() if t.per_person and t.name in host), None)
+        if person is None:  # nobody in the frame, or pose not asked for
+            kpts, scores = np.zeros((0, NUM_KEYPOINTS, 2), np.float32), np.zeros((0, NUM_KEYPOINTS), np.float32)
+        else:
+            kpts, scores = person[..., :2].astype(np.float32), person[..., 2].astype(np.float32)
+        maps = {name: out for name, out in host.items() if not self.tasks[name].per_person}
+        return Prediction(kpts, scores, maps)
 
     # -- per task, all on the device
 
@@ -301,30 +334,23 @@ class Predictor:
             geometry[task].record_stream(stream)
         return torch.cuda.stream(stream)
 
-    def _collect(self, outputs: dict[str, torch.Tensor]) -> Prediction:
-        """Everything back to numpy with one host wait (on CUDA)."""
-        if self.cuda:
-            collect = self._streams["collect"]
-            pinned = {}
-            for name, out in outputs.items():
-                collect.wait_stream(self._streams[name])
-                out.record_stream(collect)
-                pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
-                with torch.cuda.stream(collect):
-                    pinned[name].copy_(out, non_blocking=True)
-            done = torch.cuda.Event()
-            done.record(collect)
-            done.synchronize()  # the frame's only host wait
-            host = {name: t.numpy() for name, t in pinned.items()}
-        else:
-            host = {name: out.numpy() for name, out in outputs.items()}
-        person = next((host[t.name] for t in self.tasks.values() if t.per_person and t.name in host), None)
-        if person is None:  # nobody in the frame, or pose not asked for
-            kpts, scores = np.zeros((0, NUM_KEYPOINTS, 2), np.float32), np.zeros((0, NUM_KEYPOINTS), np.float32)
-        else:
-            kpts, scores = person[..., :2].astype(np.float32), person[..., 2].astype(np.float32)
-        maps = {name: out for name, out in host.items() if not self.tasks[name].per_person}
-        return Prediction(kpts, scores, maps)
+    def _download(self, outputs: dict[str, torch.Tensor]) -> Launched:
+        """Queue each output's copy into its own pinned host buffer on the collect stream (each
+        frame in flight owns its buffers; the pinned allocator recycles a buffer only after the
+        copy into it is done), and an event after the copies."""
+        if not self.cuda:
+            return Launched(outputs, None)
+        collect = self._streams["collect"]
+        pinned = {}
+        for name, out in outputs.items():
+            collect.wait_stream(self._streams[name])
+            out.record_stream(collect)
+            pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+            with torch.cuda.stream(collect):
+                pinned[name].copy_(out, non_blocking=True)
+        done = torch.cuda.Event(blocking=True)
+        done.record(collect)
+        return Launched(pinned, done)
 
 
 def _fit(h: int, w: int, max_side: int) -> tuple[int, int]:

@@ -409,6 +409,7 @@ _event_ids = itertools.count()
 class FakeEvent:
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
         self.name = f"event{next(_event_ids)}"
+        self.blocking = blocking  # the waiting host thread sleeps instead of spinning
         self.stream: Optional[str] = None
         self.clock: dict[str, int] = {}
 
@@ -425,7 +426,8 @@ class FakeEvent:
         (stream or _recorder().current).wait_event(self)
 
     def synchronize(self) -> None:
-        _recorder().sync(f"event {self.name}.synchronize()", self.clock)
+        how = "blocking: the host sleeps" if self.blocking else "spin-wait: the host burns a core"
+        _recorder().sync(f"event {self.name}.synchronize() ({how})", self.clock)
 
     def query(self) -> bool:
         """Asks without waiting (not a sync); True, so the host has seen the event."""

@@ -109,6 +109,7 @@ def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip)
             log = gpu.rec.log
             syncs = [i for i, e in enumerate(log) if e.kind == "sync"]
             assert len(syncs) == 1, [log[i].what for i in syncs]
+            assert "blocking" in log[syncs[0]].what  # the host sleeps in the wait, no spinning
             pose_ops, seg_ops = gpu.rec.ops(pose_stream), gpu.rec.ops(seg_stream)
             assert pose_ops and seg_ops and not gpu.rec.ops("default")
             # Seg is launched while pose may still run: the host waits only after both are
@@ -123,6 +124,27 @@ def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip)
             np.testing.assert_array_equal(got.keypoints, want.keypoints)
             np.testing.assert_array_equal(got.keypoint_scores, want.keypoint_scores)
             np.testing.assert_array_equal(got.seg, want.seg)
+
+
+def test_a_frame_is_launched_before_the_previous_one_is_collected(task_models):
+    from realtime.infer import Predictor
+
+    cpu = Predictor(task_models, input_hw=(128, 96))
+    wants = [cpu.predict(IMAGE, BOXES[:n]) for n in (1, 3, 2)]
+    with StandinGPU() as gpu:
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        predictor = Predictor(models, device="cuda", input_hw=(128, 96))
+        gpu.rec.clear()
+        first = predictor.launch(IMAGE, BOXES[:1])
+        second = predictor.launch(IMAGE, BOXES[:3])
+        assert not gpu.rec.syncs()  # two frames queued, the host never waited
+        got = [predictor.collect(first)]
+        third = predictor.launch(IMAGE, BOXES[:2])  # into buffers of its own while the second is in flight
+        got += [predictor.collect(second), predictor.collect(third)]
+        assert len(gpu.rec.syncs()) == 3 and not gpu.rec.races
+    for g, w in zip(got, wants):
+        np.testing.assert_array_equal(g.keypoints, w.keypoints)
+        np.testing.assert_array_equal(g.seg, w.seg)
 
 
 # -- out of GPU memory, for every task

@@ -155,17 +155,20 @@ def test_the_predictor_runs_without_races(task_models):
 
 HOST_READ = r"\.numpy\(\) reads by the host at .*infer.py.* written on stream .* at .*infer.py"
 RACES = {  # name: (method, edits, what the race report must say)
-    "event on the wrong stream": ("_collect", [("done.record(collect)", "done.record(self._streams[name])")], HOST_READ),
-    "event before the copies": ("_collect", [
-        ("            done = torch.cuda.Event()\n            done.record(collect)\n", ""),
-        ("            pinned = {}\n", "            pinned = {}\n            done = torch.cuda.Event()\n            done.record(collect)\n")], HOST_READ),
-    "no collect wait": ("_collect", [("collect.wait_stream(self._streams[name])", "pass")],
+    "event on the wrong stream": ("_download", [("done.record(collect)", "done.record(self._streams[name])")], HOST_READ),
+    "event before the copies": ("_download", [
+        ("        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n", ""),
+        ("        pinned = {}\n", "        pinned = {}\n        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n")],
+        HOST_READ),
+    "no collect wait": ("_download", [("collect.wait_stream(self._streams[name])", "pass")],
                         r"copy_.* reads on stream .*infer.py.* written on stream .*tasks.py"),
     "no upload wait": ("_on_stream", [('stream.wait_stream(self._streams["upload"])', "pass")],
                        r"reads on stream .* written on stream .*infer.py:\d+ \(_upload\)"),
-    "download read before its wait": ("_collect", [
-        ("            done.synchronize()  # the frame's only host wait\n            host = {name: t.numpy() for name, t in pinned.items()}\n",
-         "            host = {name: t.numpy() for name, t in pinned.items()}\n            done.synchronize()\n")],
+    "download read before its wait": ("collect", [
+        ("        if launched.done is not None:\n            launched.done.synchronize()  # the frame's only host wait\n"
+         "        host = {name: t.numpy() for name, t in launched.outputs.items()}\n",
+         "        host = {name: t.numpy() for name, t in launched.outputs.items()}\n"
+         "        if launched.done is not None:\n            launched.done.synchronize()\n")],
         HOST_READ),
 }
 
