@@ -134,7 +134,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--fp8", action="store_true", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); see docs/deploy.md")
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
-    d.add_argument("--detect-every", type=positive_int, default=1, metavar="N", help="run the detector every N frames; boxes follow the poses in between (default 1)")
+    d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the poses in between "
+                   "(default 3 for cameras and streams, 1 for files)")
     d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
     d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")

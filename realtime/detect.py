@@ -27,6 +27,14 @@ from realtime.frames import Person
 log = logging.getLogger(__name__)
 
 BOX_SOURCES = ("detector", "seg", "frame")
+# Live sources run the detector every 3rd frame by default: in between, boxes follow the
+# poses (the tracker and the lost/duplicate checks call it early when that fails).
+LIVE_DETECT_EVERY = 3
+
+
+def default_detect_every(live: bool) -> int:
+    """`--detect-every` when not given: 3 on cameras and streams, 1 (every frame) on files."""
+    return LIVE_DETECT_EVERY if live else 1
 # A detector: (H, W, 3) uint8 image, rgb=True -> boxes (N, 4) float32 xyxy px, scores (N,) float32 (N = 0: nobody).
 DetectorFn = Callable[..., tuple[np.ndarray, np.ndarray]]
 
@@ -35,7 +43,7 @@ class BoxFinder:
     """Person boxes for each frame, by the policy of `mode` (see the module doc).
 
     detector:             callable as `DetectorFn` (e.g. `load_detector()`), for mode "detector".
-    detect_every:         run the detector at least every N frames (1 = every frame).
+    detect_every:         run the detector at least every N frames (1 or None = every frame).
     max_people:           keep only the N most confident boxes (largest first for seg/frame).
     min_keypoint_score:   keypoints scoring above this count as confident.
     min_tracked_fraction: a person whose confident keypoints are fewer than this
@@ -51,7 +59,7 @@ class BoxFinder:
         mode: str = "detector",
         detector: Optional[DetectorFn] = None,
         *,
-        detect_every: int = 1,
+        detect_every: Optional[int] = 1,
         max_people: Optional[int] = None,
         min_keypoint_score: float = 0.3,
         min_tracked_fraction: float = 0.25,
@@ -63,6 +71,7 @@ class BoxFinder:
             raise ValueError(f"mode must be one of {BOX_SOURCES}, got {mode!r}")
         if mode == "detector" and detector is None:
             raise ValueError("mode 'detector' needs a detector callable")
+        detect_every = 1 if detect_every is None else detect_every
         if detect_every < 1 or (max_people is not None and max_people < 1):
             raise ValueError("detect_every and max_people must be at least 1")
         self.mode = mode
@@ -195,7 +204,7 @@ def make_box_finder(
     boxes_from: str = "detector",
     *,
     detector_checkpoint: Optional[str] = None,
-    detect_every: int = 1,
+    detect_every: Optional[int] = 1,
     max_people: Optional[int] = None,
     device: str = "cpu",
     half: bool = False,
@@ -210,6 +219,7 @@ def make_box_finder(
     """
     if boxes_from not in BOX_SOURCES:
         raise UserError(f"--boxes-from must be one of {', '.join(BOX_SOURCES)}, not {boxes_from!r}; pick one of those.")
+    detect_every = 1 if detect_every is None else detect_every
     if detect_every < 1:
         raise UserError(f"--detect-every must be at least 1, not {detect_every}; use 1 to detect on every frame.")
     if max_people is not None and max_people < 1:

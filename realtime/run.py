@@ -21,13 +21,14 @@ from typing import Callable, Optional
 import torch
 
 from realtime import tasks as task_table
+from realtime.detect import default_detect_every
 from realtime.errors import UserError
 from realtime.metrics import Metrics
 from realtime.models.archs import INPUT_HW
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import DetectStage, Feedback, InferStage, RenderStage, SmoothStage, WriteStage
+from realtime.stages import DetectStage, Feedback, RenderStage, SmoothStage, WriteStage, inference_stages
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class RunOptions:
     task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
     max_people: Optional[int] = None
     boxes_from: str = "detector"
-    detect_every: int = 1
+    detect_every: Optional[int] = None  # None: 3 on live sources, 1 on files (realtime.detect.default_detect_every)
     dense_every: Optional[int] = None  # normal/depth every N frames; None: adaptive on live sources, 1 on files
     dense_auto: bool = False  # adaptive for any source (fit the dense tasks into the source's frame budget)
     flip_test: bool = False
@@ -131,6 +132,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     locks = OutputLocks()
     try:
         options = _stills_mode(options, source)
+        if options.detect_every is None:
+            options = dataclasses.replace(options, detect_every=default_detect_every(info.live))
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
         for path in outputs.values():
@@ -189,7 +192,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         write = WriteStage()
         stages = [
             DetectStage(box_finder, feedback),
-            InferStage(predictor, feedback, schedule=_dense_schedule(options, info)),
+            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, info)),  # launch, then collect
             SmoothStage(None if options.stills else IdentityTracker(), None if options.stills else smoother, feedback),
         ]
         if options.view or "video" in outputs:

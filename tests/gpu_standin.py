@@ -86,6 +86,7 @@ class Entry:
     what: str
     stream: str
     kernel: bool = True
+    thread: str = field(default_factory=lambda: threading.current_thread().name)
 
 
 class Agent:
