@@ -121,9 +121,10 @@ class Access:
     pos: int
     where: str
     host: bool
+    op: str = ""
 
     def __str__(self) -> str:
-        return f"{'by the host' if self.host else 'on stream ' + self.agent} at {self.where}"
+        return f"{'by the host' if self.host else 'on stream ' + self.agent} ({self.op}) at {self.where}"
 
 
 @dataclass
@@ -225,13 +226,25 @@ class Recorder:
 
     # -- ordering
 
+    @property
+    def capturing(self) -> Optional["FakeGraph"]:
+        """The graph this thread is capturing into, if any."""
+        return getattr(self._tls, "capturing", None)
+
+    def _refuse_in_capture(self, what: str) -> None:
+        if self.capturing is not None:
+            raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing ({what} inside a "
+                               f"CUDA graph capture)")
+
     def sync(self, what: str, clock: Optional[dict[str, int]] = None) -> None:
         """The host waits: for `clock` (an event's or a stream's), or for the current stream."""
+        self._refuse_in_capture(what)
         self.add("sync", what)
         with self._lock:
             self.host.see(self.current.clock if clock is None else clock)
 
     def sync_all(self, what: str) -> None:
+        self._refuse_in_capture(what)
         self.add("sync", what)
         with self._lock:
             for stream in self.all_streams:
@@ -251,13 +264,13 @@ class Recorder:
                 self.launch(agent)
             else:
                 agent = self.host
-            access = Access(agent.name, agent.tick(), _where(), agent.is_host)
+            access = Access(agent.name, agent.tick(), _where(), agent.is_host, what)
             for t in reads:
                 state = self._state(t)
                 if state is None:
                     continue
                 if state.write is not None and not agent.has_seen(state.write):
-                    self._race(f"{what} reads {access} memory written {state.write}, with no wait in between")
+                    self._race(f"a read {access} of memory written {state.write}, with no wait in between")
                 state.reads[agent.name] = access
             for t in writes:
                 state = self._state(t)
@@ -265,7 +278,7 @@ class Recorder:
                     continue
                 for earlier in [state.write, *state.reads.values()]:
                     if earlier is not None and not agent.has_seen(earlier):
-                        self._race(f"{what} writes {access} memory used {earlier}, with no wait in between")
+                        self._race(f"a write {access} to memory used {earlier}, with no wait in between")
                 state.write, state.reads = access, {}
             for t in fresh:
                 state = self._state(t, new=True)
@@ -441,6 +454,92 @@ class FakeEvent:
         return 0.0
 
 
+class FakeGraph:
+    """torch.cuda.CUDAGraph: ops launched while capturing are recorded, not run (their outputs
+    are filled with NaN / -1 after the capture, as unrun GPU memory would hold garbage);
+    `replay()` runs them again, in order, writing into the same tensors, as one launch."""
+
+    def __init__(self, keep_graph: bool = False) -> None:
+        self.ops: list = []  # (func, args, kwargs, positions of fresh outputs, those outputs)
+        self.reads: list[torch.Tensor] = []  # memory from outside the graph that it reads
+        self.writes: list[torch.Tensor] = []  # memory it writes
+        self._made: set[int] = set()
+        self._pool = None
+        self.captured = False
+
+    def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
+        rec = _recorder()
+        if rec.capturing is not None:
+            raise RuntimeError("a CUDA graph capture is already under way on this thread")
+        if rec.current is rec.default_stream:
+            raise RuntimeError("CUDA graphs must be captured on a non-default stream")
+        self._pool = pool
+        rec._tls.capturing = self
+
+    def capture_end(self) -> None:
+        rec = _recorder()
+        rec._tls.capturing = None
+        self.captured = True
+        with rec.untracked():
+            for t in self.writes:
+                if t.is_floating_point():
+                    t.fill_(float("nan"))
+                elif t.dtype != torch.bool:
+                    t.fill_(-1)
+
+    def add(self, func, args, kwargs, out, reads, writes, made) -> None:
+        flat = tree_flatten(out)[0]
+        ids = {id(t) for t in made}
+        positions = [i for i, t in enumerate(flat) if isinstance(t, torch.Tensor) and id(t) in ids]
+        self.ops.append((func, args, kwargs, positions, [flat[i] for i in positions]))
+        for t in reads:
+            if id(t.untyped_storage()) not in self._made:
+                self.reads.append(t)
+        for t in [*writes, *made]:
+            self._made.add(id(t.untyped_storage()))
+            self.writes.append(t)
+
+    def replay(self) -> None:
+        rec = _recorder()
+        if not self.captured:
+            raise RuntimeError("replay() of a CUDA graph that was never captured")
+        rec.add("op", f"graph replay ({sum(not (f.is_view or f in _NO_KERNEL) for f, *_ in self.ops)} kernels)")
+        rec.access("graph replay", reads=self.reads, writes=self.writes)
+        with rec.untracked(), torch.inference_mode():
+            for func, args, kwargs, positions, outs in self.ops:
+                if func.is_view or func in _NO_KERNEL:
+                    continue  # views alias memory the graph updates; allocations are the graph's own
+                flat = tree_flatten(func(*args, **kwargs))[0]
+                for i, old in zip(positions, outs):
+                    old.copy_(flat[i])
+
+    def pool(self):
+        return self._pool
+
+    def reset(self) -> None:
+        self.ops.clear()
+        self.captured = False
+
+
+@contextlib.contextmanager
+def _graph(cuda_graph: FakeGraph, pool=None, stream: Optional["FakeStream"] = None, capture_error_mode: str = "global"):
+    """torch.cuda.graph: synchronize (as PyTorch does before a capture), capture on `stream`."""
+    rec = _recorder()
+    rec.sync_all("torch.cuda.graph(): synchronize before capturing")
+    stream = stream or FakeStream()
+    streams = rec.streams
+    stream.wait_stream(rec.current)
+    streams.append(stream)
+    try:
+        cuda_graph.capture_begin(pool, capture_error_mode=capture_error_mode)
+        try:
+            yield
+        finally:
+            cuda_graph.capture_end()
+    finally:
+        streams.pop()
+
+
 _active: list[Recorder] = []
 
 
@@ -485,14 +584,18 @@ class _Mode(TorchDispatchMode):
             return func(*cpu_args, **cpu_kwargs)
         # forced: ops on the CPU tensors inside a StandinTensor method stand for device ops
         device = on_device or to_device or self.rec.forced > 0
+        capture = self.rec.capturing if device else None
         if device:
-            self.rec.add("op", str(func), kernel=not (func.is_view or func in _NO_KERNEL))
+            self.rec.add("capture" if capture else "op", str(func), kernel=not (func.is_view or func in _NO_KERNEL))
         out = func(*cpu_args, **cpu_kwargs)
         if not func.is_view:
             reads, writes = _tensor_args(func, cpu_args, cpu_kwargs)
             given = {id(t.untyped_storage()) for t in reads + writes}
             made = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in given]
-            self.rec.access(str(func), reads, writes, made, device=device)
+            if capture is not None:  # not run now on a GPU: the graph runs it at each replay
+                capture.add(func, cpu_args, cpu_kwargs, out, reads, writes, made)
+            else:
+                self.rec.access(str(func), reads, writes, made, device=device)
         self._sync_after(func, args, kwargs, cpu_args, cpu_kwargs, device, to_device)
         if pin and isinstance(out, torch.Tensor):
             _mark_pinned(out)
@@ -571,6 +674,8 @@ class StandinGPU:
             copy = kwargs.pop("copy", False)
             device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
             dtype, memory_format = dtype or t.dtype, memory_format or torch.preserve_format
+            if (device is not None and _is_cuda(device) != isinstance(t, StandinTensor)) and rec.capturing is not None:
+                raise RuntimeError("a host <-> device copy inside a CUDA graph capture (the stand-in does not replay those)")
             if isinstance(t, StandinTensor):
                 if device is not None and not _is_cuda(device):
                     with rec.untracked():
@@ -656,6 +761,10 @@ class StandinGPU:
         patch(torch.cuda, "current_stream", lambda device=None: rec.current)
         patch(torch.cuda, "default_stream", lambda device=None: self.default_stream)
         patch(torch.cuda, "stream", self._use_stream)
+        patch(torch.cuda, "CUDAGraph", FakeGraph)
+        patch(torch.cuda, "graph", _graph)
+        patch(torch.cuda, "graph_pool_handle", lambda: object())
+        patch(torch.cuda, "is_current_stream_capturing", lambda: rec.capturing is not None)
         patch(torch.cuda, "synchronize", lambda device=None: rec.sync_all("torch.cuda.synchronize()"))
         patch(torch.cuda, "empty_cache", lambda: rec.sync_all("torch.cuda.empty_cache() (synchronizes the device)"))
         patch(torch.Tensor, "to", self._tensor_to(torch.Tensor.to))

@@ -23,7 +23,7 @@ def test_a_read_on_another_stream_needs_a_wait():
     with StandinGPU():
         side = torch.cuda.Stream()
         x = torch.ones(4, device="cuda") * 2  # written on the default stream
-        with torch.cuda.stream(side), pytest.raises(StreamRace, match=r"reads on stream .* written on stream default at .*test_stream_races.py"):
+        with torch.cuda.stream(side), pytest.raises(StreamRace, match=r"read on stream .* written on stream default .* at .*test_stream_races.py"):
             x + 1
     with StandinGPU() as gpu:
         side = torch.cuda.Stream()
@@ -62,7 +62,7 @@ def test_the_host_must_wait_before_reading_a_non_blocking_download():
             host.copy_(x, non_blocking=True)
             done = torch.cuda.Event()
             done.record()
-        with pytest.raises(StreamRace, match="by the host"):
+        with pytest.raises(StreamRace, match="read by the host"):
             host.numpy()
         assert torch.cuda.Event().query() and side.query()  # asking is not waiting
         assert not gpu.rec.syncs()
@@ -72,7 +72,7 @@ def test_the_host_must_wait_before_reading_a_non_blocking_download():
         src = torch.ones(3).pin_memory()
         with torch.cuda.stream(side):
             src.to("cuda", non_blocking=True)
-        with pytest.raises(StreamRace, match="writes by the host"):
+        with pytest.raises(StreamRace, match="write by the host"):
             src.numpy()[...] = 2
 
 
@@ -153,7 +153,7 @@ def test_the_predictor_runs_without_races(task_models):
     assert not gpu.rec.races
 
 
-HOST_READ = r"\.numpy\(\) reads by the host at .*infer.py.* written on stream .* at .*infer.py"
+HOST_READ = r"read by the host \(\.numpy\(\)\) at .*infer.py.* written on stream .* at .*infer.py"
 RACES = {  # name: (method, edits, what the race report must say)
     "event on the wrong stream": ("_download", [("done.record(collect)", "done.record(self._streams[name])")], HOST_READ),
     "event before the copies": ("_download", [
@@ -161,9 +161,9 @@ RACES = {  # name: (method, edits, what the race report must say)
         ("        pinned = {}\n", "        pinned = {}\n        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n")],
         HOST_READ),
     "no collect wait": ("_download", [("collect.wait_stream(self._streams[name])", "pass")],
-                        r"copy_.* reads on stream .*infer.py.* written on stream .*tasks.py"),
+                        r"read on stream .*copy_.*infer.py.* written on stream .*tasks.py"),
     "no upload wait": ("_on_stream", [('stream.wait_stream(self._streams["upload"])', "pass")],
-                       r"reads on stream .* written on stream .*infer.py:\d+ \(_upload\)"),
+                       r"read on stream .* written on stream .*infer.py:\d+ \(_upload\)"),
     "download read before its wait": ("collect", [
         ("        if launched.done is not None:\n            launched.done.synchronize()  # the frame's only host wait\n"
          "        host = {name: t.numpy() for name, t in launched.outputs.items()}\n",
@@ -196,5 +196,40 @@ def test_a_download_read_before_its_wait_in_the_detector_is_caught(rtmdet_fixtur
         monkeypatch.setattr(Detector, "_top_candidates", planted(Detector, "_top_candidates", (
             "        done.synchronize()\n        return host.numpy().copy()\n",
             "        rows = host.numpy().copy()\n        done.synchronize()\n        return rows\n")))
-        with pytest.raises(StreamRace, match=r"by the host at .*rtmdet.py.* written on stream"):
+        with pytest.raises(StreamRace, match=r"by the host .* at .*rtmdet.py.* written on stream"):
             det(image)
+
+
+# -- CUDA graphs on the stand-in
+
+
+def test_a_graph_records_at_capture_and_replays_into_the_same_memory():
+    with StandinGPU() as gpu:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        static_in = torch.zeros(3, device="cuda")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side):
+            static_out = (static_in * 2 + 1).relu()
+        assert torch.isnan(static_out.elem).all()  # captured, not run
+        for value in (1.0, 5.0):
+            with torch.cuda.stream(side):
+                static_in.copy_(torch.full((3,), value, device="cuda"))
+                gpu.rec.clear()
+                graph.replay()
+                assert [e.what for e in gpu.rec.log if e.kind == "op"] == ["graph replay (3 kernels)"]
+                got = static_out.cpu().tolist()
+            assert got == [2 * value + 1] * 3
+        with torch.cuda.stream(side):
+            graph.replay()
+        with pytest.raises(StreamRace, match=r"written on stream .* \(graph replay\)"):  # the default stream did not wait
+            static_out + 1
+
+
+def test_a_sync_inside_a_capture_raises():
+    with StandinGPU():
+        x = torch.ones(3, device="cuda")
+        graph = torch.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match="not permitted when stream is capturing"):
+            with torch.cuda.graph(graph, stream=torch.cuda.Stream()):
+                (x * 2).sum().item()
