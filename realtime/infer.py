@@ -9,6 +9,7 @@ separate streams so they overlap. Numpy at the edges, tensors inside.
 
 from __future__ import annotations
 
+import functools
 import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -113,6 +114,26 @@ class CompiledModel(nn.Module):
             return self.compiled(x)
 
 
+class TaskGraph:
+    """One task's work captured as a CUDA graph: static input buffers, one capture, and a
+    replay per call. The first call runs the work eagerly once (lazy constants, kernel choice)
+    and then captures it on the current stream into `pool` (one pool per stream: replays on
+    one stream never overlap, so they may share memory)."""
+
+    def __init__(self, work, inputs: tuple[torch.Tensor, ...], pool) -> None:
+        self.inputs = tuple(x.clone() for x in inputs)  # the static inputs, holding real values
+        work(*self.inputs)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, pool=pool, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
+            self.output = work(*self.inputs)
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        for static, x in zip(self.inputs, inputs):
+            static.copy_(x)
+        self.graph.replay()
+        return self.output.clone()  # the next replay overwrites the static output
+
+
 class Predictor:
     """Runs the task models on one frame at a time (each task as its `realtime.tasks` row says).
 
@@ -126,6 +147,9 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
+    cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket) from crop to decoded
+                 keypoints (and from resize to the map), captured on first use by the thread that
+                 launches frames; pads person batches. Ignored on the CPU.
     pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: only when
                  compiled; eager runs the crops there are).
 
@@ -139,7 +163,7 @@ class Predictor:
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
-                 pad_batches: Optional[bool] = None):
+                 pad_batches: Optional[bool] = None, cuda_graphs: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -163,7 +187,11 @@ class Predictor:
         self.models = models
         # Fixed batch shapes pay off only for compiled graphs; an eager run (CPU or CUDA)
         # would only compute the padding (3 people would cost 4 forwards).
-        self.padded = self.compiled if pad_batches is None else pad_batches
+        self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
+        self._graphs: dict[tuple, TaskGraph] = {}
+        self._pools: dict[str, object] = {}  # task (its stream) -> CUDA graph memory pool
+        self._warming_up = False
+        self.padded = (self.compiled or self.cuda_graphs) if pad_batches is None else pad_batches
         self._streams: dict[str, torch.cuda.Stream] = {}
         if self.cuda:
             if self.device.index is None:  # as tensors report it, so per-device constant caches hit
@@ -189,11 +217,15 @@ class Predictor:
         h, w = image_hw
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
-        self.predict(black, whole)
-        per_person = {name for name, t in self.tasks.items() if t.per_person}
-        if self.padded and per_person:
-            for n in self.buckets()[1:]:
-                self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
+        self._warming_up = True  # eager: CUDA graphs are captured by the thread that replays them
+        try:
+            self.predict(black, whole)
+            per_person = {name for name, t in self.tasks.items() if t.per_person}
+            if self.padded and per_person:
+                for n in self.buckets()[1:]:
+                    self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
+        finally:
+            self._warming_up = False
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
@@ -265,20 +297,43 @@ class Predictor:
                 geometry = {task.name: torch.as_tensor(plan[0], device=self.device)}
 
     def _persons_batched(self, task, frame: torch.Tensor, chunks, geometry: torch.Tensor) -> torch.Tensor:
-        input_hw = self.sizes[task.name]
-        model = self.models[task.name]
         results, offset = [], 0
         for _, count, bucket in chunks:
-            center, scale = geometry[offset:offset + bucket, :2], geometry[offset:offset + bucket, 2:]
+            rows = geometry[offset:offset + bucket]  # center | scale
             offset += bucket
-            x = task.preprocess(frame, center, scale, input_hw).to(self.dtype)
-            if self.flip_test and task.name in self._flip:
-                heatmaps = codec.flip_test(model, x, self._flip[task.name])
-            else:
-                heatmaps = model(x)
-            # decode in float32: half-precision argmax ties and log() of small values are coarse
-            results.append(task.postprocess(heatmaps.float(), (center, scale), input_hw)[:count])
+            key = (task.name, bucket, tuple(frame.shape))
+            results.append(self._run(key, functools.partial(self._person_work, task), frame, rows)[:count])
         return torch.cat(results) if len(results) > 1 else results[0]
+
+    def _person_work(self, task, frame: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """(B, K, 3) from the frame and B rows of crop geometry: crop, model, decode."""
+        input_hw = self.sizes[task.name]
+        center, scale = rows[:, :2], rows[:, 2:]
+        x = task.preprocess(frame, center, scale, input_hw).to(self.dtype)
+        if self.flip_test and task.name in self._flip:
+            heatmaps = codec.flip_test(self.models[task.name], x, self._flip[task.name])
+        else:
+            heatmaps = self.models[task.name](x)
+        # decode in float32: half-precision argmax ties and log() of small values are coarse
+        return task.postprocess(heatmaps.float(), (center, scale), input_hw)
+
+    def _image_work(self, task, map_hw: tuple[int, int], frame: torch.Tensor) -> torch.Tensor:
+        x, meta = task.preprocess(frame, self.sizes[task.name])
+        raw = self.models[task.name](x.to(self.dtype))
+        raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
+        return task.postprocess(raw, meta, map_hw)
+
+    def _run(self, key: tuple, work, *inputs: torch.Tensor) -> torch.Tensor:
+        """`work(*inputs)` eagerly, or with `cuda_graphs` by replaying the graph captured for
+        `key` (task, shapes) on its first use, on the thread and stream that launch it."""
+        if not self.cuda_graphs or self._warming_up:
+            return work(*inputs)
+        graph = self._graphs.get(key)
+        if graph is None:
+            task = key[0]
+            graph = self._graphs[key] = TaskGraph(work, inputs, self._pools.setdefault(task, torch.cuda.graph_pool_handle()))
+            log.info("captured a CUDA graph for %s", key)
+        return graph(*inputs)
 
     def _shrink_batch(self, tried: int) -> None:
         torch.cuda.empty_cache()
@@ -291,10 +346,8 @@ class Predictor:
     def _whole_image(self, task, frame: torch.Tensor, map_hw: tuple[int, int]) -> torch.Tensor:
         for attempt in (1, 2):
             try:
-                x, meta = task.preprocess(frame, self.sizes[task.name])
-                raw = self.models[task.name](x.to(self.dtype))
-                raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
-                return task.postprocess(raw, meta, map_hw)
+                key = (task.name, tuple(frame.shape), map_hw)
+                return self._run(key, functools.partial(self._image_work, task, map_hw), frame)
             except torch.cuda.OutOfMemoryError:
                 torch.cuda.empty_cache()  # cached blocks of other shapes may be all it needed
                 if attempt == 2:

@@ -503,12 +503,12 @@ class FakeGraph:
         rec = _recorder()
         if not self.captured:
             raise RuntimeError("replay() of a CUDA graph that was never captured")
-        rec.add("op", f"graph replay ({sum(not (f.is_view or f in _NO_KERNEL) for f, *_ in self.ops)} kernels)")
+        rec.add("op", f"graph replay ({sum(f not in _NO_KERNEL for f, *_ in self.ops)} kernels)")
         rec.access("graph replay", reads=self.reads, writes=self.writes)
         with rec.untracked(), torch.inference_mode():
             for func, args, kwargs, positions, outs in self.ops:
-                if func.is_view or func in _NO_KERNEL:
-                    continue  # views alias memory the graph updates; allocations are the graph's own
+                if func in _NO_KERNEL:
+                    continue  # allocations are the graph's own (views were never recorded)
                 flat = tree_flatten(func(*args, **kwargs))[0]
                 for i, old in zip(positions, outs):
                     old.copy_(flat[i])
@@ -585,13 +585,14 @@ class _Mode(TorchDispatchMode):
         # forced: ops on the CPU tensors inside a StandinTensor method stand for device ops
         device = on_device or to_device or self.rec.forced > 0
         capture = self.rec.capturing if device else None
-        if device:
-            self.rec.add("capture" if capture else "op", str(func), kernel=not (func.is_view or func in _NO_KERNEL))
         out = func(*cpu_args, **cpu_kwargs)
-        if not func.is_view:
-            reads, writes = _tensor_args(func, cpu_args, cpu_kwargs)
-            given = {id(t.untyped_storage()) for t in reads + writes}
-            made = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in given]
+        reads, writes = _tensor_args(func, cpu_args, cpu_kwargs)
+        given = {id(t.untyped_storage()) for t in reads + writes}
+        made = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in given]
+        view = func.is_view and not made  # (aten.to and friends are "views" that may copy)
+        if device:
+            self.rec.add("capture" if capture else "op", str(func), kernel=not (view or func in _NO_KERNEL))
+        if not view:
             if capture is not None:  # not run now on a GPU: the graph runs it at each replay
                 capture.add(func, cpu_args, cpu_kwargs, out, reads, writes, made)
             else:
