@@ -132,6 +132,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
                    "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
     m.add_argument("--fp8", action="store_true", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); see docs/deploy.md")
+    m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count (CUDA only; "
+                   "each is captured the first time it is needed; see docs/gpu-performance.md)")
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
     d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the poses in between "
@@ -197,7 +199,8 @@ def _run_options(args):
         checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
         input_hw=parse_size(args.input_size) if args.input_size else INPUT_HW, max_people=args.max_people, boxes_from=args.boxes_from,
         detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
-        smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, fp8=args.fp8, max_frames=args.max_frames,
+        smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, fp8=args.fp8, cuda_graphs=args.cuda_graphs,
+        max_frames=args.max_frames,
         progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
         timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
         stills=args.stills, task_sizes=task_sizes,

@@ -63,6 +63,7 @@ class RunOptions:
     smoothness: float = 0.5
     compile: bool = False
     fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
+    cuda_graphs: bool = False  # replay a CUDA graph per (task, person bucket); CUDA only
     max_frames: Optional[int] = None
     max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
     caption: bool = True  # fps / latency / model line drawn on the overlay
@@ -113,6 +114,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         from realtime.models.fp8 import check_fp8_device
 
         check_fp8_device(device)
+    if options.cuda_graphs and not device.startswith("cuda"):
+        raise UserError(f"--cuda-graphs needs a CUDA GPU, and this run is on {device}; drop --cuda-graphs or use --device cuda.")
     if options.max_frames is not None and options.max_frames < 1:
         raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
     options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
@@ -167,7 +170,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
-                          compile=options.compile)
+                          compile=options.compile, cuda_graphs=options.cuda_graphs)
     log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
