@@ -1,7 +1,8 @@
 """One command for anyone with an NVIDIA GPU: check the GPU path, then time it.
 
-    python bench/gpu_check.py                 # tests, then fps eager and compiled
+    python bench/gpu_check.py                 # tests, then fps eager, compiled and with CUDA graphs
     python bench/gpu_check.py --no-compile    # skip torch.compile (its first frames take minutes)
+    python bench/gpu_check.py --no-graphs     # skip the CUDA graph runs
     python bench/gpu_check.py --peak-tflops 989   # your GPU's dense bf16/fp16 peak, if not in the table
 
 1. Runs the GPU tests (`pytest -m gpu`), among them the one that runs `Predictor.predict`
@@ -9,8 +10,11 @@
    in the hot path fails it.
 2. Prints frames per second at 1024x768 network input (the released models' size) for
    pose only (1 person), pose + seg, and all four tasks, with random 0.4B weights (speed
-   does not depend on weight values), eager and compiled, with the achieved TFLOP/s and
-   MFU (achieved / the GPU's dense half-precision peak).
+   does not depend on weight values), eager, compiled and with `cuda_graphs`, with the
+   achieved TFLOP/s and MFU (achieved / the GPU's dense half-precision peak). Each is timed
+   twice: one frame at a time (`predict`), and pipelined as the run's infer and collect
+   stages do it (frame N+1 launched before frame N is collected); their ratio is the
+   overlap figure (1.00: the GPU waited for Python between frames as long as ever).
 
 Without a CUDA GPU it says so and exits 0.
 """
@@ -53,26 +57,36 @@ def run_gpu_tests() -> int:
     return subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests"], cwd=ROOT)
 
 
-def time_predictor(tasks, compiled: bool, frames: int, dtype: torch.dtype) -> float:
-    """Frames per second of Predictor.predict on a 720p frame with one person, models random."""
+def time_predictor(tasks, mode: str, frames: int, dtype: torch.dtype) -> tuple[float, float]:
+    """Frames per second of one frame at a time and of pipelined frames (launch N+1, then
+    collect N) on a 720p frame with one person, models random. mode: eager, compiled, graphs."""
     from realtime.infer import Predictor
     from realtime.models import build_model
 
     models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
-    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768), compile=compiled)
+    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768), compile=mode == "compiled",
+                          cuda_graphs=mode == "graphs")
     image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
     boxes = np.array([[400, 60, 880, 700]], np.float32)
     predictor.warm_up(image.shape[:2])  # compiled: every person-count bucket (minutes)
     for _ in range(3):
-        predictor.predict(image, boxes)
+        predictor.predict(image, boxes)  # graphs: captured here
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(frames):
         predictor.predict(image, boxes)  # each returns numpy: the frame is done
-    fps = frames / (time.perf_counter() - start)
+    serial = frames / (time.perf_counter() - start)
+    start = time.perf_counter()
+    pending = predictor.launch(image, boxes)
+    for _ in range(frames - 1):
+        queued = predictor.launch(image, boxes)
+        predictor.collect(pending)
+        pending = queued
+    predictor.collect(pending)
+    pipelined = frames / (time.perf_counter() - start)
     del predictor, models
     torch.cuda.empty_cache()
-    return fps
+    return serial, pipelined
 
 
 def main() -> int:
@@ -80,6 +94,7 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=50)
     parser.add_argument("--no-tests", action="store_true")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--no-graphs", action="store_true")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -99,12 +114,13 @@ def main() -> int:
     for label, tasks in SETS:
         tflop = sum(TFLOP_PER_IMAGE[t] for t in tasks)
         ceiling = f", ceiling {peak / tflop:6.1f} fps" if peak else ""
-        for compiled in (False,) if args.no_compile else (False, True):
-            fps = time_predictor(tasks, compiled, args.frames, dtype)
+        modes = ["eager"] + ([] if args.no_compile else ["compiled"]) + ([] if args.no_graphs else ["graphs"])
+        for mode in modes:
+            serial, fps = time_predictor(tasks, mode, args.frames, dtype)
             rate = fps * tflop
             mfu = f", MFU {rate / peak:5.1%}" if peak else ""
-            print(f"  {label:<10} {'compiled' if compiled else 'eager':>8}: {fps:7.1f} fps, {rate:6.1f} TFLOP/s "
-                  f"({tflop:.2f} TFLOP/frame){mfu}{ceiling}", flush=True)
+            print(f"  {label:<10} {mode:>8}: {fps:7.1f} fps pipelined ({serial:7.1f} one at a time, overlap "
+                  f"x{fps / serial:4.2f}), {rate:6.1f} TFLOP/s ({tflop:.2f} TFLOP/frame){mfu}{ceiling}", flush=True)
     if failed:
         print("Some GPU tests FAILED (see above).")
     return 1 if failed else 0

@@ -87,6 +87,15 @@ def predictor_launches(reference: Path) -> None:
                 print(f"pose+seg, {n} people, {label}: {sum(rows):2d} pose crops computed, {gpu.rec.launches():4d} launches "
                       f"(pose {per['pose']}, seg {per['seg']}, uploads/downloads {gpu.rec.launches() - sum(per.values())})")
         hook.remove()
+        graphed = Predictor(models, device="cuda", dtype=torch.float32, input_hw=(128, 96), cuda_graphs=True)
+        for n in (1, 3, 9):
+            graphed.predict(image, boxes[:n])  # captures
+            gpu.rec.clear()
+            graphed.predict(image, boxes[:n])
+            ops = [e.what for e in gpu.rec.log if e.kind == "op" and e.kernel]
+            replays = sum(what.startswith("graph replay") for what in ops)
+            print(f"pose+seg, {n} people, CUDA graphs (replayed): {len(ops):4d} launches ({replays} graph replays, "
+                  f"{len(ops) - replays} copies: frame and boxes up, into and out of the static buffers, results down)")
         marks = []
         hooks = [blocks[1].register_forward_pre_hook(lambda m, a: marks.append(len(gpu.rec.log))),
                  blocks[1].register_forward_hook(lambda m, a, o: marks.append(len(gpu.rec.log)))]
