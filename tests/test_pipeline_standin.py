@@ -41,9 +41,14 @@ def _run(tmp_path, name, models, device, cuda_graphs=False):
     return [row for row in lines if row["type"] == "frame"]
 
 
+@pytest.fixture(scope="module")
+def cpu_rows(tmp_path_factory, task_models):
+    return _run(tmp_path_factory.mktemp("cpu"), "cpu", task_models, "cpu")
+
+
 @pytest.mark.parametrize("cuda_graphs", [False, True])
-def test_a_file_runs_through_launch_and_collect_stages_on_the_standin(tmp_path, task_models, cuda_graphs):
-    want = _run(tmp_path, "cpu", task_models, "cpu")
+def test_a_file_runs_through_launch_and_collect_stages_on_the_standin(tmp_path, task_models, cpu_rows, cuda_graphs):
+    want = cpu_rows
     with StandinGPU() as gpu:
         models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
         got = _run(tmp_path, "gpu", models, "cuda", cuda_graphs)
