@@ -118,7 +118,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
-    m.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b)")
+    m.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b; no 0.1b task weights are released)")
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
     m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
@@ -287,8 +287,9 @@ def _add_download(sub) -> None:
 
 def _cmd_download(args) -> int:
     from realtime.models import DEFAULT_SIZE, download
+    from realtime.tasks import canonical
 
-    tasks = [t.strip() for t in (args.tasks or f"{RUN_TASKS},detector").split(",") if t.strip()]
+    tasks = [canonical(t.strip()) for t in (args.tasks or f"{RUN_TASKS},detector").split(",") if t.strip()]
     for task, path in download(tasks, args.size or DEFAULT_SIZE).items():
         print(f"{task}: {path}")
     return 0

@@ -6,12 +6,18 @@
     normal    surface normals, on the dense schedule
     albedo    base colour, on the dense schedule; no public weights (own checkpoint only)
 
-`Predictor`, `InferStage`, `compose`, the viewer, `download`, loading, `run` and
-the CLI read this table instead of naming tasks. A task of your own is one
-`Task(...)` passed to `register` before `run` (see `tests/test_extending.py`):
+A row composes three owners: the model (`realtime.models.registry.ModelSpec`: head,
+output layer, head shapes, hub repo, trained size), the runtime glue here (pre/post-
+processing, schedule, the `Frame.dense` field) and an optional preview pane
+(`viz.panes.Pane`). This module is the one place a task is declared, and it is read
+only from above: models and viz know nothing of it (`tests/test_import_graph.py`).
+`Predictor`, `InferStage`, `run` and the CLI read this table instead of naming tasks;
+`run` hands the rows' panes to `viz.compose.Layers`. A task of your own is one `Task`
+passed to `register` before `run` (see `tests/test_extending.py`):
 
     from realtime import tasks
-    tasks.register(tasks.Task(name="mask", head=MyHead, output_layer="conv_mask", ...))
+    from realtime.models.registry import ModelSpec
+    tasks.register(tasks.Task(ModelSpec("mask", MyHead, "conv_mask", {...}), preprocess, postprocess, "mask"))
 
 Sizes are (H, W) everywhere. Functions run on the device (tensors); maps come back
 to numpy in `infer.Predictor`.
@@ -27,10 +33,9 @@ import torch
 
 from realtime import codec, transforms
 from realtime.errors import UserError
-from realtime.models.archs import HEADS, INPUT_HW
-from realtime.models.heads import AlbedoHead, NormalHead, PointmapHead, PoseHeatmapHead, SegHead
-
-HUB_REPO = "facebook/sapiens2-{task}-{size}"  # the released checkpoints
+from realtime.models import registry
+from realtime.models.registry import ModelSpec
+from viz.panes import ALBEDO, DEPTH, NORMAL, Pane
 
 
 @dataclass(frozen=True)
@@ -46,47 +51,41 @@ class Task:
         x       = preprocess(image, center, scale, input_hw)   # (n, 3, h, w)
         points  = postprocess(model(x), (center, scale), input_hw)  # (n, K, 3): x, y, score
 
-    name:        canonical name (the checkpoint's task, the `--checkpoint NAME=PATH` key).
+    model:       what the model is (`ModelSpec`); its `name` is the task's canonical name
+                 (the checkpoint's task, the `--checkpoint NAME=PATH` key).
     aliases:     other names accepted by `--tasks` (CLI names, transformers' task names).
-    head:        the decode head class; `output_layer` is its final layer, which tells a
-                 checkpoint's task apart; `head_kwargs` its shapes per arch.
-    hub_repo:    hub repo pattern with {size}, or None when no weights are public.
-    input_hw:    the trained input size; `follows_input_size` tasks use `--input-size`.
+    follows_input_size: use `--input-size` instead of the model's trained `input_hw`.
     dense:       True: runs on the dense schedule (every N frames, maps reused between);
                  False: every frame.
-    pane, title, hot_keys, render: the preview pane this task adds to the picture, its
-                 title, the viewer keys that toggle it, and `render(dense_maps, foreground,
-                 size_hw) -> (h, w, 3) uint8 or None` (None: no data yet).
+    pane:        the preview pane this task adds to the picture (`viz.panes.Pane`), or None.
     flip_indices: mirror table for `--flip-test` (per-person tasks only).
     """
 
-    name: str
-    head: Optional[type]
-    output_layer: str
-    head_kwargs: Mapping[str, dict]
+    model: ModelSpec
     preprocess: Callable
     postprocess: Callable
     field: str
     aliases: tuple[str, ...] = ()
-    hub_repo: Optional[str] = HUB_REPO
-    input_hw: tuple[int, int] = INPUT_HW
     follows_input_size: bool = False
     per_person: bool = False
     dense: bool = False
     derived: Mapping[str, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
-    pane: Optional[str] = None
-    title: str = ""
-    hot_keys: tuple[str, ...] = ()
-    render: Optional[Callable] = None
+    pane: Optional[Pane] = None
     flip_indices: Optional[Callable[[], np.ndarray]] = None
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def input_hw(self) -> tuple[int, int]:
+        """The (H, W) the weights were trained at."""
+        return self.model.input_hw
 
     @property
     def fields(self) -> tuple[str, ...]:
         """Every `DenseMaps` field this task fills."""
         return (self.field, *self.derived)
-
-    def repo(self, size: str) -> Optional[str]:
-        return self.hub_repo.format(task=self.name, size=size) if self.hub_repo else None
 
 
 # ----------------------------------------------------------------------------- pre/post-processing
@@ -125,27 +124,6 @@ def _albedo_postprocess(raw: torch.Tensor, pad, map_hw) -> torch.Tensor:
     return transforms.albedo_postprocess(raw, pad, map_hw)[0].permute(1, 2, 0)
 
 
-# ----------------------------------------------------------------------------- preview panes
-
-
-def _render_depth(maps, foreground, size_hw):
-    from viz.maps import depth_to_rgb
-
-    return None if maps.depth is None else depth_to_rgb(maps.depth, foreground, size_hw)
-
-
-def _render_normal(maps, foreground, size_hw):
-    from viz.maps import normal_to_rgb
-
-    return None if maps.normal is None else normal_to_rgb(maps.normal, foreground, size_hw)
-
-
-def _render_albedo(maps, foreground, size_hw):
-    from viz.maps import albedo_to_rgb
-
-    return None if maps.albedo is None else albedo_to_rgb(maps.albedo, foreground, size_hw)
-
-
 def _flip_indices() -> np.ndarray:
     from realtime.data import flip_indices
 
@@ -156,20 +134,17 @@ def _flip_indices() -> np.ndarray:
 
 # Row order is the order of the preview panes (depth before normals) and of messages.
 _BUILTIN = (
-    Task("pose", PoseHeatmapHead, "conv_pose", HEADS["pose"], _pose_preprocess, _pose_postprocess, "keypoints",
+    Task(registry.spec("pose"), _pose_preprocess, _pose_postprocess, "keypoints",
          aliases=("keypoints", "pose-estimation", "keypoint-detection"), follows_input_size=True, per_person=True,
          flip_indices=_flip_indices),
-    Task("seg", SegHead, "conv_seg", HEADS["seg"], _seg_preprocess, _seg_postprocess, "seg",
+    Task(registry.spec("seg"), _seg_preprocess, _seg_postprocess, "seg",
          aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True),
-    Task("pointmap", PointmapHead, "conv_pointmap", HEADS["pointmap"], transforms.resize_pad, _pointmap_postprocess,
-         "pointmap", aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]},
-         pane="depth", title="depth", hot_keys=("3", "D"), render=_render_depth),
-    Task("normal", NormalHead, "conv_normal", HEADS["normal"], transforms.resize_pad, _normal_postprocess, "normal",
-         aliases=("normals", "normal-estimation"), dense=True,
-         pane="normal", title="normals", hot_keys=("4", "N"), render=_render_normal),
-    Task("albedo", AlbedoHead, "conv_albedo", HEADS["albedo"], transforms.resize_pad, _albedo_postprocess, "albedo",
-         aliases=("albedo-estimation",), hub_repo=None, dense=True,
-         pane="albedo", title="albedo", hot_keys=("5", "A"), render=_render_albedo),
+    Task(registry.spec("pointmap"), transforms.resize_pad, _pointmap_postprocess, "pointmap",
+         aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]}, pane=DEPTH),
+    Task(registry.spec("normal"), transforms.resize_pad, _normal_postprocess, "normal",
+         aliases=("normals", "normal-estimation"), dense=True, pane=NORMAL),
+    Task(registry.spec("albedo"), transforms.resize_pad, _albedo_postprocess, "albedo",
+         aliases=("albedo-estimation",), dense=True, pane=ALBEDO),
 )
 
 _TABLE: dict[str, Task] = {t.name: t for t in _BUILTIN}
@@ -181,18 +156,21 @@ def all_tasks() -> tuple[Task, ...]:
 
 
 def register(task: Task) -> Task:
-    """Add a task row (or replace one of the same name); from then on `--tasks`, `run`,
-    loading and the viewer know it. Returns the row."""
+    """Add a task row (or replace one of the same name), and its `ModelSpec` to the model
+    registry; from then on `--tasks`, `run`, loading and the viewer know it. Returns the row."""
     clash = [t.name for t in _TABLE.values() if t.name != task.name and ({task.name, *task.aliases} & {t.name, *t.aliases})]
     if clash:
         raise ValueError(f"task {task.name!r} or one of its aliases is already used by {clash[0]!r}")
+    registry.register(task.model)
     _TABLE[task.name] = task
     return task
 
 
 def unregister(name: str) -> None:
-    """Remove a row added by `register` (the built-in rows are restored, not removed)."""
+    """Remove a row added by `register`, and its model spec (the built-in rows are restored,
+    not removed)."""
     builtin = {t.name: t for t in _BUILTIN}
+    registry.unregister(name)
     if name in builtin:
         _TABLE[name] = builtin[name]
     else:
@@ -213,6 +191,15 @@ def get(name: str) -> Task:
         if key == task.name or key in task.aliases:
             return task
     raise UserError(f"Unknown task {name.strip()}; choose from {choices()}.")
+
+
+def canonical(name: str) -> str:
+    """The canonical name of a task name or alias; any other name comes back as given
+    (for callers that also accept "detector" and report unknown names themselves)."""
+    try:
+        return get(name).name
+    except UserError:
+        return name.strip()
 
 
 def choices() -> str:

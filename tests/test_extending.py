@@ -20,8 +20,10 @@ from realtime.cli import main
 from realtime import transforms
 from realtime.models import build_model
 from realtime.models.heads import _DenseHead
+from realtime.models.registry import ModelSpec
 from realtime.run import RunOptions, run
 from realtime.sources import Source, SourceInfo
+from viz.panes import Pane
 
 
 class GrayHead(_DenseHead):
@@ -52,10 +54,12 @@ def _gray_render(maps, foreground, size_hw):
 
 
 GRAY = tasks.Task(
-    name="gray", head=GrayHead, output_layer="conv_gray",
-    head_kwargs={"fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4))},
+    model=ModelSpec(
+        name="gray", head=GrayHead, output_layer="conv_gray",
+        head_kwargs={"fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4))},
+        hub_repo=None, input_hw=(64, 48)),
     preprocess=transforms.resize_pad, postprocess=_gray_postprocess, field="gray", aliases=("grey",),
-    hub_repo=None, input_hw=(64, 48), pane="gray", title="gray", hot_keys=("B",), render=_gray_render,
+    pane=Pane(name="gray", title="gray", render=_gray_render, hot_keys=("B",)),
 )
 
 

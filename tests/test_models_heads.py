@@ -7,7 +7,7 @@ from safetensors.torch import load_file
 
 from realtime.codec import flip_indices_tensor, flip_test
 from realtime.models import build_model, load_model
-from realtime.models.archs import HEADS
+from realtime.models.registry import spec
 from realtime.models.checkpoint import load_strict
 from realtime.models.heads import AlbedoHead
 
@@ -58,7 +58,7 @@ def test_flip_test_matches_official(fixtures_dir):
 
 
 def test_albedo_head_matches_official(fixtures_dir):
-    head = AlbedoHead(32, **HEADS["albedo"]["fixture_e32_h4_l18"]).eval()
+    head = AlbedoHead(32, **spec("albedo").head_kwargs["fixture_e32_h4_l18"]).eval()
     weights = load_file(str(fixtures_dir / "albedo_head_weights.safetensors"))
     load_strict(head, {k.removeprefix("decode_head."): v for k, v in weights.items()},
                 source="albedo_head_weights.safetensors", what="the fixture albedo head")

@@ -2,8 +2,8 @@
 
 The same function feeds the live viewer and the video writer.
 
-Layout: `Layers.panes`, fixed when the `Layers` is built (the panes of the enabled
-tasks' rows in `realtime.tasks`) and never changed by toggling a flag or by which
+Layout: `Layers.panes`, fixed when the `Layers` is built (the `viz.panes.Pane`s of the
+enabled tasks, handed in by the caller) and never changed by toggling a flag or by which
 maps a frame carries, so a video writer gets one frame size for the whole run. A pane
 whose flag is toggled off, or whose map has not arrived yet, stays in place as a dark
 placeholder saying so.
@@ -26,18 +26,12 @@ import numpy as np
 
 from realtime.frames import Frame
 
-from .maps import BACKGROUND_GRAY, overlay_seg
 from .keypoints import SkeletonAnnotator, draw_text
+from .maps import BACKGROUND_GRAY, overlay_seg
+from .panes import BUILTIN, Pane
 
 OVERLAY_TITLE = "pose + body parts"
 DEFAULT_PREVIEWS = ("depth", "normal")  # the panes of `Layers()`
-
-
-def _preview_tasks() -> dict:
-    """pane name -> its task row (`realtime.tasks`), for every task that has a pane."""
-    from realtime.tasks import all_tasks
-
-    return {t.pane: t for t in all_tasks() if t.pane}
 
 
 class Layers:
@@ -47,22 +41,27 @@ class Layers:
     skeleton: boxes, IDs and keypoints on the overlay pane.
     seg:      body-part colours on the overlay pane.
     legend:   the class legend on the overlay pane.
-    panes:    the layout, fixed at construction: "overlay" plus preview panes (the `pane`
-              of task rows in `realtime.tasks`: "depth", "normal", "albedo", ...).
+    panes:    the layout, fixed at construction: "overlay" followed by preview `Pane`s
+              (`viz.panes`; the task table hands in those of a run's tasks), or the names
+              of the built-in ones ("depth", "normal", "albedo").
     **shown:  a flag per preview pane (e.g. depth=False): shown or hidden (the pane keeps
               its place). Without `panes`, the layout is "overlay" plus "depth" and
-              "normal" and any other pane given True, minus those given False.
+              "normal" and any other built-in pane given True, minus those given False.
     Read and flip a pane's flag as an attribute: `layers.depth = False`.
+    `layers.panes` holds the names in layout order, `layers.previews` the `Pane` by name.
     """
 
     def __init__(self, skeleton: bool = True, seg: bool = True, legend: bool = False,
-                 panes: Optional[Sequence[str]] = None, **shown: bool) -> None:
+                 panes: Optional[Sequence[str | Pane]] = None, **shown: bool) -> None:
         self.skeleton, self.seg, self.legend = skeleton, seg, legend
         flags = {**{name: True for name in DEFAULT_PREVIEWS}, **shown}
         if panes is None:
             panes = ("overlay",) + tuple(name for name, on in flags.items() if on)
-        self.panes = tuple(panes)
-        _pane_boxes((2, 2), self.panes)  # validates the names
+        panes = tuple(panes)
+        previews = [_pane(p) for p in panes[1:]]
+        self.panes = panes[:1] + tuple(p.name for p in previews)
+        _pane_boxes((2, 2), self.panes)  # validates the layout
+        self.previews: dict[str, Pane] = {p.name: p for p in previews}
         self.shown = {**flags, **{name: flags.get(name, True) for name in self.panes[1:]}}
 
     def __getattr__(self, name: str):
@@ -81,6 +80,14 @@ class Layers:
         return f"Layers(skeleton={self.skeleton}, seg={self.seg}, legend={self.legend}, panes={self.panes}, shown={self.shown})"
 
 
+def _pane(pane: str | Pane) -> Pane:
+    if isinstance(pane, Pane):
+        return pane
+    if pane not in BUILTIN:
+        raise ValueError(f"unknown pane {pane!r}: pass a viz.panes.Pane, or one of {', '.join(BUILTIN)}")
+    return BUILTIN[pane]
+
+
 def active_panes(layers: Layers) -> tuple[str, ...]:
     """The panes `compose` lays out for `layers`, in order ("overlay" always first)."""
     return layers.panes
@@ -93,10 +100,8 @@ def _even(n: int) -> int:
 def _pane_boxes(image_hw: tuple[int, int], panes: Sequence[str]) -> list[tuple[int, int, int, int]]:
     """(y, x, h, w) of each pane on the canvas, in `panes` order: the overlay, then one
     preview beside it at full size, or k >= 2 previews stacked at 1/k size."""
-    known = ("overlay", *_preview_tasks())
-    unknown = [p for p in panes if p not in known]
-    if unknown or not panes or panes[0] != "overlay" or len(set(panes)) != len(panes):
-        raise ValueError(f"panes must be 'overlay' followed by distinct names from {known}, got {tuple(panes)}")
+    if not panes or panes[0] != "overlay" or len(set(panes)) != len(panes):
+        raise ValueError(f"panes must be 'overlay' followed by distinct preview panes, got {tuple(panes)}")
     h, w = image_hw
     k = len(panes) - 1
     if k <= 1:
@@ -150,7 +155,7 @@ def compose(
         canvas[k * (image_h // k) :, image_w:] = BACKGROUND_GRAY
 
     foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
-    previews = _preview_tasks()
+    previews = layers.previews
     for name, (y, x, h, w) in zip(panes, boxes):
         title = OVERLAY_TITLE if name == "overlay" else previews[name].title
         if name != "overlay":

@@ -10,8 +10,8 @@ runs Qt):
   (it then sets `stop`) or until `stop` is set by the pipeline (it then closes the
   window); it returns within ~20 ms either way. A Viewer runs once.
 
-Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, 5/A albedo (the panes' keys
-come from the task table), L class legend (they
+Hot keys: 1/K skeleton, 2/G body parts, 3/D depth, 4/N normals, 5/A albedo (each pane's
+keys come with its `viz.panes.Pane` in `Layers.previews`), L class legend (they
 flip the shared `Layers` the render stage reads, so the change shows on the next
 rendered frame; a hidden preview keeps its place, so a recording keeps one size);
 Space pauses the display (the pipeline keeps running, the window freezes on the
@@ -39,6 +39,7 @@ from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 from realtime.errors import UserError
 
 from .compose import Layers
+from .panes import BUILTIN
 
 log = logging.getLogger(__name__)
 
@@ -54,25 +55,21 @@ def _code(key) -> int:
 _Key = QtCore.Qt.Key
 
 
-def _toggles() -> dict[int, str]:
-    """Hot key code -> the `Layers` flag it flips: the overlay's own, then each task's pane
-    (`hot_keys` of the rows in `realtime.tasks`)."""
-    from realtime.tasks import all_tasks
-
+def _toggles(layers: Layers) -> dict[int, str]:
+    """Hot key code -> the `Layers` flag it flips: the overlay's own, then each preview
+    pane's (`Pane.hot_keys`)."""
     keys = {"1": "skeleton", "K": "skeleton", "2": "seg", "G": "seg", "L": "legend"}
-    for task in all_tasks():
-        keys.update({key: task.pane for key in task.hot_keys if task.pane})
+    for pane in layers.previews.values():
+        keys.update({key: pane.name for key in pane.hot_keys})
     return {_code(getattr(_Key, f"Key_{key}")): name for key, name in keys.items()}
 
 
 def key_help(layers: Optional[Layers] = None) -> str:
-    """The hot keys, for the tasks that are on (`layers` as built for the run; None: all)."""
-    from realtime.tasks import all_tasks
-
-    on = layers.panes if layers is not None else None
+    """The hot keys of `layers` (as built for the run; None: every built-in pane)."""
+    panes = layers.previews.values() if layers is not None else BUILTIN.values()
     keys = ["1/K skeleton"] if layers is None or layers.skeleton else []
     keys += ["2/G parts", "L legend"] if layers is None or layers.seg else []
-    keys += [f"{'/'.join(t.hot_keys)} {t.title}" for t in all_tasks() if t.pane and t.hot_keys and (on is None or t.pane in on)]
+    keys += [f"{'/'.join(p.hot_keys)} {p.title}" for p in panes if p.hot_keys]
     return "  ".join(keys + ["Space pause", "S screenshot", "R record", "Q quit"])
 
 
@@ -365,7 +362,7 @@ class Viewer:
 
     def _on_key(self, key: int) -> bool:
         """Handle a hot key (a Qt key code); False when the key is not ours."""
-        toggles = _toggles()
+        toggles = _toggles(self.layers)
         if key in toggles:
             name = toggles[key]
             setattr(self.layers, name, not getattr(self.layers, name))

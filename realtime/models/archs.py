@@ -1,16 +1,17 @@
-"""Every Sapiens2 size as one table entry, plus the head shapes of each task.
+"""Every Sapiens2 backbone size as one table entry.
 
-Backbone numbers are SPEC §1.1; head channels are SPEC §2.3 (the official
-configs). The `fixture_*` rows are the tiny archs of
-`shared/reference/fixtures`, with their task heads, so tests build the exact
-official structure at toy scale.
+Backbone numbers are SPEC §1.1. The `fixture_*` rows are the tiny archs of
+`tests/reference/fixtures`, so tests build the exact official structure at toy
+scale. The head shapes of each task live with its `ModelSpec` (`registry.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SIZES = ("0.1b", "0.4b", "0.8b", "1b", "5b")
+# Sizes with released task weights (SPEC §2.3). The 0.1b backbone is in `ARCHS`, but no 0.1b
+# task model is released, so it is no size choice (and no head shapes are made up for it).
+SIZES = ("0.4b", "0.8b", "1b", "5b")
 DEFAULT_SIZE = "0.4b"
 
 # Preprocessing that travels with the weights (SPEC §4.1): RGB order, 0-255 scale.
@@ -52,55 +53,6 @@ ARCHS: dict[str, BackboneArch] = {
         BackboneArch("fixture_e64_h4_l18", 64, 18, 4),
         BackboneArch("fixture_e32_h4_l18", 32, 18, 4),
     )
-}
-
-# Head kwargs per task and arch (in_channels is always the backbone's E); the task
-# table (`realtime.tasks`) points each task at its entry.
-# The official configs list 0.4b/0.8b/1b/5b; no 0.1b task model is released,
-# so 0.1b uses the 0.4b heads (an assumption that only matters for random builds).
-_POSE = dict(deconv_out_channels=(1024, 768), conv_out_channels=(512, 512, 256))
-_SEG = dict(deconv_out_channels=(512, 256, 128, 64), conv_out_channels=(64, 64))
-_NORMAL = dict(upsample_channels=(768, 512, 256, 128), conv_out_channels=(64, 32, 16))
-_POINTMAP = dict(
-    upsample_channels=(1536, 768, 512, 256),
-    conv_out_channels=(64, 32, 16),
-    scale_conv_out_channels=(1536, 512, 128),
-    scale_final_layer=(6144, 512, 128, 1),
-)
-
-HEADS: dict[str, dict[str, dict]] = {
-    "pose": {
-        "sapiens2_0.1b": _POSE,
-        "sapiens2_0.4b": _POSE,
-        "sapiens2_0.8b": _POSE,
-        "sapiens2_1b": dict(deconv_out_channels=(1536, 1024), conv_out_channels=(768, 512, 256)),
-        "sapiens2_5b": _POSE,
-        "fixture_e32_h4_l18": dict(deconv_out_channels=(32, 24), conv_out_channels=(16, 16, 8)),
-    },
-    "seg": {
-        **{f"sapiens2_{s}": _SEG for s in SIZES},
-        "fixture_e32_h4_l18": dict(deconv_out_channels=(32, 16, 8, 4), conv_out_channels=(4, 4)),
-    },
-    "normal": {
-        **{f"sapiens2_{s}": _NORMAL for s in SIZES},
-        "sapiens2_5b": dict(upsample_channels=(1536, 768, 512, 256), conv_out_channels=(128, 64, 32)),
-        "fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4)),
-    },
-    "pointmap": {
-        **{f"sapiens2_{s}": _POINTMAP for s in SIZES},
-        "sapiens2_5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768), conv_out_channels=(128, 64, 32)),
-        "fixture_e32_h4_l18": dict(
-            upsample_channels=(48, 32, 16, 8),
-            conv_out_channels=(8, 8, 4),
-            scale_conv_out_channels=(48, 16, 8),
-            scale_final_layer=(16, 32, 16, 1),
-        ),
-    },
-    "albedo": {
-        **{f"sapiens2_{s}": _NORMAL for s in SIZES},
-        "sapiens2_5b": dict(upsample_channels=(1536, 768, 512, 256), conv_out_channels=(64, 32, 16)),
-        "fixture_e32_h4_l18": dict(upsample_channels=(32, 16, 16, 8), conv_out_channels=(8, 8, 4)),
-    },
 }
 
 

@@ -14,6 +14,8 @@ from typing import Callable, Mapping
 
 import torch
 
+from realtime.models.registry import spec
+
 
 _LAYER = r"^(?:model\.)?layer\.(\d+)\."
 _CONV = r"(?:conv|convolution)"
@@ -90,9 +92,7 @@ def from_transformers_naming(state_dict: Mapping[str, torch.Tensor]) -> dict[str
             out[f"{out_prefix}blocks.{layer}.ffn.w12.{kind}"] = torch.cat((parts["gate_proj"], parts["up_proj"]))
         else:  # half a pair: leave it for the report
             out.update({f"{out_prefix}layer.{layer}.mlp.{name}.{kind}": v for name, v in parts.items()})
-    from realtime.tasks import row
-
-    predictor = row(_task_of(heads)).output_layer
+    predictor = spec(_task_of(heads)).output_layer
     for key, value in heads.items():
         if m := re.match(r"^decode_head\.predictor\.(weight|bias)$", key):
             out[f"decode_head.{predictor}.{m[1]}"] = value

@@ -18,12 +18,12 @@ from typing import Mapping, Optional
 import torch
 
 from realtime.errors import UserError
-from realtime.models import hub
+from realtime.models import hub, registry
 from realtime.models.archs import ARCHS, DEFAULT_SIZE, SIZES, BackboneArch, size_of
 from realtime.models.checkpoint import load_strict, mismatch_report, read_state_dict
 from realtime.models.hf_naming import from_transformers_naming, is_transformers_naming
 from realtime.models.sapiens2 import Sapiens2, rope_periods
-from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, task_row, warn_if_slow_on_cpu
+from realtime.models.task_model import Sapiens2TaskModel, check_task, head_kwargs_for, lookup_arch, warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ PERIODS_KEY = "rope_embed.periods"
 
 
 def hub_repo(task: str, size: str) -> str:
-    repo = task_row(task).repo(size)
+    repo = registry.spec(task).repo(size)
     if repo is None:
         raise UserError(f"No {task} weights are released; pass your own checkpoint with --checkpoint {task}=PATH.")
     return repo
@@ -49,8 +49,18 @@ def fetch_command(task: str, size: str) -> str:
     return f"sapiens-rt download --tasks {task} --size {size}"
 
 
+def check_size(size: str) -> None:
+    """A user error unless task weights of `size` are released."""
+    if size == "0.1b":
+        raise UserError(f"No Sapiens2 0.1b task weights are released (only its backbone); choose the size {', '.join(SIZES)}.")
+    if size not in SIZES:
+        raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
+
+
 def checkpoint_path(task: str, size: str = DEFAULT_SIZE, checkpoint: Optional[str | os.PathLike] = None, *, download: bool = True) -> Path:
     """The file for (task, size): explicit path, `$SAPIENS_CHECKPOINT_ROOT/<task>/...`, HF cache, hub."""
+    if checkpoint is None:
+        check_size(size)
     return hub.resolve_file(
         explicit=checkpoint,
         root_relative=[f"{task}/sapiens2_{size}_{task}.safetensors"],
@@ -107,11 +117,9 @@ def infer_backbone(sd: Mapping[str, torch.Tensor], prefix: str = "") -> Optional
 
 
 def infer_task(sd: Mapping[str, torch.Tensor]) -> Optional[str]:
-    from realtime.tasks import all_tasks
-
-    for task in all_tasks():
-        if f"decode_head.{task.output_layer}.weight" in sd:
-            return task.name
+    for model in registry.all_specs():
+        if f"decode_head.{model.output_layer}.weight" in sd:
+            return model.name
     return None
 
 
@@ -122,14 +130,14 @@ def infer_head_kwargs(task: str, sd: Mapping[str, torch.Tensor]) -> dict:
         idx = _indices(sd, rf"^decode_head\.{seq}\.(\d+)(?:\.0)?\.weight$")
         return [sd[f"decode_head.{seq}.{i}{'.0' if seq == 'upsample_blocks' else ''}.weight"].shape[0] // step for i in idx]
 
-    head = task_row(task).head
+    head = registry.spec(task).head
     if hasattr(head, "output_channels_arg"):  # the deconvolution heads (pose, seg)
         deconv = _indices(sd, r"^decode_head\.deconv_layers\.(\d+)\.weight$")
         kwargs = dict(
             deconv_out_channels=[sd[f"decode_head.deconv_layers.{i}.weight"].shape[1] for i in deconv],
             conv_out_channels=out_channels("conv_layers"),
         )
-        kwargs[head.output_channels_arg] = sd[f"decode_head.{task_row(task).output_layer}.weight"].shape[0]
+        kwargs[head.output_channels_arg] = sd[f"decode_head.{registry.spec(task).output_layer}.weight"].shape[0]
         return kwargs
     kwargs = dict(upsample_channels=out_channels("upsample_blocks", 4), conv_out_channels=out_channels("conv_layers"))
     if any(k.startswith("decode_head.scale_final_layer.") for k in sd):  # pointmap's scale branch
@@ -231,6 +239,7 @@ def missing_weights(tasks, size: str = DEFAULT_SIZE) -> list[tuple[str, str]]:
     neither under $SAPIENS_CHECKPOINT_ROOT nor in the Hugging Face cache; nothing is downloaded."""
     from realtime.models.rtmdet import detector_path
 
+    check_size(size)
     missing = []
     for task in tasks:
         if task == "detector":
@@ -245,22 +254,17 @@ def missing_weights(tasks, size: str = DEFAULT_SIZE) -> list[tuple[str, str]]:
 
 
 def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
-    """Fetch the checkpoints of `tasks` (task names or aliases from `realtime.tasks`, and
-    "detector") of one size into the HF cache, with huggingface_hub's progress bars;
-    returns where each went, by canonical task name."""
-    from realtime.tasks import all_tasks, get
-
-    released = [t.name for t in all_tasks() if t.hub_repo]
-    unreleased = [t.name for t in all_tasks() if not t.hub_repo]
-    names = []
+    """Fetch the checkpoints of `tasks` (canonical task names, and "detector") of one size
+    into the HF cache, with huggingface_hub's progress bars; returns where each went, by
+    task name. (`sapiens-rt download` turns aliases such as `depth` into canonical names.)"""
+    released = [s.name for s in registry.all_specs() if s.hub_repo]
+    unreleased = [s.name for s in registry.all_specs() if not s.hub_repo]
     for name in tasks:
-        task = "detector" if name == "detector" else _known_task(name, get)
-        if task not in released + ["detector"]:
+        if name not in released + ["detector"]:
             note = f" (no {' or '.join(unreleased)} weights are released)" if unreleased else ""
             raise UserError(f"Cannot download {name!r}; choose from {', '.join(released + ['detector'])}{note}.")
-        names.append(task)
-    if size_of(size) not in SIZES:
-        raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
+    names = list(tasks)
+    check_size(size_of(size))
     missing = missing_weights(names, size_of(size))
     if missing and not hub.hub_reachable():
         raise UserError(f"Cannot download {', '.join(where for _, where in missing)}: the hub cannot be reached from this "
@@ -275,10 +279,3 @@ def download(tasks: list[str], size: str = DEFAULT_SIZE) -> dict[str, Path]:
         else:
             out[task] = checkpoint_path(task, size_of(size))
     return out
-
-
-def _known_task(name: str, get) -> str:
-    try:
-        return get(name).name
-    except UserError:
-        return name

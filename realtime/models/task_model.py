@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from realtime.errors import UserError
+from realtime.models import registry
 from realtime.models.archs import ARCHS, BackboneArch, arch_name
 from realtime.models.sapiens2 import Sapiens2
 
@@ -32,21 +33,15 @@ class Sapiens2TaskModel(nn.Module):
         self.task = task
         self.arch = arch.name
         self.backbone = Sapiens2(arch)
-        self.decode_head = task_row(task).head(arch.embed_dim, **head_kwargs)
+        self.decode_head = registry.spec(task).head(arch.embed_dim, **head_kwargs)
 
     def forward(self, x: torch.Tensor):
         return self.decode_head(self.backbone(x.to(self.backbone.cls_token.dtype)))
 
 
-def task_row(task: str):
-    """The task table's row for `task` (canonical name); a user error when unknown."""
-    from realtime.tasks import row  # the table imports the heads: import it when used
-
-    return row(task)
-
-
 def check_task(task: str) -> None:
-    task_row(task)
+    """A user error naming the choices when no `ModelSpec` is registered for `task`."""
+    registry.spec(task)
 
 
 def lookup_arch(arch: str) -> BackboneArch:
@@ -57,7 +52,7 @@ def lookup_arch(arch: str) -> BackboneArch:
 
 
 def head_kwargs_for(task: str, arch: BackboneArch) -> dict:
-    shapes = task_row(task).head_kwargs
+    shapes = registry.spec(task).head_kwargs
     kwargs = shapes.get(arch.name)
     if kwargs is None:
         raise UserError(f"No {task} head is defined for {arch.name}; pick one of {', '.join(shapes)}.")
