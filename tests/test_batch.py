@@ -1,6 +1,6 @@
 """`sapiens-rt batch` on CPU with the fixture models: four small videos (one truncated)
 in both engines (local worker processes, and Ray with a local 2-CPU cluster), a worker
-killed mid-video by the test-only crash hook, and a second run that skips what is done."""
+killed mid-video by the test-only crash hook (tests/batch_crash.py), and a second run that skips what is done."""
 
 import contextlib
 import io
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import batch_crash
 from media import gaussian_marker, read_video, write_video
-from realtime.batch import CRASH_ENV
 from realtime.batch.plan import find_videos, is_complete, output_names
 from realtime.cli import main
 from realtime.errors import UserError
@@ -72,7 +72,7 @@ def single_runs(videos, fixtures_dir, tmp_path_factory) -> dict[str, list[dict]]
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}})
     yield
     ray.shutdown()
 
@@ -86,7 +86,7 @@ def batch(request, videos, fixtures_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"batch-{request.param}")
     argv = ["batch", str(videos), "--output-dir", str(out), "--workers", "2", "--export", "csv", *_model_args(fixtures_dir), *engine]
     with pytest.MonkeyPatch.context() as env:
-        env.setenv(CRASH_ENV, "a@3")
+        batch_crash.install(env)  # the first attempt at `a` dies at frame 3
         first = _cli(*argv)
     manifest_after_first = _manifest(out)
     times = {name: (out / name / "tracks.jsonl").stat().st_mtime_ns for name in LENGTHS}

@@ -11,7 +11,6 @@ the manifest, retries of units whose worker died, one progress bar, the summary.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -25,10 +24,6 @@ from realtime.errors import UserError, stop_exit_code
 from realtime.run import RunOptions
 
 log = logging.getLogger(__name__)
-
-# Test-only: "NAME@K" makes the worker running unit NAME exit abruptly when it reads
-# frame K, on the first attempt only (to test that a dead worker's unit is retried).
-CRASH_ENV = "SAPIENS_RT_TEST_CRASH"
 
 
 @dataclass
@@ -100,7 +95,6 @@ class Book:
         self.records: list[dict] = []
         self.skipped: list[str] = []
         self.stopped_by: Optional[int] = None  # 130 Ctrl+C, 143 SIGTERM
-        crash_name, _, crash_frame = os.environ.get(CRASH_ENV, "").partition("@")
 
         videos = find_videos(options.inputs)
         names = output_names(videos)
@@ -112,7 +106,7 @@ class Book:
             if is_complete(done.get(str(video)), output_dir / name, expected):
                 self.skipped.append(str(video))
                 continue
-            unit = Unit(str(video), name, 0, crash_at=int(crash_frame) if crash_name == name else None)
+            unit = Unit(str(video), name, 0)
             try:
                 units.append(replace(unit, frames=probe_frames(video, options.run.webcam_fps)))
             except UserError as err:  # unreadable: fails here, without a worker
@@ -155,7 +149,7 @@ class Book:
         self.progress(unit.name, 0)
         if unit.attempt <= self.retries:
             log.warning("%s; retrying %s (attempt %d of %d)", reason, unit.video, unit.attempt + 1, self.retries + 1)
-            self.pending.appendleft(replace(unit, attempt=unit.attempt + 1, crash_at=None))
+            self.pending.appendleft(replace(unit, attempt=unit.attempt + 1))
         else:
             tries = f"{unit.attempt} attempt{'s' if unit.attempt > 1 else ''}"
             self._record(unit_record(unit, "failed", error=f"{reason}, on every one of {tries}; try this video alone with `sapiens-rt run`.",

@@ -24,9 +24,6 @@ from realtime.sources import Source, SourceInfo, open_source
 
 log = logging.getLogger(__name__)
 
-# Exit status of a worker killed by the test-only crash hook (see `Unit.crash_at`).
-CRASH_EXIT_CODE = 17
-
 
 @dataclass(frozen=True)
 class Unit:
@@ -35,15 +32,12 @@ class Unit:
     name:     output folder name under the batch's output dir (the stem, made unique).
     frames:   expected frame count (for balancing and progress; 0 when unknown).
     attempt:  1 for the first try, 2.. after the worker running it died.
-    crash_at: test-only: the worker exits abruptly on reading this frame (see
-              `realtime.batch.CRASH_ENV`); None in real use.
     """
 
     video: str
     name: str
     frames: int
     attempt: int = 1
-    crash_at: Optional[int] = None
 
 
 def unit_record(unit: Unit, status: str, *, frames: int = 0, seconds: float = 0.0, error: Optional[str] = None,
@@ -96,7 +90,7 @@ class UnitRunner:
                                error=reason, worker=self.worker)
 
         try:
-            source = CountingSource(open_source(unit.video, fps=options.webcam_fps), report, crash_at=unit.crash_at)
+            source = CountingSource(open_source(unit.video, fps=options.webcam_fps), report)
             summary = run(options, models=self.models, box_finder=self._box_finder(), source=source)
             if summary.result.reason == "interrupted":  # Ctrl+C: not finished, not failed
                 return unit_record(unit, "interrupted", worker=self.worker)
@@ -123,12 +117,10 @@ class UnitRunner:
 
 
 class CountingSource(Source):
-    """Wraps a source to report how many frames were read (at most every `interval` s),
-    and, for tests only, to kill the worker process at frame `crash_at`."""
+    """Wraps a source to report how many frames were read (at most every `interval` s)."""
 
-    def __init__(self, inner: Source, report: Callable[[int], None], *, crash_at: Optional[int] = None,
-                 interval: float = 0.5):
-        self.inner, self.report, self.crash_at, self.interval = inner, report, crash_at, interval
+    def __init__(self, inner: Source, report: Callable[[int], None], *, interval: float = 0.5):
+        self.inner, self.report, self.interval = inner, report, interval
         self.count = 0
 
     def open(self) -> SourceInfo:
@@ -138,8 +130,6 @@ class CountingSource(Source):
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         last = time.monotonic()
         for item in self.inner.frames():
-            if self.count == self.crash_at:
-                os._exit(CRASH_EXIT_CODE)  # test-only: a worker dying mid-video, as after a segfault or OOM kill
             self.count += 1
             if time.monotonic() - last >= self.interval:
                 self.report(self.count)
