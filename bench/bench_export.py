@@ -49,7 +49,7 @@ def main() -> None:
         for persons, with_3d in ((1, False), (1, True), (4, False), (4, True)):
             frames = make_frames(args.frames, persons, with_3d)
             path = folder / f"p{persons}_{int(with_3d)}.jsonl"
-            with TrackWriter(path, keypoint_names=names, image_size=(1920, 1080), fps=30, source="bench", model={}) as writer:
+            with TrackWriter(path, keypoint_names=names, image_wh=(1920, 1080), fps=30, source="bench", model={}) as writer:
                 start = time.perf_counter()
                 for frame in frames:
                     writer.write(frame)

@@ -187,7 +187,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
     extra = [LatestWins(s) if info.live else s for s in options.sinks]  # live: a slow sink must not stall the run
     try:
         if "tracks" in outputs:
-            sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_size=(info.width, info.height),
+            sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_wh=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
                                      stills=source.frame_file if options.stills else None, tracked=not options.stills))
         if "video" in outputs:

@@ -45,7 +45,7 @@ def test_file_follows_schema_v1(tmp_path):
 def test_round_trip_arrays(tmp_path):
     tracks = read_tracks(write_synthetic(tmp_path / "t.jsonl"))
     assert not tracks.truncated
-    assert tracks.keypoint_names == NAMES and tracks.fps == FPS and tracks.image_size == IMAGE_SIZE
+    assert tracks.keypoint_names == NAMES and tracks.fps == FPS and tracks.image_wh == IMAGE_SIZE
     np.testing.assert_array_equal(tracks.frames, np.arange(NUM_FRAMES))
     np.testing.assert_allclose(tracks.times, np.arange(NUM_FRAMES) / FPS)
     assert list(tracks.people) == [7, 9]
@@ -69,7 +69,7 @@ def test_untracked_people_and_2d_only(tmp_path):
     image = np.zeros((2, 2, 3), np.uint8)
     xy = np.tile([[1.0, 2.0]], (3, 1)).astype(np.float32)
     person = Person(box=np.zeros(4, np.float32), keypoints=xy, keypoint_scores=None)
-    with TrackWriter(tmp_path / "u.jsonl", keypoint_names=["a", "b", "c"], image_size=(2, 2), fps=10, source="s", model={}) as writer:
+    with TrackWriter(tmp_path / "u.jsonl", keypoint_names=["a", "b", "c"], image_wh=(2, 2), fps=10, source="s", model={}) as writer:
         writer.write(Frame(index=0, timestamp=0.0, image=image, people=(person, person.replace(keypoints=xy + 5))))
         writer.write(Frame(index=1, timestamp=0.1, image=image, people=(person,)))
     tracks = read_tracks(tmp_path / "u.jsonl")
@@ -114,7 +114,7 @@ import sys
 sys.path.insert(0, {tests!r}); sys.path.insert(0, {repo!r})
 from export_synthetic import NAMES, make_frame
 from realtime.sinks.tracks import TrackWriter
-writer = TrackWriter({path!r}, keypoint_names=NAMES, image_size=(640, 480), fps=25.0, source="live", model={{}})
+writer = TrackWriter({path!r}, keypoint_names=NAMES, image_wh=(640, 480), fps=25.0, source="live", model={{}})
 index = 0
 while True:
     writer.write(make_frame(index % 6).replace(index=index, timestamp=index / 25.0))

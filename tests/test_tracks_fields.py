@@ -22,7 +22,7 @@ def test_predicted_flags_and_tentative_people_round_trip(tmp_path):
                        keypoints_smoothed=xy, predicted=np.array([False, True, False]))
     tentative = Person(box=np.ones(4, np.float32), keypoints=xy + 1, keypoint_scores=scores)
     path = tmp_path / "t.jsonl"
-    with TrackWriter(path, keypoint_names=["a", "b", "c"], image_size=(4, 4), fps=10, source="s", model={}, tracked=True) as w:
+    with TrackWriter(path, keypoint_names=["a", "b", "c"], image_wh=(4, 4), fps=10, source="s", model={}, tracked=True) as w:
         w.write(Frame(0, 0.0, image, people=(confirmed, tentative)))
         w.write(Frame(1, 0.1, image, people=(tentative,)))
     lines = [json.loads(line) for line in path.read_text().splitlines()]

@@ -72,7 +72,7 @@ def write_coco(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None
     """
     path = Path(path)
     chosen = get_subset(subset or "coco-wholebody", tracks.keypoint_names)
-    width, height = tracks.image_size
+    width, height = tracks.image_wh
     images = [
         {"id": row + 1, "file_name": f"{stem}_{int(frame):012d}.jpg", "width": width, "height": height,
          "frame_index": int(frame), "time": round(float(tracks.times[row]), 6)}

@@ -52,7 +52,7 @@ def write_npz(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None)
         smoothed=stack([p.smoothed for p in people], (T,)).astype(bool),
         keypoint_names=np.array(chosen.names, dtype=str),
         fps=np.float64(tracks.fps),
-        image_size=np.array(tracks.image_size, dtype=np.int64),
+        image_size=np.array(tracks.image_wh, dtype=np.int64),
         subset=np.array(chosen.name),
         header_json=np.array(json.dumps(tracks.header)),
     )

@@ -48,7 +48,7 @@ def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None,
     if use_3d:
         xyz, units, decimals = camera_to_y_up(points), "m", 5
     else:
-        height = tracks.image_size[1]
+        height = tracks.image_wh[1]
         xyz = np.stack([points[..., 0], height - points[..., 1], np.where(np.isfinite(points[..., 0]), 0.0, np.nan)], axis=-1)
         units, decimals = "px", 2
     xyz = np.where(np.isfinite(xyz).all(axis=-1, keepdims=True), xyz, np.nan)  # a marker is known or not, as a whole

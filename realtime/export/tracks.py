@@ -76,8 +76,8 @@ class Tracks:
         return float(self.header["fps"])
 
     @property
-    def image_size(self) -> tuple[int, int]:
-        """(W, H) of the original image in pixels."""
+    def image_wh(self) -> tuple[int, int]:
+        """(W, H) of the original image in pixels (the header's `image_size`)."""
         width, height = self.header["image_size"]
         return int(width), int(height)
 

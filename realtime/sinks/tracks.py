@@ -75,7 +75,7 @@ def _person_json(person: Person, num_keypoints: int) -> str:
 class TrackWriter:
     """Writes the tracks JSONL live, one line per input frame, flushed per frame.
 
-    Usage: `with TrackWriter(path, keypoint_names=names, image_size=(W, H), fps=30.0,
+    Usage: `with TrackWriter(path, keypoint_names=names, image_wh=(W, H), fps=30.0,
     source="video.mp4", model={"pose": "sapiens2_0.4b"}) as w: w.write(frame)`.
     Keypoints written are `Person.best_keypoints` (smoothed when the smooth stage ran).
     tracked=True says in the header that ids come from a tracker, so a person written
@@ -88,7 +88,7 @@ class TrackWriter:
         path: str | Path,
         *,
         keypoint_names: Sequence[str],
-        image_size: tuple[int, int],
+        image_wh: tuple[int, int],
         fps: float,
         source: str,
         model: dict,
@@ -110,7 +110,7 @@ class TrackWriter:
             "type": "header",
             "version": SCHEMA_VERSION,
             "keypoint_names": list(keypoint_names),
-            "image_size": [int(image_size[0]), int(image_size[1])],
+            "image_size": [int(image_wh[0]), int(image_wh[1])],  # the file key stays image_size
             "fps": float(fps),
             "source": str(source),
             "model": dict(model),
