@@ -207,6 +207,20 @@ def test_albedo_round_trip_and_released_sizes_only(tmp_path):
         load_model("pose", arch="fixture_e32_h4_l18")
 
 
+def test_0p1b_is_no_size_choice_while_no_0p1b_task_weights_exist(capsys):
+    sentence = "No Sapiens2 0.1b task weights are released (only its backbone); choose the size 0.4b, 0.8b, 1b, 5b."
+    with pytest.raises(UserError) as err:
+        download(["pose"], "0.1b")
+    assert str(err.value) == sentence
+    with pytest.raises(UserError, match="No released checkpoint exists for arch '0.1b'"):
+        load_model("pose", arch="0.1b")
+    with pytest.raises(UserError, match="No pose head is defined for sapiens2_0.1b"):
+        build_model("pose", "0.1b")  # no head shapes are made up for it
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "clip.mp4", "--size", "0.1b"])
+    assert exit_.value.code == 2 and "invalid choice: '0.1b'" in capsys.readouterr().err
+
+
 def test_unreachable_hub_fails_before_any_download_attempt(tmp_path, monkeypatch):
     import huggingface_hub
     from huggingface_hub import constants
