@@ -17,6 +17,7 @@ import threading
 
 from realtime import __version__
 from realtime.errors import Terminated, UserError, stop_exit_code
+from realtime.export.table import BATCH_FORMATS, FORMATS, titles
 
 log = logging.getLogger("sapiens-rt")
 
@@ -107,15 +108,50 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
-    out.add_argument("--stills", action=argparse.BooleanOptionalAction, default=None,
-                     help="treat an image folder as unrelated photos: no tracking or smoothing, each tracks row names its "
-                          "file and image size (default: on when the images differ in size)")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
     out.add_argument("--vmc", metavar="HOST:PORT", help="stream one person's bones with the VMC protocol (OSC/UDP; receivers listen on "
                      "39539) to Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth")
     out.add_argument("--vmc-person", type=int, metavar="ID", help="track id to stream with --vmc (default: the largest person)")
     out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
     out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
+    _add_model_options(p)
+    _add_people_options(p)
+    _add_smoothing_options(p)
+    source = _add_source_options(p)
+    source.add_argument("--stills", action=argparse.BooleanOptionalAction, default=None,
+                        help="treat an image folder as unrelated photos: no tracking or smoothing, each tracks row names its "
+                             "file and image size (default: on when the images differ in size)")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args) -> int:
+    from realtime.run import run
+
+    summary = run(_run_options(args))
+    print("\n".join(summary.lines))
+    return summary.result.exit_code
+
+
+def _run_options(args):
+    """RunOptions from the `run` options."""
+    from dataclasses import replace
+
+    from realtime.options import LiveOutputOptions, OutputOptions, RunOptions
+    from realtime.sinks.osc import motion_sinks
+
+    models, smoothing = _model_options(args), _smoothing_options(args)
+    outputs = OutputOptions(out=args.out, tracks=args.tracks, output_dir=args.output_dir or "recordings", no_video=args.no_video,
+                            progress=not args.no_progress, caption=not args.no_caption)
+    sinks = motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
+                         tasks=models.tasks, smooth=smoothing.smooth, smoothness=smoothing.smoothness)
+    return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
+                      people=_people_options(args), smoothing=smoothing, outputs=outputs,
+                      live_outputs=LiveOutputOptions(view=args.view, sinks=sinks))
+
+
+# The option groups `run` and `batch` share: each fills one group of `realtime.options`.
+
+def _add_model_options(p) -> None:
     m = p.add_argument_group("models")
     m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
     m.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b; no 0.1b task weights are released)")
@@ -134,13 +170,23 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     m.add_argument("--fp8", action="store_true", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); see docs/deploy.md")
     m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count (CUDA only; "
                    "each is captured the first time it is needed; see docs/gpu-performance.md)")
+
+
+def _add_people_options(p) -> None:
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
     d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the poses in between "
                    "(default 3 for cameras and streams, 1 for files)")
     d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
+
+
+def _add_smoothing_options(p) -> None:
+    d = p.add_argument_group("smoothing")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
     d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
+
+
+def _add_source_options(p):
     s = p.add_argument_group("source")
     s.add_argument("--width", type=positive_int, help="webcam capture width")
     s.add_argument("--height", type=positive_int, help="webcam capture height")
@@ -150,22 +196,12 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
                    "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
-    p.set_defaults(func=_cmd_run)
+    return s
 
 
-def _cmd_run(args) -> int:
-    from realtime.run import run
-
-    summary = run(_run_options(args))
-    print("\n".join(summary.lines))
-    return summary.result.exit_code
-
-
-def _run_options(args):
-    """RunOptions from the `run` options (shared with `batch`)."""
-    from realtime.models.archs import INPUT_HW
-    from realtime.sinks.osc import motion_sinks
-    from realtime.run import RunOptions, parse_size, parse_tasks
+def _model_options(args):
+    from realtime.options import ModelOptions
+    from realtime.run import parse_size, parse_tasks
 
     checkpoints = {}
     for item in args.checkpoint:
@@ -192,27 +228,36 @@ def _run_options(args):
 
         hw = parse_size(args.dense_size, option="--dense-size")
         task_sizes = {t.name: hw for t in all_tasks() if t.dense}
-    tasks = parse_tasks(args.tasks)
-    return RunOptions(
-        source=args.source, out=args.out, tracks=args.tracks, no_video=args.no_video, view=args.view,
-        output_dir=args.output_dir or "recordings", tasks=tasks, size=args.size,
-        checkpoints=checkpoints, detector=args.detector, device=args.device, dtype=args.dtype,
-        input_hw=parse_size(args.input_size) if args.input_size else INPUT_HW, max_people=args.max_people, boxes_from=args.boxes_from,
-        detect_every=args.detect_every, dense_every=dense_every, dense_auto=dense_auto, flip_test=args.flip_test,
-        smooth=args.smooth, smoothness=args.smoothness, compile=args.compile, fp8=args.fp8, cuda_graphs=args.cuda_graphs,
-        max_frames=args.max_frames,
-        progress=not args.no_progress, webcam_size=(args.height, args.width), webcam_fps=args.fps,
-        timeout=args.timeout, reconnects=args.reconnects, max_in_flight=args.max_in_flight, caption=not args.no_caption,
-        stills=args.stills, task_sizes=task_sizes,
-        sinks=motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
-                           tasks=tasks, smooth=args.smooth, smoothness=args.smoothness),
-    )
+    sized = {"input_hw": parse_size(args.input_size)} if args.input_size else {}
+    return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
+                        device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
+                        dense_auto=dense_auto, flip_test=args.flip_test, compile=args.compile,
+                        fp8=args.fp8, cuda_graphs=args.cuda_graphs, **sized)
+
+
+def _people_options(args):
+    from realtime.options import PeopleOptions
+
+    return PeopleOptions(boxes_from=args.boxes_from, detect_every=args.detect_every, max_people=args.max_people)
+
+
+def _smoothing_options(args):
+    from realtime.options import SmoothingOptions
+
+    return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness)
+
+
+def _source_options(args):
+    from realtime.options import SourceOptions
+
+    return SourceOptions(webcam_size=(args.height, args.width), webcam_fps=args.fps, timeout=args.timeout,
+                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight)
 
 
 def _add_export(sub) -> None:
     parser = sub.add_parser(
         "export",
-        help="convert a tracks .jsonl to CSV, NPZ, OpenPose, COCO, TRC, C3D, Blender, BVH or glTF",
+        help=f"convert a tracks .jsonl to {titles()}",
         description="Convert a keypoint tracks .jsonl (written live by sapiens-rt) to a format other tools open.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
@@ -226,7 +271,7 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf"), help="output format")
+    parser.add_argument("--to", required=True, choices=tuple(FORMATS), help="output format")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
     parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
@@ -316,7 +361,7 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     out = p.add_argument_group("outputs")
     out.add_argument("--output-dir", required=True, metavar="DIR", help="one folder per video inside it, and the manifest batch.jsonl")
     out.add_argument("--no-video", action="store_true", help="write no overlay videos (tracks only, fastest)")
-    out.add_argument("--export", action="append", default=[], choices=["csv", "npz", "openpose", "coco"],
+    out.add_argument("--export", action="append", default=[], choices=BATCH_FORMATS,
                      help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay videos")
@@ -325,32 +370,33 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
     w.add_argument("--ray", nargs="?", const="", default=None, type=ray_address, metavar="ADDRESS",
                    help="run on Ray: no ADDRESS starts one here (put it after the inputs), `auto` joins the running cluster, HOST:PORT or ray://HOST:10001 a remote one")
-    # The per-video options are those of `run` (models, people, source).
-    scratch = argparse.ArgumentParser().add_subparsers()
-    _add_run(scratch)
-    run_parser = scratch.choices["run"]
-    for group in run_parser._action_groups:
-        if group.title in ("models", "people", "source"):
-            copy = p.add_argument_group(group.title)
-            for action in group._group_actions:
-                copy._add_action(action)
-    # Every other `run` option (one file each, a window, live streaming) keeps its `run` default,
-    # so a new `run` option never breaks `batch`.
-    own = {action.dest for action in p._actions}
-    p.set_defaults(**{action.dest: action.default for action in run_parser._actions
-                      if action.dest not in own and action.dest != "help"})
-    p.set_defaults(func=_cmd_batch, source="")
+    # The per-video options are those of `run`: the same groups, filled the same way.
+    _add_model_options(p)
+    _add_people_options(p)
+    _add_smoothing_options(p)
+    _add_source_options(p)
+    p.set_defaults(func=_cmd_batch)
 
 
 def _cmd_batch(args) -> int:
     from realtime.batch import BatchOptions, run_batch
 
-    options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_run_options(args),
+    options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_batch_run_options(args),
                            exports=tuple(dict.fromkeys(args.export)), workers=args.workers, retries=args.retries,
                            ray=args.ray, progress=not args.no_progress)
     result = run_batch(options)
     print("\n".join(result.lines))
     return result.exit_code
+
+
+def _batch_run_options(args):
+    """The per-video RunOptions of a batch: `run`'s shared groups; the worker sets each video's
+    source and output files, and a batch shows no window and streams nothing live."""
+    from realtime.options import OutputOptions, RunOptions
+
+    return RunOptions(source="", input=_source_options(args), models=_model_options(args), people=_people_options(args),
+                      smoothing=_smoothing_options(args),
+                      outputs=OutputOptions(output_dir=args.output_dir, no_video=args.no_video, caption=not args.no_caption))
 
 
 def _add_export_model(sub) -> None:
@@ -364,7 +410,7 @@ def _add_export_model(sub) -> None:
     p.add_argument("--to", required=True, choices=["onnx"], help="output format")
     p.add_argument("--task", required=True, help="pose, seg, normal, depth (= pointmap) or albedo")
     p.add_argument("--checkpoint", metavar="PATH", help="task checkpoint (default: the released file of --size, downloaded)")
-    p.add_argument("--size", default="0.4b", choices=["0.1b", "0.4b", "0.8b", "1b", "5b"], help="model size when no --checkpoint is given (default: 0.4b)")
+    p.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="model size when no --checkpoint is given (default: 0.4b)")
     p.add_argument("--input-size", metavar="HxW", help="fixed input HEIGHTxWIDTH (default: the trained size, 1024x768)")
     p.add_argument("-o", "--out", metavar="MODEL.onnx", help="output file (default: <task>.onnx)")
     p.set_defaults(func=_cmd_export_model)

@@ -8,9 +8,10 @@ newest frame (older ones are dropped and counted), a file source waits
 (nothing is dropped). So latency stays bounded on live input and file runs
 are lossless.
 
-Shutdown: the end of the source sends an end marker through every stage; a
-stop request (Ctrl+C, window closed, an error in any stage) makes every thread
-leave after its current frame. Either way all threads are joined, then every
+Shutdown: the end of the source sends the end marker `END` through every
+stage; a stop request (Ctrl+C, window closed, an error in any stage) makes
+every thread leave after its current frame (a thread waiting for its next
+frame is handed `END` too, and the stop flag tells it not to pass it on). Either way all threads are joined, then every
 stage and the source are closed, before `run()` returns.
 """
 
@@ -26,11 +27,19 @@ from typing import Callable, Optional, Protocol, Sequence
 from realtime.errors import Terminated
 from realtime.frames import Frame
 from realtime.metrics import Metrics
+from realtime.mode import RunMode, mode_of
 from realtime.sources import Source
 
 log = logging.getLogger(__name__)
 
-_END = object()  # end of the source: passed through every stage, then the threads exit
+
+
+class _EndOfStream:
+    def __repr__(self) -> str:
+        return "END"
+
+
+END = _EndOfStream()  # the one end-of-stream marker: no more frames for this stage (the source ended, or the run stops)
 POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
 
 
@@ -86,8 +95,8 @@ class Gate:
     def offer(self, item) -> bool:
         """Park a frame (or the end marker). False when the run is stopping."""
         with self._cond:
-            if self.drop_stale and item is not _END:
-                if self._parked is not None and self._parked is not _END:
+            if self.drop_stale and item is not END:
+                if self._parked is not None and self._parked is not END:
                     self._dropped_since_take += 1
                     self._metrics.frame_dropped()
             else:
@@ -100,14 +109,14 @@ class Gate:
             return not self._stop.is_set()
 
     def take(self):
-        """The next frame to process, the end marker, or None when stopping."""
+        """The next frame to process, or END (the source ended, or the run stops)."""
         with self._cond:
-            while self._parked is None or (self._parked is not _END and self._in_flight >= self.max_in_flight):
+            while self._parked is None or (self._parked is not END and self._in_flight >= self.max_in_flight):
                 if self._stop.is_set():
-                    return None
+                    return END
                 self._cond.wait(POLL)
             item, self._parked = self._parked, None
-            if item is not _END:
+            if item is not END:
                 self._in_flight += 1
                 if self._dropped_since_take:
                     item = item.replace(dropped_before=self._dropped_since_take)
@@ -126,10 +135,12 @@ class Pipeline:
 
     max_in_flight: frames inside the stages at once (default: one per stage,
                    so every stage can be busy; lower it for lower latency).
+    mode:          the run mode (realtime.mode); LIVE drops stale frames at the
+                   gate. Default: LIVE or FILE as the source says.
     """
 
     def __init__(self, source: Source, stages: Sequence[Stage], *, metrics: Optional[Metrics] = None,
-                 max_in_flight: Optional[int] = None, max_frames: Optional[int] = None):
+                 max_in_flight: Optional[int] = None, max_frames: Optional[int] = None, mode: Optional[RunMode] = None):
         if not stages:
             raise ValueError("a pipeline needs at least one stage")
         self.source = source
@@ -137,6 +148,7 @@ class Pipeline:
         self.metrics = metrics or Metrics()
         self.max_in_flight = max_in_flight or len(self.stages)
         self.max_frames = max_frames
+        self.mode = mode
         self.stop_event = threading.Event()
         self.finished = threading.Event()  # the end of the source went through every stage
         self._stop_reason: Optional[str] = None
@@ -162,7 +174,8 @@ class Pipeline:
         """Run to the end of the source or until stopped. `main_loop(stop)` runs on the
         calling thread meanwhile (e.g. a viewer's event loop); it may call `stop()`."""
         info = self.source.info
-        gate = Gate(self.max_in_flight, drop_stale=info.live, stop=self.stop_event, metrics=self.metrics)
+        mode = self.mode or mode_of(info)
+        gate = Gate(self.max_in_flight, drop_stale=mode.drops_stale, stop=self.stop_event, metrics=self.metrics)
         queues = [queue.Queue() for _ in self.stages[1:]]
         finished = self.finished
         threads = [threading.Thread(target=self._capture, args=(gate,), name="capture", daemon=True)]
@@ -209,16 +222,16 @@ class Pipeline:
         except Exception as err:  # a broken source ends the run like a broken stage
             self._fail(StageError("capture", index + 1, err))
             return
-        gate.offer(_END)
+        gate.offer(END)
 
     def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event) -> None:
         while True:
             item = inbox()
-            if item is None:  # stopping
-                return
-            if item is _END:
+            if item is END:
+                if self.stop_event.is_set():  # stopping: every thread leaves on its own
+                    return
                 if outbox is not None:
-                    outbox(_END)
+                    outbox(END)
                 else:
                     finished.set()
                     self.stop_event.set()  # releases a main loop (viewer) waiting on it
@@ -275,7 +288,7 @@ def _getter(q: queue.Queue, stop: threading.Event) -> Callable:
                 return q.get(timeout=POLL)
             except queue.Empty:
                 if stop.is_set():
-                    return None
+                    return END
     return get
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -24,7 +24,8 @@ from realtime import tasks as task_table
 from realtime.detect import default_detect_every
 from realtime.errors import UserError
 from realtime.metrics import Metrics
-from realtime.models.archs import INPUT_HW
+from realtime.mode import RunMode, decide_mode
+from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.sources import Source, SourceInfo, open_source
@@ -34,46 +35,6 @@ log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 LIVE_MAX_IN_FLIGHT = 2  # frames inside the stages at once on cameras and streams (lower latency)
-
-
-@dataclass
-class RunOptions:
-    source: str
-    out: Optional[str] = None  # video file; None -> recordings/<name>-<time>/overlay.mp4 (unless no_video)
-    tracks: Optional[str] = None  # tracks JSONL; None -> next to the video
-    output_dir: str = "recordings"
-    no_video: bool = False
-    view: bool = False
-    tasks: tuple[str, ...] = ("pose", "seg")  # names or aliases of `realtime.tasks` rows
-    size: str = "0.4b"
-    checkpoints: dict[str, str] = field(default_factory=dict)  # task -> file
-    detector: Optional[str] = None
-    device: Optional[str] = None
-    dtype: Optional[str] = None
-    input_hw: tuple[int, int] = INPUT_HW  # pose crops and seg (the tasks that follow --input-size)
-    pointmap_hw: tuple[int, int] = INPUT_HW  # fixed by the pointmap model (tiny test models differ)
-    task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
-    max_people: Optional[int] = None
-    boxes_from: str = "detector"
-    detect_every: Optional[int] = None  # None: 3 on live sources, 1 on files (realtime.detect.default_detect_every)
-    dense_every: Optional[int] = None  # normal/depth every N frames; None: adaptive on live sources, 1 on files
-    dense_auto: bool = False  # adaptive for any source (fit the dense tasks into the source's frame budget)
-    flip_test: bool = False
-    smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
-    smoothness: float = 0.5
-    compile: bool = False
-    fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
-    cuda_graphs: bool = False  # replay a CUDA graph per (task, person bucket); CUDA only
-    max_frames: Optional[int] = None
-    max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
-    caption: bool = True  # fps / latency / model line drawn on the overlay
-    stills: Optional[bool] = None  # unrelated photos: no tracking or smoothing; None: for image folders of mixed sizes
-    progress: bool = True
-    webcam_size: tuple[Optional[int], Optional[int]] = (None, None)
-    webcam_fps: Optional[float] = None
-    timeout: float = 10.0
-    reconnects: int = 3
-    sinks: list = field(default_factory=list)  # extra realtime.sinks.Sink objects, after the built-in ones
 
 
 @dataclass
@@ -134,9 +95,9 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     created: list[Path] = []
     locks = OutputLocks()
     try:
-        options = _stills_mode(options, source)
+        mode = decide_mode(source, info, stills=options.stills, boxes_from=options.boxes_from)
         if options.detect_every is None:
-            options = dataclasses.replace(options, detect_every=default_detect_every(info.live))
+            options = dataclasses.replace(options, detect_every=default_detect_every(mode is RunMode.LIVE))
         outputs = _output_paths(options, info)
         check_outputs(outputs, source.input_files())
         for path in outputs.values():
@@ -147,8 +108,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
             log.info("loading models")
             models = _load_models(options, device, dtype)
         if box_finder is None:
-            box_finder = _box_finder(options, device)
-        return _run_pipeline(options, source, info, models, box_finder, device, dtype, outputs)
+            box_finder = _box_finder(options, device, mode)
+        return _run_pipeline(options, mode, source, info, models, box_finder, device, dtype, outputs)
     except BaseException:
         locks.release()  # removes output files it created that are still empty
         _remove_empty(created)
@@ -158,7 +119,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         source.close()
 
 
-def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder, device, dtype, outputs) -> RunSummary:
+def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: SourceInfo, models, box_finder, device, dtype,
+                  outputs) -> RunSummary:
     from realtime.sinks.tracks import TrackWriter
     from realtime.infer import Predictor
     from realtime.sinks.base import LatestWins, ProgressSink, VideoSink
@@ -184,19 +146,19 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
 
     viewer = None
     sinks: list = []  # in the order they get each frame
-    extra = [LatestWins(s) if info.live else s for s in options.sinks]  # live: a slow sink must not stall the run
+    extra = [LatestWins(s) if mode is RunMode.LIVE else s for s in options.sinks]  # live: a slow sink must not stall the run
     try:
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_wh=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
-                                     stills=source.frame_file if options.stills else None, tracked=not options.stills))
+                                     stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people))
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()
         stages = [
             DetectStage(box_finder, feedback),
-            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, info)),  # launch, then collect
-            SmoothStage(None if options.stills else IdentityTracker(), None if options.stills else smoother, feedback),
+            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, info)),  # launch, then collect
+            SmoothStage(IdentityTracker() if mode.follows_people else None, smoother if mode.follows_people else None, feedback),
         ]
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
@@ -206,7 +168,7 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
             viewer = _viewer(options, info, device, layers, write, outputs, models)
             sinks.append(ViewerSink(viewer, metrics))
         sinks += extra
-        if options.progress and not info.live:
+        if options.progress and mode.shows_progress:
             from tqdm import tqdm
 
             sinks.append(ProgressSink(tqdm(total=options.max_frames or info.frame_count, unit="frame", desc=info.name,
@@ -214,8 +176,8 @@ def _run_pipeline(options, source: Source, info: SourceInfo, models, box_finder,
         write.sinks = sinks
         stages.append(write)
         # Live sources: few frames in flight, so what is shown is close to now (stale ones drop at the gate).
-        in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if info.live else None)
-        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight)
+        in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if mode is RunMode.LIVE else None)
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight, mode=mode)
         log.info("running")
         with _stop_on_signals(pipeline):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
@@ -242,31 +204,12 @@ def _sink_lines(sinks) -> list[str]:
     return lines
 
 
-def _stills_mode(options: RunOptions, source: Source) -> RunOptions:
-    """Decide stills mode: asked for, or an image folder whose images differ in size (unrelated
-    photos, not a sequence). Stills are detected one by one: nothing is carried between them."""
-    from realtime.sources import ImageFolderSource
-
-    folder = isinstance(source, ImageFolderSource)
-    stills = options.stills if options.stills is not None else (folder and source.sizes_differ())
-    if not stills:
-        return options
-    if not folder:
-        raise UserError("--stills is for a folder or glob of photos; drop it for videos, cameras and streams.")
-    if options.boxes_from == "seg":
-        why = "" if options.stills else " (its images differ in size, so they are taken as unrelated stills; pass --no-stills for a sequence)"
-        raise UserError(f"--boxes-from seg uses the previous frame's segmentation, which says nothing about an unrelated photo{why}; "
-                        f"use --boxes-from detector or --boxes-from frame.")
-    log.info("stills mode: every image on its own (no tracking, no smoothing)")
-    return dataclasses.replace(options, stills=True, detect_every=1)
-
-
-def _dense_schedule(options: RunOptions, info: SourceInfo):
+def _dense_schedule(options: RunOptions, mode: RunMode, info: SourceInfo):
     from realtime.stages import DenseSchedule
 
     if options.dense_every is not None and not options.dense_auto:
         return DenseSchedule(every=options.dense_every, fps=info.fps)
-    adaptive = options.dense_auto or info.live
+    adaptive = options.dense_auto or mode.adaptive_dense
     return DenseSchedule(every=None if adaptive else 1, fps=info.fps)
 
 
@@ -374,11 +317,12 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     return models
 
 
-def _box_finder(options: RunOptions, device: str):
+def _box_finder(options: RunOptions, device: str, mode: RunMode):
+    """Stills are detected one by one: no boxes carried from the previous image."""
     from realtime.detect import make_box_finder
 
     return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
-                           detect_every=options.detect_every, max_people=options.max_people,
+                           detect_every=options.detect_every if mode.follows_people else 1, max_people=options.max_people,
                            half=device.startswith("cuda"))
 
 

@@ -173,24 +173,37 @@ def test_ray_asked_for_but_not_installed(tmp_path, monkeypatch, capsys, videos, 
     assert code == 2 and "pip install sapiens-realtime[cluster]" in err and "Traceback" not in err
 
 
-def test_batch_gives_every_run_option_it_does_not_copy_its_run_default(monkeypatch):
-    """A new `run` option outside the groups batch copies must not break batch's RunOptions."""
+def test_batch_fills_the_run_groups_as_run_does_and_nothing_else():
+    """`batch` reuses `run`'s option groups (models, people, smoothing, source): the same flags
+    give the same groups; the run-only groups keep their library defaults (no window, no streaming)."""
     import realtime.cli as cli
+    from realtime.options import LiveOutputOptions
 
-    add_run = cli._add_run
+    shared = ["--tasks", "pose,depth", "--checkpoint", "pose=p.safetensors", "--dense-every", "3", "--input-size", "256x192",
+              "--boxes-from", "frame", "--detect-every", "2", "--max-people", "4", "--smooth", "kalman", "--smoothness", "0.2",
+              "--fps", "12", "--timeout", "4", "--max-frames", "9", "--device", "cpu"]
+    parser = cli.build_parser()
+    ran = cli._run_options(parser.parse_args(["run", "clip.mp4", *shared]))
+    batched = cli._batch_run_options(parser.parse_args(["batch", "videos/", "--output-dir", "out", "--no-video", *shared]))
+    assert batched.models == ran.models and batched.models.tasks == ("pose", "pointmap") and batched.models.dense_every == 3
+    assert batched.people == ran.people and batched.smoothing == ran.smoothing and batched.input == ran.input
+    assert batched.detect_every == 2 and batched.webcam_fps == 12  # flat names read through to the groups
+    assert batched.live_outputs == LiveOutputOptions() and batched.stills is None
+    assert batched.no_video and batched.out is None and batched.tracks is None
 
-    def add_run_with_a_new_output_option(sub):
-        add_run(sub)
-        run = sub.choices["run"]
-        outputs = next(g for g in run._action_groups if g.title == "outputs")
-        outputs.add_argument("--brand-new-option", default="its-default")
 
-    monkeypatch.setattr(cli, "_add_run", add_run_with_a_new_output_option)
-    args = cli.build_parser().parse_args(["batch", "videos/", "--output-dir", "out"])
-    assert args.brand_new_option == "its-default"
-    assert args.view is False and args.vmc is None and args.out is None and args.stills is None
-    options = cli._run_options(args)
-    assert not options.sinks and options.view is False  # batch streams nothing live, opens no window
+def test_run_options_are_built_from_groups_or_flat_names():
+    from dataclasses import replace
+
+    from realtime.options import ModelOptions, PeopleOptions, RunOptions
+
+    flat = RunOptions(source="a.mp4", tasks=("pose",), detect_every=3, no_video=True)
+    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3), no_video=True)
+    assert flat == grouped and flat.people.detect_every == 3 and flat.outputs.no_video
+    changed = replace(flat, device="cpu", view=True)  # as the batch worker does
+    assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.view and flat.view is False
+    with pytest.raises(TypeError, match="unknown option 'detect_evry'"):
+        RunOptions(source="a.mp4", detect_evry=3)
 
 
 @pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])

@@ -21,7 +21,8 @@ from realtime.batch.plan import (append_manifest, expected_outputs, find_videos,
                                  probe_frames, read_manifest)
 from realtime.batch.worker import Unit, unit_record
 from realtime.errors import UserError, stop_exit_code
-from realtime.run import RunOptions
+from realtime.export.table import BATCH_FORMATS, FORMATS
+from realtime.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class BatchOptions:
     inputs: list[str]
     output_dir: str
-    run: RunOptions  # per-video options; source/out/tracks are set per unit
+    run: RunOptions  # per-video options (the `run` groups); source/out/tracks are set per unit
     exports: tuple[str, ...] = ()  # `sapiens-rt export` formats written next to each tracks.jsonl
     workers: Optional[int] = None  # default: one per GPU, else 1 on the CPU
     retries: int = 2  # times a unit is retried after its worker died
@@ -48,12 +49,10 @@ class BatchResult:
 
 def run_batch(options: BatchOptions) -> BatchResult:
     """Process every video of `options.inputs` into `output_dir/<name>/`; resumable."""
-    from realtime.export.formats import FORMATS
-
     for fmt in options.exports:
-        if fmt not in ("csv", "npz", "openpose", "coco"):
+        if fmt not in BATCH_FORMATS:
             hint = " (it needs one --person, so run `sapiens-rt export` per video)" if fmt in FORMATS else ""
-            raise UserError(f"--export {fmt} is not available in a batch{hint}; choose from csv, npz, openpose, coco.")
+            raise UserError(f"--export {fmt} is not available in a batch{hint}; choose from {', '.join(BATCH_FORMATS)}.")
     if options.retries < 0:
         raise UserError(f"--retries must be 0 or more, not {options.retries}.")
     if options.workers is not None and options.workers < 1:

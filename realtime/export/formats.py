@@ -12,6 +12,7 @@ from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
 from realtime.export.staging import check_output, staged
 from realtime.export.subsets import SUBSETS
+from realtime.export.table import FORMATS
 from realtime.export.to_blender import write_blend
 from realtime.export.to_c3d import write_c3d
 from realtime.export.to_coco import write_coco
@@ -22,17 +23,14 @@ from realtime.export.to_trc import write_trc
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("csv", "npz", "openpose", "coco", "trc", "c3d", "blender", "bvh", "gltf")
-MOTION_FORMATS = {"bvh": "a BVH file", "gltf": "a glTF file"}  # solved bone rotations (realtime.rig.solver)
+MOTION_FORMATS = {name: f.motion for name, f in FORMATS.items() if f.motion}  # solved bone rotations (realtime.rig.solver)
 MOTION_SMOOTH = "rts"  # their default smoothing: rotations from raw 3D points jitter
-# Default output next to the tracks file: <stem><suffix> (openpose writes a folder).
-DEFAULT_SUFFIX = {"csv": ".csv", "npz": ".npz", "openpose": "_openpose", "coco": "_coco.json", "trc": ".trc", "c3d": ".c3d", "blender": ".blend",
-                  "bvh": ".bvh", "gltf": ".glb"}
 
 
 def default_output(tracks_path: str | Path, to: str) -> Path:
+    """Next to the tracks file: <stem><the format's suffix> (openpose writes a folder)."""
     tracks_path = Path(tracks_path)
-    return tracks_path.with_name(tracks_path.stem + DEFAULT_SUFFIX[to])
+    return tracks_path.with_name(tracks_path.stem + FORMATS[to].suffix)
 
 
 def export_tracks(
@@ -47,7 +45,7 @@ def export_tracks(
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
-    out:    output path (default: next to the tracks, see DEFAULT_SUFFIX).
+    out:    output path (default: next to the tracks, see `default_output`).
     person: only this track id (TRC and C3D need exactly one person).
     subset: "308", "coco-wholebody" or "coco17" (default: 308; COCO: coco-wholebody).
     smooth: offline smoothing method applied first ("rts", "savgol", "butterworth"; "none" for
@@ -70,7 +68,7 @@ def export_tracks(
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
     out = Path(out) if out is not None else default_output(tracks_path, to)
-    check_output(out, folder=to == "openpose")  # before the work: one sentence, nothing written
+    check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
 
     if to == "blender":
         if smooth is None:
