@@ -103,7 +103,7 @@ class RunOptions:
 
         RunOptions(source="clip.mp4", models=ModelOptions(tasks=("pose",)), detect_every=3)
 
-    Reading a flat name (`options.detect_every`) reads it from its group.
+    Reading or setting a flat name (`options.detect_every`) reads or replaces it in its group.
     """
 
     source: str
@@ -128,6 +128,13 @@ class RunOptions:
         for name, cls in GROUPS.items():
             group = groups[name] if groups[name] is not None else cls()
             setattr(self, name, dataclasses.replace(group, **changes[name]) if name in changes else group)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        group = _GROUP_OF.get(name)
+        if group is None:
+            object.__setattr__(self, name, value)
+        else:  # a flat name: a new group with that one value changed
+            object.__setattr__(self, group, dataclasses.replace(getattr(self, group), **{name: value}))
 
     def __getattr__(self, name: str) -> Any:
         group = _GROUP_OF.get(name)

@@ -202,6 +202,8 @@ def test_run_options_are_built_from_groups_or_flat_names():
     assert flat == grouped and flat.people.detect_every == 3 and flat.outputs.no_video
     changed = replace(flat, device="cpu", view=True)  # as the batch worker does
     assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.view and flat.view is False
+    changed.max_in_flight = 1  # a flat name can be set too: its group is replaced
+    assert changed.input.max_in_flight == 1 and flat.input.max_in_flight is None
     with pytest.raises(TypeError, match="unknown option 'detect_evry'"):
         RunOptions(source="a.mp4", detect_evry=3)
 

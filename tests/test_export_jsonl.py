@@ -73,10 +73,64 @@ def test_untracked_people_and_2d_only(tmp_path):
         writer.write(Frame(index=0, timestamp=0.0, image=image, people=(person, person.replace(keypoints=xy + 5))))
         writer.write(Frame(index=1, timestamp=0.1, image=image, people=(person,)))
     tracks = read_tracks(tmp_path / "u.jsonl")
-    assert list(tracks.people) == [-2, -1]  # no id: keyed by order in the frame
-    np.testing.assert_allclose(tracks.people[-2].keypoints[0], xy + 5)
-    assert np.isnan(tracks.people[-1].scores).all()  # no scores written -> null
-    assert tracks.people[-1].keypoints3d is None
+    assert tracks.people == {}  # no id: nobody's track, and no invented -1, -2 keys
+    seen = tracks.unidentified
+    np.testing.assert_array_equal(seen.rows, [0, 0, 1])  # one entry per person, in file order
+    np.testing.assert_allclose(seen.keypoints[1], xy + 5)
+    assert np.isnan(seen.scores).all()  # no scores written -> null
+    assert seen.keypoints3d is None
+
+
+def _stills_file(path):
+    """Two unrelated photos as a stills run writes them: 2 people in the first, 1 in the second, all "id": null.
+    Person p of the file has every keypoint at (10 p + k, 10 p + k + 0.5), score 0.9."""
+    from realtime.data import keypoint_names
+
+    names = keypoint_names()
+    base = np.stack([np.arange(len(names)), np.arange(len(names)) + 0.5], axis=1).astype(np.float32)
+    person = Person(box=np.array([0, 0, 9, 9], np.float32), keypoints=base, keypoint_scores=np.full(len(names), 0.9, np.float32))
+    files = ["a, b.jpg", "c.jpg"]
+    with TrackWriter(path, keypoint_names=names, image_size=(20, 10), fps=30, source="s", model={},
+                     stills=lambda i: files[i], tracked=False) as writer:
+        writer.write(Frame(index=0, timestamp=0.0, image=np.zeros((10, 20, 3), np.uint8),
+                           people=(person, person.replace(keypoints=base + 10))))
+        writer.write(Frame(index=1, timestamp=1 / 30, image=np.zeros((30, 40, 3), np.uint8), people=(person.replace(keypoints=base + 20),)))
+    return path, base
+
+
+def test_stills_export_per_image_rows_without_invented_ids(tmp_path):
+    import csv
+
+    from realtime.export.formats import export_tracks
+
+    path, base = _stills_file(tmp_path / "s.jsonl")
+    assert [p["id"] for line in path.read_text().splitlines()[1:] for p in json.loads(line)["people"]] == [None] * 3
+    tracks = read_tracks(path)
+    assert tracks.people == {} and len(tracks.unidentified) == 3 and tracks.files == ("a, b.jpg", "c.jpg")
+
+    rows = list(csv.reader(open(export_tracks(path, "csv"), newline="")))  # one row per person per image
+    assert rows[0][:7] == ["frame", "time", "file", "id", "nose_x", "nose_y", "nose_score"] and len(rows) == 4
+    assert not any(column.startswith("p") and "_" in column and column[1] in "-0123456789" for column in rows[0])
+    assert [r[:4] for r in rows[1:]] == [["0", "0.000000", "a, b.jpg", ""], ["0", "0.000000", "a, b.jpg", ""],
+                                         ["1", "0.033333", "c.jpg", ""]]
+    assert [float(v) for v in rows[2][4:7]] == [10.0, 10.5, 0.9] and float(rows[3][4]) == 20.0
+
+    openpose = export_tracks(path, "openpose")
+    first = json.loads(next(openpose.glob("*_000000000000_keypoints.json")).read_text())["people"]
+    second = json.loads(next(openpose.glob("*_000000000001_keypoints.json")).read_text())["people"]
+    assert [p["person_id"] for p in first + second] == [[-1], [-1], [-1]]  # OpenPose's "no id"
+    assert first[1]["pose_keypoints_2d"][:2] == [10.0, 10.5] and second[0]["pose_keypoints_2d"][:2] == [20.0, 20.5]
+
+    coco = json.loads(export_tracks(path, "coco", subset="coco17").read_text())
+    assert [a["image_id"] for a in coco["annotations"]] == [1, 1, 2] and not any("track_id" in a for a in coco["annotations"])
+    assert coco["annotations"][2]["keypoints"][:2] == [20.0, 20.5]
+
+    with np.load(export_tracks(path, "npz")) as arrays:
+        assert arrays["ids"].shape == (0,) and list(arrays["unidentified_rows"]) == [0, 0, 1]
+        np.testing.assert_allclose(arrays["unidentified_keypoints"][2], base + 20)
+        assert list(arrays["files"]) == ["a, b.jpg", "c.jpg"]
+    with pytest.raises(UserError, match="without identities"):
+        export_tracks(path, "trc")
 
 
 def test_reader_skips_cut_off_last_line_and_unknown_fields(tmp_path):

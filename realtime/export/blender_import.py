@@ -136,11 +136,11 @@ def build_scene(args: argparse.Namespace) -> dict:
     # Per person: blender frame -> person record.
     people: dict[int, dict[int, dict]] = {}
     for record in frames:
-        for order, person in enumerate(record.get("people") or ()):
+        for person in record.get("people") or ():
             track_id = person.get("id")
-            if track_id is None and header.get("tracked"):
-                continue  # a tentative detection, not part of any person's track
-            track_id = -(order + 1) if track_id is None else int(track_id)
+            if track_id is None:
+                continue  # a tentative detection or a person of an unrelated still: not part of any person's track
+            track_id = int(track_id)
             if args.person is None or track_id == args.person:
                 people.setdefault(track_id, {})[int(record["frame"]) + 1] = person
     if args.person is not None and not people:

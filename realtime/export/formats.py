@@ -71,8 +71,8 @@ def export_tracks(
     check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
 
     if to == "blender":
+        read_tracks(tracks_path).select(person).require_identities("a Blender scene")  # fail early, with our message
         if smooth is None:
-            read_tracks(tracks_path).select(person)  # fail early, with our message, on a bad file or id
             return staged(out, lambda target: write_blend(tracks_path, target, person=person, subset=subset))
         with tempfile.TemporaryDirectory() as folder:
             smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth)

@@ -26,7 +26,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.tracks import PersonTrack, Tracks
+from realtime.export.tracks import PersonTrack, Tracks, Unidentified
 
 log = logging.getLogger(__name__)
 
@@ -118,19 +118,10 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def person_keys(people: list[dict], tracked: bool = False) -> list[Optional[int]]:
-    """Track id of each person of a frame record. Persons without one: None in a tracked
-    file (tentative detections, left out of per-person tracks), else -1, -2, ... by order."""
-    keys, anonymous = [], 0
-    for person in people:
-        if person.get("id") is None and tracked:
-            keys.append(None)
-        elif person.get("id") is None:
-            anonymous += 1
-            keys.append(-anonymous)
-        else:
-            keys.append(int(person["id"]))
-    return keys
+def person_keys(people: list[dict]) -> list[Optional[int]]:
+    """Track id of each person of a frame record; None for persons written without one
+    (tentative detections of a tracked file, or people of unrelated stills): no track."""
+    return [None if person.get("id") is None else int(person["id"]) for person in people]
 
 
 def _numbers(value, what: str) -> np.ndarray:
@@ -150,8 +141,10 @@ def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
     return points
 
 
-def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Path, line: int, tracked: bool = False) -> None:
-    """Check one frame record's types and add its people to `seen` (track id -> entries)."""
+def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: list, path: Path, line: int,
+                tracked: bool = False) -> None:
+    """Check one frame record's types and add its people to `seen` (track id -> entries), or
+    to `unseen` when they have no id in a file that is not tracked (stills)."""
     frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
     if not isinstance(frame, int) or isinstance(frame, bool):
         raise ValueError(f"frame is {frame!r}, not a whole number")
@@ -163,8 +156,8 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Pa
         track_id = person.get("id")
         if track_id is not None and (not isinstance(track_id, int) or isinstance(track_id, bool)):
             raise ValueError(f"id is {track_id!r}, not a whole number or null")
-    for track_id, person in zip(person_keys(people, tracked), people):
-        if track_id is None:  # a tentative detection of a tracked file: nobody's track
+    for track_id, person in zip(person_keys(people), people):
+        if track_id is None and tracked:  # a tentative detection of a tracked file: nobody's track
             continue
         kpts = _points(person.get("kpts"), num_keypoints, path, line)
         box = np.full(5, np.nan)
@@ -173,7 +166,10 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, path: Pa
             box[: len(values)] = values
         points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
         predicted = None if person.get("predicted") is None else np.array(person["predicted"], dtype=bool)
-        seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted))
+        if track_id is None:
+            unseen.append((row, kpts, box, points3d))
+        else:
+            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted))
 
 
 def read_tracks(path: str | Path) -> Tracks:
@@ -187,21 +183,21 @@ def read_tracks(path: str | Path) -> Tracks:
     stream = iter(records)
     header = read_header(stream, path)
     num_keypoints = len(header["keypoint_names"])
-    frames, times = [], []
+    frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
     seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None, predicted or None)]
+    unseen: list[tuple] = []  # people without an id in a file that is not tracked: [(row, kpts, box, kpts3d or None)]
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            _read_frame(record, len(frames), num_keypoints, seen, path, line, tracked)
+            _read_frame(record, len(frames), num_keypoints, seen, unseen, path, line, tracked)
         except (ValueError, TypeError, AttributeError) as err:
             raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); "
                             f"pass a tracks .jsonl written by sapiens-rt.") from None
         frames.append(record.get("frame", len(frames)))
         times.append(np.nan if record.get("t") is None else float(record["t"]))
-    if any(track_id < -1 for track_id in seen):
-        log.warning("%s: several persons without a track id in one frame; they are keyed -1, -2, ... by order, not identity", path)
+        files.append(record.get("file"))
 
     T = len(frames)
     people = {}
@@ -229,4 +225,18 @@ def read_tracks(path: str | Path) -> Tracks:
         times=np.array(times, dtype=np.float64),
         people=people,
         truncated=records.truncated,
+        unidentified=_unidentified(unseen, num_keypoints),
+        files=tuple(str(f) for f in files) if header.get("stills") and all(isinstance(f, str) for f in files) else None,
     )
+
+
+def _unidentified(unseen: list[tuple], num_keypoints: int) -> Optional[Unidentified]:
+    """The people without identities, stacked: one entry each."""
+    if not unseen:
+        return None
+    kpts = np.stack([entry[1] for entry in unseen]).reshape(len(unseen), num_keypoints, 3)
+    points3d = None
+    if any(entry[3] is not None for entry in unseen):
+        points3d = np.stack([np.full((num_keypoints, 3), np.nan) if entry[3] is None else entry[3] for entry in unseen])
+    return Unidentified(rows=np.array([entry[0] for entry in unseen], dtype=np.int64), keypoints=kpts[..., :2],
+                        scores=kpts[..., 2], boxes=np.stack([entry[2] for entry in unseen]), keypoints3d=points3d)

@@ -69,8 +69,8 @@ def smooth_tracks_file(
             for _, record in stream:
                 if isinstance(record, dict) and record.get("type") == "frame":
                     people = record.get("people") or []
-                    for track_id, person in zip(person_keys(people, bool(header.get("tracked"))), people):
-                        if track_id is None:  # a tentative detection: not part of any track
+                    for track_id, person in zip(person_keys(people), people):
+                        if track_id is None:  # a tentative detection, or a person of a still: not part of any track
                             continue
                         _replace_points(person, smoothed.people[track_id], row, num_keypoints)
                     row += 1

@@ -79,15 +79,20 @@ def write_coco(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None
         for row, frame in enumerate(tracks.frames)
     ]
     annotations = []
-    for person in tracks.people.values():
+    # (person, its row -> frame row); people without identity (stills) have one row each and no track_id.
+    people = [(person, np.arange(len(tracks))) for person in tracks.people.values()]
+    if tracks.unidentified is not None:
+        people.append((tracks.unidentified.as_person(), tracks.unidentified.rows))
+    for person, frame_rows in people:
         xy_all, scores_all = chosen.take(person.keypoints), chosen.take(person.scores)
         for row in np.flatnonzero(person.present):
             xy, scores = xy_all[row], scores_all[row]
             x1, y1, x2, y2, _ = person.boxes[row]
             box = [round(float(v), 2) for v in (x1, y1, x2 - x1, y2 - y1)] if np.isfinite([x1, y1, x2, y2]).all() else _extent(xy)
             known_scores = np.clip(scores[np.isfinite(scores) & np.isfinite(xy).all(axis=1)], 0.0, 1.0)
+            track = {"track_id": int(person.id)} if person.id >= 0 else {}
             annotation = {
-                "id": len(annotations) + 1, "image_id": int(row) + 1, "category_id": 1, "track_id": int(person.id),
+                "id": len(annotations) + 1, "image_id": int(frame_rows[row]) + 1, "category_id": 1, **track,
                 "bbox": box, "area": round(box[2] * box[3], 2), "iscrowd": 0,
                 "score": round(float(known_scores.mean()), 4) if len(known_scores) else 0.0,
                 "keypoint_scores": [round(float(s), 3) if np.isfinite(s) else 0.0 for s in scores],

@@ -10,6 +10,10 @@
     present      (P, T) bool;  smoothed (P, T) bool
     keypoint_names (K,) str;  fps () float64;  image_size (2,) int64 W, H
     subset       () str;  header_json () str: the JSONL header line
+People without identities (stills, unrelated photos), only when there are some:
+    unidentified_rows (N,) int64 index into frames;  unidentified_keypoints (N, K, 2)
+    unidentified_scores (N, K);  unidentified_boxes (N, 5);  unidentified_keypoints3d (N, K, 3) if any 3D
+    files        (T,) str: the image of each frame (stills only)
 Loads with `np.load(path)` (no pickle needed).
 """
 
@@ -56,6 +60,14 @@ def write_npz(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None)
         subset=np.array(chosen.name),
         header_json=np.array(json.dumps(tracks.header)),
     )
+    seen = tracks.unidentified
+    if seen is not None:  # people without identities (stills): one entry each, `unidentified_rows` into frames
+        arrays.update(unidentified_rows=seen.rows, unidentified_keypoints=chosen.take(seen.keypoints),
+                      unidentified_scores=chosen.take(seen.scores), unidentified_boxes=seen.boxes)
+        if seen.keypoints3d is not None:
+            arrays["unidentified_keypoints3d"] = chosen.take(seen.keypoints3d)
+    if tracks.files is not None:
+        arrays["files"] = np.array(tracks.files, dtype=str)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:  # a file handle keeps numpy from appending ".npz"
         np.savez_compressed(handle, **arrays)

@@ -83,25 +83,29 @@ def write_openpose(tracks: Tracks, out_dir: str | Path, *, stem: str) -> Path:
     if missing:
         raise UserError(f"OpenPose export needs the Sapiens 308 keypoints, these tracks lack {', '.join(missing[:3])}; use CSV or NPZ instead.")
     index = {name: k for k, name in enumerate(names)}
-    people = []
-    for person in tracks.people.values():
-        derived = {NECK: shoulder_center(person.keypoints, names, person.scores), MID_HIP: hip_center(person.keypoints, names, person.scores)}
-        people.append((person, derived))
+    def derive(person: PersonTrack) -> dict:
+        return {NECK: shoulder_center(person.keypoints, names, person.scores), MID_HIP: hip_center(person.keypoints, names, person.scores)}
+
+    def entry(person: PersonTrack, row: int, person_id: int, derived: dict) -> dict:
+        return {
+            "person_id": [person_id],
+            "pose_keypoints_2d": _block(person, row, BODY_25, index, derived),
+            "face_keypoints_2d": [],
+            "hand_left_keypoints_2d": _block(person, row, LEFT_HAND, index, derived),
+            "hand_right_keypoints_2d": _block(person, row, RIGHT_HAND, index, derived),
+            "pose_keypoints_3d": [], "face_keypoints_3d": [], "hand_left_keypoints_3d": [], "hand_right_keypoints_3d": [],
+        }
+
+    people = [(person, derive(person)) for person in tracks.people.values()]
+    # People without an identity (stills): OpenPose's own "no id", -1; one row per person.
+    nobody = tracks.unidentified.as_person() if tracks.unidentified is not None else None
+    nobody_derived = derive(nobody) if nobody is not None else {}
 
     out_dir.mkdir(parents=True, exist_ok=True)
     for row, frame in enumerate(tracks.frames):
-        entries = []
-        for person, derived in people:
-            if not person.present[row]:
-                continue
-            entries.append({
-                "person_id": [int(person.id)],
-                "pose_keypoints_2d": _block(person, row, BODY_25, index, derived),
-                "face_keypoints_2d": [],
-                "hand_left_keypoints_2d": _block(person, row, LEFT_HAND, index, derived),
-                "hand_right_keypoints_2d": _block(person, row, RIGHT_HAND, index, derived),
-                "pose_keypoints_3d": [], "face_keypoints_3d": [], "hand_left_keypoints_3d": [], "hand_right_keypoints_3d": [],
-            })
+        entries = [entry(person, row, int(person.id), derived) for person, derived in people if person.present[row]]
+        if nobody is not None:
+            entries += [entry(nobody, i, -1, nobody_derived) for i in np.flatnonzero(tracks.unidentified.rows == row)]
         target = out_dir / f"{stem}_{int(frame):012d}_keypoints.json"
         target.write_text(json.dumps({"version": 1.3, "people": entries}, separators=(",", ":")), encoding="utf-8")
     log.info("wrote %d OpenPose JSON files to %s", len(tracks), out_dir)

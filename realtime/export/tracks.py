@@ -22,10 +22,10 @@ from realtime.errors import UserError
 class PersonTrack:
     """One identity over the whole recording (T = number of frames in the file).
 
-    id:          track id from the JSONL. In a file whose header says `"tracked": true`,
-                 persons without an id are tentative detections and are left out; in
-                 other files they get -1, -2, ... by their order in the frame (no
-                 identity across frames is implied).
+    id:          track id from the JSONL. Persons written without an id are no track:
+                 in a file whose header says `"tracked": true` they are tentative
+                 detections and are left out; in other files (stills) they are kept in
+                 `Tracks.unidentified`.
     keypoints:   (T, K, 2) float64 pixels, NaN where unknown or absent.
     scores:      (T, K) float64 keypoint confidences, NaN where unknown or absent.
     boxes:       (T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.
@@ -51,6 +51,34 @@ class PersonTrack:
 
 
 @dataclass(frozen=True)
+class Unidentified:
+    """People seen without an identity (stills: unrelated photos), one entry each, in file order
+    (N = number of such people in the whole file).
+
+    rows:        (N,) int64 row of `Tracks.frames` each was seen in.
+    keypoints:   (N, K, 2) float64 pixels, NaN where unknown.
+    scores:      (N, K) float64.
+    boxes:       (N, 5) float64 x1, y1, x2, y2, box score; NaN where not written.
+    keypoints3d: (N, K, 3) float64 metres, NaN where unknown, or None when nobody had `kpts3d`.
+    """
+
+    rows: np.ndarray
+    keypoints: np.ndarray
+    scores: np.ndarray
+    boxes: np.ndarray
+    keypoints3d: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def as_person(self) -> PersonTrack:
+        """These people as one `PersonTrack` (id -1) whose rows are the N people, not frames:
+        lets a per-row writer (OpenPose, COCO) write them with the code it has for tracks."""
+        return PersonTrack(-1, self.keypoints, self.scores, self.boxes, np.ones(len(self), dtype=bool),
+                           np.zeros(len(self), dtype=bool), self.keypoints3d)
+
+
+@dataclass(frozen=True)
 class Tracks:
     """All frames and identities of one tracks file.
 
@@ -59,6 +87,8 @@ class Tracks:
     times:     (T,) float64 seconds since the start of the source.
     people:    track id -> PersonTrack, sorted by id.
     truncated: True when the file's last line was cut off (a crashed run) and was skipped.
+    unidentified: people without an id in a file that is not tracked (stills), or None.
+    files:     (T,) the image file of each row in a stills file, else None.
     """
 
     header: dict
@@ -66,6 +96,8 @@ class Tracks:
     times: np.ndarray
     people: dict[int, PersonTrack]
     truncated: bool = False
+    unidentified: Optional[Unidentified] = None
+    files: Optional[tuple[str, ...]] = None
 
     @property
     def keypoint_names(self) -> list[str]:
@@ -86,6 +118,7 @@ class Tracks:
 
     def person(self, track_id: int) -> PersonTrack:
         if track_id not in self.people:
+            self.require_identities("--person")
             raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to --person.")
         return self.people[track_id]
 
@@ -93,15 +126,22 @@ class Tracks:
         """These tracks with only person `track_id` (all people when None)."""
         if track_id is None:
             return self
-        return dataclasses.replace(self, people={track_id: self.person(track_id)})
+        return dataclasses.replace(self, people={track_id: self.person(track_id)}, unidentified=None)
 
     def single_person(self, what: str) -> PersonTrack:
         """The one person of these tracks; `what` names the format that needs exactly one."""
+        self.require_identities(what)
         if len(self.people) != 1:
             raise UserError(
                 f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with --person ID."
             )
         return next(iter(self.people.values()))
+
+    def require_identities(self, what: str) -> None:
+        """People seen only without identities (stills) cannot be followed over time."""
+        if not self.people and self.unidentified is not None:
+            raise UserError(f"these tracks hold people without identities (unrelated photos, stills), so {what} has no person "
+                            f"to follow over time; export them with --to csv, npz, openpose or coco, or run on a video for tracks.")
 
     def id_list(self) -> str:
         return ", ".join(str(i) for i in self.people) or "none"
