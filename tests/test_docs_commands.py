@@ -155,14 +155,14 @@ def _offline(argv: list[str], fixtures: Path, detector: Path) -> list[str]:
 
 
 _DRIVER = r"""
-import contextlib, functools, io, json, os, sys
+import contextlib, functools, io, json, os, sys, time
 import realtime.detect as detect
 detect.make_box_finder = functools.partial(detect.make_box_finder, widen=None)  # the tiny fixture detector's width
 from realtime.cli import main
 results = []
 for job in json.loads(open(sys.argv[1]).read()):
     os.chdir(job["cwd"])
-    out = io.StringIO()
+    out, started = io.StringIO(), time.monotonic()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
             code = main(job["argv"])
@@ -172,7 +172,7 @@ for job in json.loads(open(sys.argv[1]).read()):
             import traceback
             traceback.print_exc()
             code = f"raised {type(err).__name__}"
-    results.append({"code": code, "output": out.getvalue()})
+    results.append({"code": code, "output": out.getvalue(), "seconds": round(time.monotonic() - started, 1)})
 open(sys.argv[2], "w").write(json.dumps(results))
 """
 
