@@ -192,22 +192,6 @@ def test_batch_fills_the_run_groups_as_run_does_and_nothing_else():
     assert batched.no_video and batched.out is None and batched.tracks is None
 
 
-def test_run_options_are_built_from_groups_or_flat_names():
-    from dataclasses import replace
-
-    from realtime.options import ModelOptions, PeopleOptions, RunOptions
-
-    flat = RunOptions(source="a.mp4", tasks=("pose",), detect_every=3, no_video=True)
-    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3), no_video=True)
-    assert flat == grouped and flat.people.detect_every == 3 and flat.outputs.no_video
-    changed = replace(flat, device="cpu", view=True)  # as the batch worker does
-    assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.view and flat.view is False
-    changed.max_in_flight = 1  # a flat name can be set too: its group is replaced
-    assert changed.input.max_in_flight == 1 and flat.input.max_in_flight is None
-    with pytest.raises(TypeError, match="unknown option 'detect_evry'"):
-        RunOptions(source="a.mp4", detect_evry=3)
-
-
 @pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
 def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, signum, code):
     """Ctrl+C (SIGINT, 130) and SIGTERM (143) as `run` has them: the unfinished video is not
