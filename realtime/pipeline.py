@@ -8,11 +8,12 @@ newest frame (older ones are dropped and counted), a file source waits
 (nothing is dropped). So latency stays bounded on live input and file runs
 are lossless.
 
-Shutdown: the end of the source sends the end marker `END` through every
-stage; a stop request (Ctrl+C, window closed, an error in any stage) makes
-every thread leave after its current frame (a thread waiting for its next
-frame is handed `END` too, and the stop flag tells it not to pass it on). Either way all threads are joined, then every
-stage and the source are closed, before `run()` returns.
+Shutdown: the end of the source sends the one end marker, `END`, through
+every stage; a stop request (Ctrl+C, window closed, an error in any stage)
+makes every thread leave after its current frame (a thread waiting for its
+next frame is handed `END` too, and the stop flag says not to pass it on).
+Either way all threads are joined, then every stage and the source are
+closed, before `run()` returns.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ from realtime.sources import Source
 log = logging.getLogger(__name__)
 
 
-
 class _EndOfStream:
+    """No more frames for this stage: the source ended, or the run stops."""
+
     def __repr__(self) -> str:
         return "END"
 
 
-END = _EndOfStream()  # the one end-of-stream marker: no more frames for this stage (the source ended, or the run stops)
+END = _EndOfStream()  # the one end-of-stream marker on the gate and every queue
 POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
 
 
