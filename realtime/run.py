@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import signal
 import sys
 import threading
@@ -19,17 +20,28 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import torch
+from tqdm import tqdm
 
 from realtime import tasks as task_table
-from realtime.detect import default_detect_every
+from realtime.data import keypoint_names
+from realtime.detect import default_detect_every, make_box_finder
 from realtime.errors import UserError
+from realtime.infer import Predictor, default_device, default_dtype
 from realtime.metrics import Metrics
 from realtime.mode import RunMode, decide_mode
+from realtime.models import hub, load_model
+from realtime.models.loading import cli_name, download_command, missing_weights
 from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
+from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
+from realtime.sinks.tracks import TrackWriter
+from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import DetectStage, Feedback, RenderStage, SmoothStage, WriteStage, inference_stages
+from realtime.stages import DenseSchedule, DetectStage, Feedback, RenderStage, SmoothStage, WriteStage, inference_stages
+from trackers.identity import IdentityTracker
+from trackers.live import LiveSmoother
+from viz.compose import Layers
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +77,6 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         source: Optional[Source] = None) -> RunSummary:
     """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
     `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
-    from realtime.infer import default_device
-
     device = options.device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
@@ -85,7 +95,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
     if options.view:
-        from viz.viewer import check_display
+        from viz.viewer import check_display  # Qt is imported only for --view
 
         check_display()  # before anything is opened or written: a broken Qt would abort the process
     if source is None:
@@ -121,13 +131,6 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
 
 def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: SourceInfo, models, box_finder, device, dtype,
                   outputs) -> RunSummary:
-    from realtime.sinks.tracks import TrackWriter
-    from realtime.infer import Predictor
-    from realtime.sinks.base import LatestWins, ProgressSink, VideoSink
-    from realtime.sinks.video import VideoWriter
-    from trackers.identity import IdentityTracker
-    from viz.compose import Layers
-
     metrics = Metrics()
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
@@ -137,8 +140,6 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None
     if options.smooth != "none" and "pose" in models:
-        from trackers.live import LiveSmoother
-
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     rows = task_table.ordered(models)
     layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
@@ -149,7 +150,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     extra = [LatestWins(s) if mode is RunMode.LIVE else s for s in options.sinks]  # live: a slow sink must not stall the run
     try:
         if "tracks" in outputs:
-            sinks.append(TrackWriter(outputs["tracks"], keypoint_names=_keypoint_names(), image_wh=(info.width, info.height),
+            sinks.append(TrackWriter(outputs["tracks"], keypoint_names=keypoint_names(), image_wh=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
                                      stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people))
         if "video" in outputs:
@@ -163,14 +164,10 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:
-            from realtime.sinks.base import ViewerSink
-
             viewer = _viewer(options, info, device, layers, write, outputs, models)
             sinks.append(ViewerSink(viewer, metrics))
         sinks += extra
         if options.progress and mode.shows_progress:
-            from tqdm import tqdm
-
             sinks.append(ProgressSink(tqdm(total=options.max_frames or info.frame_count, unit="frame", desc=info.name,
                                            dynamic_ncols=True)))
         write.sinks = sinks
@@ -205,8 +202,6 @@ def _sink_lines(sinks) -> list[str]:
 
 
 def _dense_schedule(options: RunOptions, mode: RunMode, info: SourceInfo):
-    from realtime.stages import DenseSchedule
-
     if options.dense_every is not None and not options.dense_auto:
         return DenseSchedule(every=options.dense_every, fps=info.fps)
     adaptive = options.dense_auto or mode.adaptive_dense
@@ -231,8 +226,6 @@ def _boxes_line(box_finder, options: RunOptions) -> str:
 
 def _dtype(name: Optional[str], device: str) -> torch.dtype:
     if name is None:
-        from realtime.infer import default_dtype
-
         return default_dtype(device)
     if name not in DTYPES:
         raise UserError(f"Unknown --dtype {name}; choose fp32, bf16 or fp16.")
@@ -254,8 +247,6 @@ def _output_paths(options: RunOptions, info: SourceInfo) -> dict[str, str]:
 def _make_parent(path: Path, created: list[Path]) -> None:
     """Create the folders for `path` (recording them in `created`) and check it can be
     written, before any work is done."""
-    import os
-
     if path.is_dir():
         raise UserError(f"Output {path} is a folder; give a file name inside it instead.")
     missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
@@ -281,9 +272,6 @@ def _remove_empty(folders: list[Path]) -> None:
 def _check_weights_present(options: RunOptions, models: bool, detector: bool) -> None:
     """Before anything is opened: when weights the run needs are neither local nor
     downloadable now, say so for all of them at once, with the one command that fetches them."""
-    from realtime.models import hub
-    from realtime.models.loading import cli_name, download_command, missing_weights
-
     for task, path in options.checkpoints.items() if models else ():
         if not Path(path).expanduser().is_file():
             raise UserError(f"Checkpoint {path} does not exist; check the path given with --checkpoint {cli_name(task)}=..., "
@@ -303,8 +291,6 @@ def _check_weights_present(options: RunOptions, models: bool, detector: bool) ->
 
 
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
-    from realtime.models import load_model
-
     models = {}
     for task in options.tasks:
         model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
@@ -319,22 +305,17 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
 
 def _box_finder(options: RunOptions, device: str, mode: RunMode):
     """Stills are detected one by one: no boxes carried from the previous image."""
-    from realtime.detect import make_box_finder
-
     return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
                            detect_every=options.detect_every if mode.follows_people else 1, max_people=options.max_people,
                            half=device.startswith("cuda"))
 
 
 def _viewer(options, info, device, layers, write: WriteStage, outputs, models):
-    from viz.viewer import Viewer
+    from viz.viewer import Viewer  # Qt is imported only for --view
 
     folder = Path(outputs.get("tracks", options.output_dir)).parent
 
     def toggle_recording(on: bool) -> None:
-        from realtime.sinks.base import VideoSink
-        from realtime.sinks.video import VideoWriter
-
         path = folder / f"recording-{time.strftime('%H%M%S')}.mp4"
         write.set_recorder(VideoSink(VideoWriter(path, fps=info.fps or 30.0)) if on else None)
 
@@ -376,12 +357,6 @@ def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dty
         "boxes_from": options.boxes_from,
         "smoothing": options.smooth,
     }
-
-
-def _keypoint_names() -> list[str]:
-    from realtime.data import keypoint_names
-
-    return keypoint_names()
 
 
 class _stop_on_signals:
