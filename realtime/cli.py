@@ -370,6 +370,8 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
     w.add_argument("--ray", nargs="?", const="", default=None, type=ray_address, metavar="ADDRESS",
                    help="run on Ray: no ADDRESS starts one here (put it after the inputs), `auto` joins the running cluster, HOST:PORT or ray://HOST:10001 a remote one")
+    w.add_argument("--ray-timeout", type=positive_float, default=30.0, metavar="S",
+                   help="seconds to reach the Ray cluster at ADDRESS before giving up (default 30)")
     # The per-video options are those of `run`: the same groups, filled the same way.
     _add_model_options(p)
     _add_people_options(p)
@@ -383,7 +385,7 @@ def _cmd_batch(args) -> int:
 
     options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_batch_run_options(args),
                            exports=tuple(dict.fromkeys(args.export)), workers=args.workers, retries=args.retries,
-                           ray=args.ray, progress=not args.no_progress)
+                           ray=args.ray, ray_timeout=args.ray_timeout, progress=not args.no_progress)
     result = run_batch(options)
     print("\n".join(result.lines))
     return result.exit_code

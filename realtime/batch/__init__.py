@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from realtime.batch.plan import (append_manifest, expected_outputs, find_videos, is_complete, output_names,
-                                 probe_frames, read_manifest)
+from realtime.batch.plan import (append_manifest, check_writable, expected_outputs, find_videos, is_complete,
+                                 output_names, probe_frames, read_manifest)
 from realtime.batch.worker import Unit, unit_record
 from realtime.errors import UserError, stop_exit_code
 from realtime.export.table import BATCH_FORMATS, FORMATS
@@ -36,6 +36,7 @@ class BatchOptions:
     workers: Optional[int] = None  # default: one per GPU, else 1 on the CPU
     retries: int = 2  # times a unit is retried after its worker died
     ray: Optional[str] = None  # None: local processes; "" a local Ray; "auto" or "ray://host:10001" a cluster
+    ray_timeout: float = 30.0  # seconds to reach the Ray cluster at `ray` before giving up with one sentence
     progress: bool = True
 
 
@@ -62,6 +63,7 @@ def run_batch(options: BatchOptions) -> BatchResult:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise UserError(f"Cannot create the output folder {output_dir} ({err.strerror}); choose a writable --output-dir.") from None
+    check_writable(output_dir)  # before any worker starts: one sentence, not a traceback per worker
 
     book = Book(output_dir, options)
     if book.has_pending():
@@ -94,8 +96,11 @@ class Book:
         self.records: list[dict] = []
         self.skipped: list[str] = []
         self.stopped_by: Optional[int] = None  # 130 Ctrl+C, 143 SIGTERM
+        self.pending: deque[Unit] = deque()
+        self.done_frames: dict[str, int] = {}
+        self.bar = None  # the progress bar, once `show_progress` made it
 
-        videos = find_videos(options.inputs)
+        videos = find_videos(options.inputs, output_dir)
         names = output_names(videos)
         done = read_manifest(output_dir)
         expected = expected_outputs(options.run.no_video, options.exports)
@@ -108,12 +113,10 @@ class Book:
             unit = Unit(str(video), name, 0)
             try:
                 units.append(replace(unit, frames=probe_frames(video, options.run.webcam_fps)))
-            except UserError as err:  # unreadable: fails here, without a worker
+            except UserError as err:  # unreadable: fails here, without a worker, and the summary says why
                 self._record(unit_record(unit, "failed", error=str(err), worker="probe"))
         units.sort(key=lambda u: -u.frames)  # longest first: the last video to start is a short one
-        self.pending = deque(units)
-        self.done_frames: dict[str, int] = {}
-        self.bar = None
+        self.pending.extend(units)
 
     def show_progress(self) -> None:
         """One bar for the whole batch: frames read of all queued videos, with the ETA."""

@@ -11,7 +11,9 @@ fails the calls made while the actor restarts, so replacing it here is simpler.)
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Optional
+from urllib.parse import urlsplit
 
 from realtime.batch.worker import Unit, UnitRunner, unit_record
 from realtime.errors import UserError
@@ -26,6 +28,31 @@ def import_ray():
         raise UserError("--ray needs Ray, which is not installed; install it with `pip install sapiens-realtime[cluster]` "
                         "(or `pip install -e .[cluster]` in a checkout), or leave out --ray to use this machine's GPUs.") from None
     return ray
+
+
+HEAD_HINT = "start a head node there with `ray start --head --port=6379` and pass --ray HOST:6379"
+
+
+def check_reachable(address: str, timeout: float) -> None:
+    """A fast probe of the cluster's port (the GCS, or the Ray client server of ray://) before
+    `ray.init`, which would retry an unreachable address for minutes: one sentence instead."""
+    if not (timeout > 0):
+        raise UserError(f"--ray-timeout must be a positive number of seconds, not {timeout}.")
+    if address in ("", "auto", "local"):
+        return  # Ray finds (or starts) the local cluster itself, and says so quickly when there is none
+    parts = urlsplit(address if "://" in address else f"ray://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or port is None:
+        raise UserError(f"--ray {address} names no HOST:PORT; {HEAD_HINT}, or use `--ray auto` on a cluster machine.")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        reason = "timed out" if isinstance(err, socket.timeout) else (err.strerror or str(err))
+        raise UserError(f"Cannot reach the Ray cluster at {address} within {timeout:g} s ({reason}); {HEAD_HINT}, "
+                        f"or leave out --ray to use this machine.") from None
 
 
 class UnitActor:
@@ -62,12 +89,13 @@ class RayEngine:
         ray = self.ray = import_ray()
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
+            check_reachable(options.ray or "", options.ray_timeout)
             try:
                 ray.init(address=options.ray or None, include_dashboard=False, logging_level=logging.WARNING)
             except Exception as err:  # ConnectionError, RuntimeError, ValueError for a bad address
                 where = f"at {options.ray}" if options.ray else "here"
-                raise UserError(f"Could not start or reach Ray {where} ({str(err).strip().splitlines()[0]}); start a cluster "
-                                f"with `ray start --head` and pass `--ray auto`, or leave out --ray.") from None
+                raise UserError(f"Could not start or reach Ray {where} ({str(err).strip().splitlines()[0]}); "
+                                f"{HEAD_HINT} (or `--ray auto` on one of its machines), or leave out --ray.") from None
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         if gpus and options.run.device != "cpu":
