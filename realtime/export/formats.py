@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -20,10 +21,14 @@ from realtime.export.to_csv import write_csv
 from realtime.export.to_npz import write_npz
 from realtime.export.to_openpose import write_openpose
 from realtime.export.to_trc import write_trc
+from realtime.export.tracks import Tracks
+from realtime.outputs import check_outputs
 
 log = logging.getLogger(__name__)
 
 MOTION_FORMATS = {name: f.motion for name, f in FORMATS.items() if f.motion}  # solved bone rotations (realtime.rig.solver)
+ONE_PERSON = {"trc": "a TRC file", "c3d": "a C3D file", "blender": "a Blender scene", **MOTION_FORMATS}
+CONFIRM_FRAMES = 3  # the live tracker gives a person an id after this many frames in a row (trackers.identity)
 MOTION_SMOOTH = "rts"  # their default smoothing: rotations from raw 3D points jitter
 
 
@@ -68,7 +73,11 @@ def export_tracks(
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
     out = Path(out) if out is not None else default_output(tracks_path, to)
+    check_outputs({"-o": str(out)}, [str(tracks_path)])  # never overwrite the recording (the rule of `run`)
     check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
+
+    if to in ONE_PERSON and person is None:
+        _check_somebody(read_tracks(tracks_path), tracks_path, to)
 
     if to == "blender":
         read_tracks(tracks_path).select(person).require_identities("a Blender scene")  # fail early, with our message
@@ -87,12 +96,43 @@ def export_tracks(
         return staged(out, lambda target: write_bvh(motion, target, fps) if to == "bvh" else write_gltf(motion, target))
 
     tracks = read_tracks(tracks_path)
+    if not tracks.people:
+        log.warning("%s", _nobody(tracks, tracks_path) + f"; the {to} output has its {len(tracks)} frames and no person")
     if smooth is not None:
         tracks = smooth_tracks(tracks, smooth)
     tracks = tracks.select(person)
     if to == "openpose":
-        return staged(out, lambda target: write_openpose(tracks, target, stem=tracks_path.stem), folder=True)
+        staged(out, lambda target: write_openpose(tracks, target, stem=tracks_path.stem), folder=True)
+        _remove_stale_openpose(out, tracks_path.stem, tracks)
+        return out
     if to == "coco":
         return staged(out, lambda target: write_coco(tracks, target, subset=subset, stem=tracks_path.stem))
     writer = {"csv": write_csv, "npz": write_npz, "trc": write_trc, "c3d": write_c3d}[to]
     return staged(out, lambda target: writer(tracks, target, subset=subset))
+
+
+def _nobody(tracks: Tracks, tracks_path: Path) -> str:
+    short = f" (a run shorter than {CONFIRM_FRAMES} frames never confirms anyone)" if len(tracks) < CONFIRM_FRAMES else ""
+    return (f"{tracks_path} has nobody with a track id in its {len(tracks)} frames{short}: "
+            f"the tracker gives an id to a person seen in {CONFIRM_FRAMES} frames in a row")
+
+
+def _check_somebody(tracks: Tracks, tracks_path: Path, to: str) -> None:
+    """One sentence for a one-person format when the tracks hold nobody to choose."""
+    if not tracks.people:
+        raise UserError(f"{_nobody(tracks, tracks_path)}, so there is nobody to write as {ONE_PERSON[to]}; "
+                        f"record a longer clip with the person in view, or export --to csv to keep the frames.")
+
+
+def _remove_stale_openpose(folder: Path, stem: str, tracks: Tracks) -> None:
+    """Remove the files an earlier OpenPose export of the same tracks name left in `folder`
+    (frames this export has not written), and only those; says so in one line."""
+    ours = re.compile(re.escape(stem) + r"_(\d{12})_keypoints\.json")
+    written = {int(frame) for frame in tracks.frames}
+    stale = [item for item in folder.iterdir()
+             if (match := ours.fullmatch(item.name)) and int(match.group(1)) not in written and item.is_file()]
+    for item in stale:
+        item.unlink()
+    if stale:
+        log.warning("removed %d OpenPose file%s of an earlier export from %s (frames this export does not have)",
+                    len(stale), "" if len(stale) == 1 else "s", folder)

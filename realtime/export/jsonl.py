@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
+INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D
+MAX_SIDE = 2 ** 31 - 1  # an image side in pixels
 
 
 def rounded_rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
@@ -107,11 +110,20 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
     names, size, fps = header["keypoint_names"], header["image_size"], header["fps"]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise UserError(f"{path} header's keypoint_names is not a list of names; pass a tracks .jsonl written by sapiens-rt.")
-    if not isinstance(size, list) or len(size) != 2 or not all(_is_number(v) for v in size):
-        raise UserError(f"{path} header's image_size is not [width, height]; pass a tracks .jsonl written by sapiens-rt.")
-    if not _is_number(fps):
-        raise UserError(f"{path} header's fps is not a number; pass a tracks .jsonl written by sapiens-rt.")
+    if _image_size(size) is None:
+        raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by sapiens-rt.")
+    if not _is_number(fps) or not math.isfinite(fps) or fps <= 0:
+        raise UserError(f"{path} header's fps is not a positive number; pass a tracks .jsonl written by sapiens-rt.")
     return header
+
+
+def _image_size(value) -> Optional[tuple[int, int]]:
+    """[W, H] with whole, non-negative sides that fit an int32, else None."""
+    if not isinstance(value, list) or len(value) != 2 or not all(_is_number(v) for v in value):
+        return None
+    if not all(math.isfinite(v) and v == int(v) and 0 <= v <= MAX_SIDE for v in value):
+        return None
+    return int(value[0]), int(value[1])
 
 
 def _is_number(value) -> bool:
@@ -134,6 +146,11 @@ def _numbers(value, what: str) -> np.ndarray:
         raise ValueError(f"{what} holds something other than numbers and nulls") from None
 
 
+def _short(value, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
     points = _numbers(value, "a keypoint list")
     if points.shape != (num_keypoints, 3):
@@ -146,8 +163,8 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: 
     """Check one frame record's types and add its people to `seen` (track id -> entries), or
     to `unseen` when they have no id in a file that is not tracked (stills)."""
     frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
-    if not isinstance(frame, int) or isinstance(frame, bool):
-        raise ValueError(f"frame is {frame!r}, not a whole number")
+    if not isinstance(frame, int) or isinstance(frame, bool) or not INT64[0] <= frame <= INT64[1]:
+        raise ValueError(f"frame is {_short(frame)}, not a whole number within 64 bits")
     if t is not None and not _is_number(t):
         raise ValueError(f"t is {t!r}, not a number of seconds")
     if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
@@ -155,7 +172,9 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: 
     for person in people:
         track_id = person.get("id")
         if track_id is not None and (not isinstance(track_id, int) or isinstance(track_id, bool)):
-            raise ValueError(f"id is {track_id!r}, not a whole number or null")
+            raise ValueError(f"id is {_short(track_id)}, not a whole number or null")
+        if track_id is not None and not INT64[0] < track_id <= INT64[1]:
+            raise ValueError(f"id {_short(track_id)} is outside the 64-bit range track ids must fit")
     for track_id, person in zip(person_keys(people), people):
         if track_id is None and tracked:  # a tentative detection of a tracked file: nobody's track
             continue
@@ -185,6 +204,7 @@ def read_tracks(path: str | Path) -> Tracks:
     num_keypoints = len(header["keypoint_names"])
     frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
+    sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
     seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None, predicted or None)]
     unseen: list[tuple] = []  # people without an id in a file that is not tracked: [(row, kpts, box, kpts3d or None)]
     for line, record in stream:
@@ -198,6 +218,7 @@ def read_tracks(path: str | Path) -> Tracks:
         frames.append(record.get("frame", len(frames)))
         times.append(np.nan if record.get("t") is None else float(record["t"]))
         files.append(record.get("file"))
+        sizes.append(_image_size(record.get("image_size")))
 
     T = len(frames)
     people = {}
@@ -227,6 +248,7 @@ def read_tracks(path: str | Path) -> Tracks:
         truncated=records.truncated,
         unidentified=_unidentified(unseen, num_keypoints),
         files=tuple(str(f) for f in files) if header.get("stills") and all(isinstance(f, str) for f in files) else None,
+        frame_sizes=_frame_sizes(sizes, header["image_size"]),
     )
 
 
@@ -240,3 +262,11 @@ def _unidentified(unseen: list[tuple], num_keypoints: int) -> Optional[Unidentif
         points3d = np.stack([np.full((num_keypoints, 3), np.nan) if entry[3] is None else entry[3] for entry in unseen])
     return Unidentified(rows=np.array([entry[0] for entry in unseen], dtype=np.int64), keypoints=kpts[..., :2],
                         scores=kpts[..., 2], boxes=np.stack([entry[2] for entry in unseen]), keypoints3d=points3d)
+
+
+def _frame_sizes(sizes: list[Optional[tuple[int, int]]], default: list) -> Optional[np.ndarray]:
+    """(T, 2) per-frame (W, H) when any frame gives its own size (others: the header's), else None."""
+    if not any(size is not None for size in sizes):
+        return None
+    fallback = (int(default[0]), int(default[1]))
+    return np.array([size or fallback for size in sizes], dtype=np.int64).reshape(len(sizes), 2)

@@ -46,6 +46,11 @@ def _triples(xy: np.ndarray) -> tuple[list[float], int]:
     return flat.ravel().tolist(), int(known.sum())
 
 
+def _seconds(value: float) -> Optional[float]:
+    """A frame time for JSON: None where unknown (JSON has no NaN)."""
+    return round(float(value), 6) if np.isfinite(value) else None
+
+
 def _extent(xy: np.ndarray) -> list[float]:
     """[x, y, w, h] around the known points of (K, 2), zeros when none."""
     known = xy[np.isfinite(xy).all(axis=1)]
@@ -72,12 +77,11 @@ def write_coco(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None
     """
     path = Path(path)
     chosen = get_subset(subset or "coco-wholebody", tracks.keypoint_names)
-    width, height = tracks.image_wh
     images = [
-        {"id": row + 1, "file_name": f"{stem}_{int(frame):012d}.jpg", "width": width, "height": height,
-         "frame_index": int(frame), "time": round(float(tracks.times[row]), 6)}
+        {"id": row + 1, "file_name": f"{stem}_{int(frame):012d}.jpg", "width": tracks.frame_size(row)[0],
+         "height": tracks.frame_size(row)[1], "frame_index": int(frame), "time": _seconds(tracks.times[row])}
         for row, frame in enumerate(tracks.frames)
-    ]
+    ]  # each image its own size: the photos of a stills run differ
     annotations = []
     # (person, its row -> frame row); people without identity (stills) have one row each and no track_id.
     people = [(person, np.arange(len(tracks))) for person in tracks.people.values()]

@@ -89,6 +89,8 @@ class Tracks:
     truncated: True when the file's last line was cut off (a crashed run) and was skipped.
     unidentified: people without an id in a file that is not tracked (stills), or None.
     files:     (T,) the image file of each row in a stills file, else None.
+    frame_sizes: (T, 2) int64 (W, H) of each frame's own image where the file gives one
+               (stills: photos of different sizes), else None (every frame is `image_size`).
     """
 
     header: dict
@@ -98,6 +100,7 @@ class Tracks:
     truncated: bool = False
     unidentified: Optional[Unidentified] = None
     files: Optional[tuple[str, ...]] = None
+    frame_sizes: Optional[np.ndarray] = None
 
     @property
     def keypoint_names(self) -> list[str]:
@@ -111,6 +114,13 @@ class Tracks:
     def image_wh(self) -> tuple[int, int]:
         """(W, H) of the original image in pixels (the header's `image_size`)."""
         width, height = self.header["image_size"]
+        return int(width), int(height)
+
+    def frame_size(self, row: int) -> tuple[int, int]:
+        """(W, H) of frame `row`'s image in pixels."""
+        if self.frame_sizes is None:
+            return self.image_wh
+        width, height = self.frame_sizes[row]
         return int(width), int(height)
 
     def __len__(self) -> int:

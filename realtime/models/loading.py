@@ -154,8 +154,31 @@ def describe(sd: Mapping[str, torch.Tensor]) -> str:
     arch = infer_backbone(sd, "backbone.") or infer_backbone(sd, "")
     if arch is None and task is None:
         return "It does not look like a Sapiens2 checkpoint at all."
+    if arch is None:
+        return f"It holds a {task} head and no backbone."
     what = f"{task} checkpoint" if task else "backbone-only (pretrain) checkpoint"
-    return f"It looks like a {arch.name if arch else 'Sapiens2'} {what}."
+    return f"It looks like a {arch.name} {what}."
+
+
+def _shown(keys: list[str], label: str) -> str:
+    """'N <label> (a; b; c; ... N-3 more)', as `mismatch_report` lists keys."""
+    return f"{len(keys)} {label} ({'; '.join(keys[:3])}{f'; ... {len(keys) - 3} more' if len(keys) > 3 else ''})"
+
+
+def key_report(sd: Mapping[str, torch.Tensor], task: str, found: Optional[BackboneArch]) -> str:
+    """What a file that is not a whole `task` checkpoint lacks or has too much, by key name."""
+    parts = []
+    if found is None:
+        with torch.device("meta"):
+            backbone = Sapiens2(lookup_arch(DEFAULT_SIZE))
+        parts.append(_shown([f"backbone.{k}" for k in backbone.state_dict()], "backbone keys missing"))
+    head = f"decode_head.{task_row(task).output_layer}.weight"
+    if head not in sd:
+        parts.append(f"the {task} head's keys missing ({head} and the rest of decode_head.*)")
+    foreign = [k for k in sd if not k.startswith(("backbone.", "decode_head."))]
+    if foreign:
+        parts.append(_shown(foreign, "keys unexpected"))
+    return ", ".join(parts)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -192,7 +215,8 @@ def load_model(
     elif found is not None and file_task == task:
         spec, kwargs = found, infer_head_kwargs(task, sd)
     else:
-        raise UserError(f"Checkpoint {source} is not a Sapiens2 {task} checkpoint: {describe(sd)} Pass a {task} task checkpoint.")
+        raise UserError(f"Checkpoint {source} is not a whole Sapiens2 {task} checkpoint: {key_report(sd, task, found)}. "
+                        f"{describe(sd)} Pass a {task} checkpoint holding both the backbone and the head.")
     with torch.device("meta"):
         model = Sapiens2TaskModel(task, spec, kwargs)
     _load_into_meta(model, sd, source=source, what=f"the {spec.name} {task} model")
