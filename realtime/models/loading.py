@@ -155,7 +155,7 @@ def describe(sd: Mapping[str, torch.Tensor]) -> str:
     if arch is None and task is None:
         return "It does not look like a Sapiens2 checkpoint at all."
     if arch is None:
-        return f"It holds a {task} head and no backbone."
+        return f"It holds {'an' if task[0] in 'aeiou' else 'a'} {task} head and no backbone."
     what = f"{task} checkpoint" if task else "backbone-only (pretrain) checkpoint"
     return f"It looks like a {arch.name} {what}."
 
