@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
@@ -92,7 +94,9 @@ def export_tracks(
         from realtime.export.to_bvh import write_bvh
         from realtime.export.to_gltf import write_gltf
 
-        motion, fps = motion_from_tracks(read_tracks(tracks_path).select(person), MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
+        chosen = read_tracks(tracks_path).select(person)
+        _check_motion_input(chosen, tracks_path, to, fingers)
+        motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
         return staged(out, lambda target: write_bvh(motion, target, fps) if to == "bvh" else write_gltf(motion, target))
 
     tracks = read_tracks(tracks_path)
@@ -136,3 +140,28 @@ def _remove_stale_openpose(folder: Path, stem: str, tracks: Tracks) -> None:
     if stale:
         log.warning("removed %d OpenPose file%s of an earlier export from %s (frames this export does not have)",
                     len(stale), "" if len(stale) == 1 else "s", folder)
+
+
+MAX_GRID = 1_000_000  # frames of a BVH / glTF animation (11 hours at 25 fps)
+
+
+def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: bool) -> None:
+    """One sentence, before solving, for tracks the rig cannot use: keypoint names it lacks,
+    or frame times that are not finite and in order (the animation is resampled on them)."""
+    from realtime.rig.bones import DERIVED, bone_table, points_used
+
+    used = points_used(bone_table(fingers))
+    needed = {n for n in used if n not in DERIVED and n != "spine_top"} | {p for n in used if n in DERIVED for p in DERIVED[n]}
+    if "spine_top" in used:
+        needed |= {"left_hip", "right_hip", "left_shoulder", "right_shoulder"}
+    missing = sorted(needed - set(tracks.keypoint_names))
+    if missing:
+        raise UserError(f"{MOTION_FORMATS[to]} needs the Sapiens 308 keypoints, but {tracks_path} lacks {', '.join(missing[:3])}"
+                        f"{f' and {len(missing) - 3} more' if len(missing) > 3 else ''}; export to csv or npz instead.")
+    if not tracks.people:
+        return  # motion_from_tracks says what is missing
+    times = tracks.times[next(iter(tracks.people.values())).present]
+    span = float(times[-1] - times[0]) if len(times) and np.isfinite(times).all() else np.nan
+    if not np.isfinite(span) or (len(times) > 1 and np.any(np.diff(times) < 0)) or span * tracks.fps > MAX_GRID:
+        raise UserError(f"{tracks_path} has frame times that are missing, out of order or too far apart for {MOTION_FORMATS[to]} "
+                        f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")

@@ -36,6 +36,8 @@ SCHEMA_VERSION = 1
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D
 MAX_SIDE = 2 ** 31 - 1  # an image side in pixels
+FPS_RANGE = (1e-3, 1e6)  # frames per second a header may give (C3D stores it as a float32)
+MAX_FLOAT = 1.7976931348623157e308  # the largest float64: a bigger JSON integer is not a number we can hold
 
 
 def rounded_rows(values: Optional[np.ndarray], decimals: Sequence[int], count: int) -> list:
@@ -112,8 +114,9 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
         raise UserError(f"{path} header's keypoint_names is not a list of names; pass a tracks .jsonl written by sapiens-rt.")
     if _image_size(size) is None:
         raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by sapiens-rt.")
-    if not _is_number(fps) or not math.isfinite(fps) or fps <= 0:
-        raise UserError(f"{path} header's fps is not a positive number; pass a tracks .jsonl written by sapiens-rt.")
+    if not _is_number(fps) or not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
+        raise UserError(f"{path} header's fps is not a frame rate from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}; "
+                        f"pass a tracks .jsonl written by sapiens-rt.")
     return header
 
 
@@ -127,7 +130,10 @@ def _image_size(value) -> Optional[tuple[int, int]]:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A JSON number that fits a float64 (an integer of 400 digits does not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, float) or abs(value) <= MAX_FLOAT
 
 
 def person_keys(people: list[dict]) -> list[Optional[int]]:
@@ -142,7 +148,7 @@ def _numbers(value, what: str) -> np.ndarray:
         if np.array(value).dtype.kind in "USb":
             raise ValueError
         return np.array(value, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise ValueError(f"{what} holds something other than numbers and nulls") from None
 
 
@@ -165,8 +171,8 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: 
     frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
     if not isinstance(frame, int) or isinstance(frame, bool) or not INT64[0] <= frame <= INT64[1]:
         raise ValueError(f"frame is {_short(frame)}, not a whole number within 64 bits")
-    if t is not None and not _is_number(t):
-        raise ValueError(f"t is {t!r}, not a number of seconds")
+    if t is not None and (not _is_number(t) or not math.isfinite(t)):
+        raise ValueError(f"t is {_short(t)}, not a finite number of seconds")
     if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
         raise ValueError("people is not a list of objects")
     for person in people:

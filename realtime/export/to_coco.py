@@ -46,6 +46,11 @@ def _triples(xy: np.ndarray) -> tuple[list[float], int]:
     return flat.ravel().tolist(), int(known.sum())
 
 
+def _text(value) -> str:
+    """A header field that should be text; anything else (a hostile file) becomes ''."""
+    return value if isinstance(value, str) else ""
+
+
 def _seconds(value: float) -> Optional[float]:
     """A frame time for JSON: None where unknown (JSON has no NaN)."""
     return round(float(value), 6) if np.isfinite(value) else None
@@ -57,7 +62,13 @@ def _extent(xy: np.ndarray) -> list[float]:
     if not len(known):
         return [0.0, 0.0, 0.0, 0.0]
     low, high = known.min(axis=0), known.max(axis=0)
-    return [round(float(v), 2) for v in (low[0], low[1], high[0] - low[0], high[1] - low[1])]
+    with np.errstate(over="ignore"):
+        extent = [round(float(v), 2) for v in (low[0], low[1], high[0] - low[0], high[1] - low[1])]
+    return extent if np.isfinite(extent).all() else [0.0, 0.0, 0.0, 0.0]
+
+
+def _finite(value: float) -> float:
+    return value if np.isfinite(value) else 0.0
 
 
 def _category(subset_name: str, names: list[str]) -> dict:
@@ -92,12 +103,14 @@ def write_coco(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None
         for row in np.flatnonzero(person.present):
             xy, scores = xy_all[row], scores_all[row]
             x1, y1, x2, y2, _ = person.boxes[row]
-            box = [round(float(v), 2) for v in (x1, y1, x2 - x1, y2 - y1)] if np.isfinite([x1, y1, x2, y2]).all() else _extent(xy)
+            box = [round(float(v), 2) for v in (x1, y1, x2 - x1, y2 - y1)]
+            if not np.isfinite(box).all():  # no box, or one of garbage numbers: the keypoints' extent
+                box = _extent(xy)
             known_scores = np.clip(scores[np.isfinite(scores) & np.isfinite(xy).all(axis=1)], 0.0, 1.0)
             track = {"track_id": int(person.id)} if person.id >= 0 else {}
             annotation = {
                 "id": len(annotations) + 1, "image_id": int(frame_rows[row]) + 1, "category_id": 1, **track,
-                "bbox": box, "area": round(box[2] * box[3], 2), "iscrowd": 0,
+                "bbox": box, "area": _finite(round(box[2] * box[3], 2)), "iscrowd": 0,
                 "score": round(float(known_scores.mean()), 4) if len(known_scores) else 0.0,
                 "keypoint_scores": [round(float(s), 3) if np.isfinite(s) else 0.0 for s in scores],
             }
@@ -115,13 +128,13 @@ def write_coco(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None
                 annotation["keypoints"], annotation["num_keypoints"] = _triples(xy)
             annotations.append(annotation)
     document = {
-        "info": {"description": f"sapiens-realtime keypoints ({chosen.name})", "source": tracks.header.get("source", ""),
+        "info": {"description": f"sapiens-realtime keypoints ({chosen.name})", "source": _text(tracks.header.get("source")),
                  "fps": tracks.fps, "version": "1.0"},
         "images": images,
         "annotations": annotations,
         "categories": [_category(chosen.name, chosen.names)],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
+    path.write_text(json.dumps(document, separators=(",", ":"), allow_nan=False), encoding="utf-8")  # strict JSON
     log.info("wrote %s: %d images, %d annotations (%s)", path, len(images), len(annotations), chosen.name)
     return path
