@@ -15,9 +15,11 @@ first audio stream is copied alongside, up to each frame's time.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
+import struct
 from fractions import Fraction
 from pathlib import Path
 from typing import Optional
@@ -217,6 +219,14 @@ class VideoWriter:
             container.close()  # the last fragment
         except (av.error.FFmpegError, OSError) as err:
             self._fail(err)  # (the container is already closed)
+        # FFmpeg may drop a write error of its last flush (a disk filled by another file): check
+        # that the file is a chain of whole boxes, else cut it back to its last whole fragment.
+        whole = whole_fragments_end(self.path)
+        if whole is not None:
+            if whole > self._kept_bytes:  # only the index after the last fragment was cut
+                self.frames_on_disk = self._packets
+            self._kept_bytes = whole
+            self._fail(OSError(errno.ENOSPC, "its last fragment could not be written whole"))
         self.frames_on_disk = self._packets
 
     def __enter__(self) -> "VideoWriter":
@@ -224,6 +234,37 @@ class VideoWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def whole_fragments_end(path: Path) -> Optional[int]:
+    """None when the MP4 at `path` is a chain of whole top-level boxes to its last byte; else
+    the size up to the end of its last whole fragment (moof + mdat), or of its header (moov)
+    when no fragment is whole: where the file must be cut so that it decodes to its end."""
+    try:
+        size = os.stat(path).st_size
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            offset, keep, previous = 0, 0, b""
+            while offset < size:
+                f.seek(offset)
+                head = f.read(16)
+                if len(head) < 8:
+                    return keep
+                length, kind = struct.unpack(">I4s", head[:8])
+                if length == 1 and len(head) == 16:
+                    length = struct.unpack(">Q", head[8:16])[0]
+                elif length == 0:  # "to the end of the file": whole by definition
+                    return None
+                if length < 8 or offset + length > size:
+                    return keep  # a box cut short
+                offset += length
+                if kind == b"moov" or (kind == b"mdat" and previous == b"moof"):
+                    keep = offset
+                previous = kind
+    except OSError:
+        return None
+    return None
 
 
 def _reason(err: Exception) -> str:
