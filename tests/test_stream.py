@@ -2,6 +2,7 @@
 pipeline with an artificially slow infer stage. The source keeps up, stale frames are
 dropped and counted, latency stays bounded."""
 
+import json
 import socket
 import threading
 import time
@@ -56,4 +57,11 @@ def test_udp_stream_with_a_slow_consumer_drops_stale_frames(tmp_path):
     assert r.frames_in >= 0.8 * sent[0]  # the reader kept up with the stream
     assert r.dropped >= r.frames_in // 3  # stale frames were dropped...
     assert r.frames_in == r.frames_out + r.dropped  # ...and counted; everything else was processed
-    assert summary.stats["latency_p95_ms"] < 1000 * (3 * slow + 0.3)  # bounded: no queue of stale frames builds up
+    # No queue of stale frames builds up (counted, not timed: a loaded machine is slow, not wrong):
+    # the frames written are in source order, each once, and the newest frames were the ones kept.
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()[1:]]
+    index = [row["frame"] for row in rows]
+    assert len(index) == r.frames_out and index == sorted(set(index))
+    assert index[-1] >= r.frames_in - 1 - 2  # the last frame read (or one of the two in flight) was the last processed
+    gaps = [b - a - 1 for a, b in zip(index, index[1:])]
+    assert sum(gaps) + index[0] + (r.frames_in - 1 - index[-1]) == r.dropped  # every skipped frame is a counted drop
