@@ -75,6 +75,8 @@ class Float8Linear(nn.Module):
 def check_fp8_device(device: str | torch.device) -> None:
     """A user error unless `device` is a CUDA GPU with FP8 tensor cores (compute capability >= 8.9)."""
     device = torch.device(device)
+    if not hasattr(F, "scaled_mm"):
+        raise UserError(f"--fp8 needs torch.nn.functional.scaled_mm, which torch {torch.__version__} lacks; upgrade torch or drop --fp8.")
     if device.type != "cuda" or not torch.cuda.is_available():
         raise UserError(f"--fp8 needs an NVIDIA GPU with FP8 tensor cores (Ada, Hopper or newer) and this run is on {device.type}; drop --fp8.")
     major, minor = torch.cuda.get_device_capability(device)
