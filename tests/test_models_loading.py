@@ -36,6 +36,7 @@ def test_wrong_task_names_what_the_file_is(pose_file):
         load_model("seg", pose_file)
     msg = str(err.value)
     assert "is for pose, not seg" in msg and "fixture_e32_h4_l18 pose checkpoint" in msg and msg.endswith(".")
+    assert "decode_head.conv_seg.weight is missing and decode_head.conv_pose.weight unexpected" in msg
 
 
 def test_wrong_arch_gives_the_key_report(pose_file):

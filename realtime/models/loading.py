@@ -207,7 +207,9 @@ def load_model(
     sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
     file_task = infer_task(sd)
     if file_task is not None and file_task != task:
-        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: {describe(sd)} Pass a {task} checkpoint, or ask for task {file_task}.")
+        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: decode_head.{task_row(task).output_layer}.weight is missing "
+                        f"and decode_head.{task_row(file_task).output_layer}.weight unexpected. {describe(sd)} "
+                        f"Pass a {task} checkpoint, or ask for task {file_task}.")
     found = infer_backbone(sd, "backbone.")
     if arch is not None and (found is None or found.name != lookup_arch(arch).name):
         spec = lookup_arch(arch)  # the file does not look like it: build what was asked, report the difference
