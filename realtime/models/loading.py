@@ -172,7 +172,7 @@ def key_report(sd: Mapping[str, torch.Tensor], task: str, found: Optional[Backbo
         with torch.device("meta"):
             backbone = Sapiens2(lookup_arch(DEFAULT_SIZE))
         parts.append(_shown([f"backbone.{k}" for k in backbone.state_dict()], "backbone keys missing"))
-    head = f"decode_head.{task_row(task).output_layer}.weight"
+    head = f"decode_head.{registry.spec(task).output_layer}.weight"
     if head not in sd:
         parts.append(f"the {task} head's keys missing ({head} and the rest of decode_head.*)")
     foreign = [k for k in sd if not k.startswith(("backbone.", "decode_head."))]
@@ -207,8 +207,8 @@ def load_model(
     sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
     file_task = infer_task(sd)
     if file_task is not None and file_task != task:
-        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: decode_head.{task_row(task).output_layer}.weight is missing "
-                        f"and decode_head.{task_row(file_task).output_layer}.weight unexpected. {describe(sd)} "
+        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: decode_head.{registry.spec(task).output_layer}.weight is missing "
+                        f"and decode_head.{registry.spec(file_task).output_layer}.weight unexpected. {describe(sd)} "
                         f"Pass a {task} checkpoint, or ask for task {file_task}.")
     found = infer_backbone(sd, "backbone.")
     if arch is not None and (found is None or found.name != lookup_arch(arch).name):

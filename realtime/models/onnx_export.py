@@ -33,7 +33,7 @@ from torch import nn
 
 from realtime.errors import UserError
 from realtime.models.loading import load_model
-from realtime.models.task_model import task_row
+from realtime.models import registry
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def export_onnx(
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist; create it or pick another -o path.")
-    h, w = input_hw or task_row(task).input_hw
+    h, w = input_hw or registry.spec(task).input_hw
     model = load_model(task, checkpoint, arch=arch)
     sample = torch.zeros(2, 3, h, w)  # batch 2: nothing gets specialised to one person
     rope = model.backbone.rope_embed
