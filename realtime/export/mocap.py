@@ -8,7 +8,9 @@ source dropped repeat their neighbour and the clip keeps its real duration).
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -54,3 +56,30 @@ def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rt
     if held > 0:
         log.info("%.1f%% of bone rotations held over missing keypoints", 100 * held)
     return motion, fps
+
+
+def frame_ranges(mask: np.ndarray) -> list[list[int]]:
+    """(T,) bool -> [[first, last], ...] inclusive runs of True."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return [[int(a), int(b) - 1] for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+
+
+def held_marks(motion: Motion, fps: float) -> dict:
+    """Where the solver held a bone's last rotation (or the hips' last position) over missing keypoints.
+
+    Frames are 0-based indices of the exported clip (frame f is at f / fps s); only bones with
+    held frames are listed, as inclusive [first, last] ranges.
+    """
+    names = motion.skeleton.names
+    held = {names[b]: frame_ranges(motion.held[:, b]) for b in range(len(names)) if motion.held[:, b].any()}
+    return {"fps": float(fps), "frames": int(len(motion.times)), "held": held, "root_held": frame_ranges(motion.root_held)}
+
+
+def marks_path(out: Path) -> Path:
+    """The sidecar of a BVH / FBX file: `walk.bvh` -> `walk.bvh.marks.json`."""
+    return out.with_name(out.name + ".marks.json")
+
+
+def write_marks(motion: Motion, fps: float, path: Path) -> Path:
+    path.write_text(json.dumps(held_marks(motion, fps), indent=1) + "\n", encoding="utf-8")
+    return path

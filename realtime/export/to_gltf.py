@@ -1,11 +1,19 @@
-"""glTF export (.glb): the solved skeleton as a node hierarchy with one animation.
+"""glTF export (.glb) and VRM Animation (.vrma): the solved skeleton as a node hierarchy with one animation.
 
-One node per VRM humanoid bone (named as the bone), under a top node `sapiens_person`;
-each node's rest `translation` is its offset in the T-pose. The animation `motion` has a
-rotation channel per bone and a translation channel for `hips`, LINEAR samplers over
-the clip's times (s, from 0). Units and axes are glTF's own: metres, Y up, the character
-facing +Z, +X its left (camera x, -y, -z). No mesh or skin: importers show the nodes as
-empties / bones that a character can be constrained or retargeted to.
+One node per bone (named as the bone: VRM humanoid names, or a rig's from
+`realtime.rig.retarget`), under a top node `sapiens_person`; the nodes hold the rest
+pose (`translation` = the bone's rest offset, hips at the rest hip height, no rotation).
+The animation `motion` has a rotation channel per bone and a translation channel for
+the root, LINEAR samplers over the clip's times (s, from 0). Units and axes are glTF's
+own: metres, Y up, the character facing +Z, +X its left (camera x, -y, -z). No mesh or
+skin: importers show the nodes as empties / bones that a character can be constrained
+or retargeted to. `animations[0].extras.sapiens` holds the held marks
+(`realtime.export.mocap.held_marks`).
+
+VRM Animation (`vrm_animation=True`): the same glTF plus the `VRMC_vrm_animation` 1.0
+extension mapping each VRM humanoid bone to its node (the rest pose is the T-pose
+facing +Z that the extension asks for). Both pass the Khronos glTF-Validator with no
+errors and no warnings (tests/test_motion_clients.py).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pygltflib as gl
 
+from realtime.export.mocap import held_marks
 from realtime.rig.solver import Motion
 
 log = logging.getLogger(__name__)
@@ -45,7 +54,10 @@ class _Blob:
         return len(self.gltf.accessors) - 1
 
 
-def write_gltf(motion: Motion, path: str | Path) -> Path:
+VRMA_EXTENSION = "VRMC_vrm_animation"
+
+
+def write_gltf(motion: Motion, path: str | Path, fps: float, *, vrm_animation: bool = False) -> Path:
     path = Path(path)
     skeleton = motion.skeleton
     parents = skeleton.parents
@@ -53,10 +65,10 @@ def write_gltf(motion: Motion, path: str | Path) -> Path:
     # node 0: the top node; bone b is node b + 1
     gltf.nodes.append(gl.Node(name=ROOT_NODE, children=[]))
     for b, bone in enumerate(skeleton.bones):
-        translation = motion.root_position[0] if parents[b] < 0 else skeleton.offsets[b]
-        gltf.nodes.append(gl.Node(name=bone.name, translation=[float(v) for v in translation],
-                                  rotation=[float(v) for v in motion.rotations[0, b]], children=[]))
-        (gltf.nodes[0] if parents[b] < 0 else gltf.nodes[parents[b] + 1]).children.append(b + 1)
+        translation = (0.0, skeleton.floor_height(), 0.0) if parents[b] < 0 else skeleton.offsets[b]
+        gltf.nodes.append(gl.Node(name=bone.name, translation=[float(v) for v in translation]))
+        parent = gltf.nodes[0] if parents[b] < 0 else gltf.nodes[parents[b] + 1]
+        parent.children = (parent.children or []) + [b + 1]
     gltf.scenes.append(gl.Scene(name="sapiens", nodes=[0]))
     gltf.scene = 0
 
@@ -65,14 +77,20 @@ def write_gltf(motion: Motion, path: str | Path) -> Path:
     animation = gl.Animation(name=ANIMATION, samplers=[], channels=[])
 
     def channel(node: int, target: str, values: np.ndarray, kind: str) -> None:
-        animation.samplers.append(gl.AnimationSampler(input=times, output=blob.add(values, kind), interpolation=gl.LINEAR))
+        animation.samplers.append(gl.AnimationSampler(input=times, output=blob.add(values, kind), interpolation=gl.ANIM_LINEAR))
         animation.channels.append(gl.AnimationChannel(sampler=len(animation.samplers) - 1,
                                                       target=gl.AnimationChannelTarget(node=node, path=target)))
 
     channel(1, gl.TRANSLATION, motion.root_position, gl.VEC3)
     for b in range(len(skeleton.bones)):
         channel(b + 1, gl.ROTATION, motion.rotations[:, b], gl.VEC4)
+    animation.extras = {"sapiens": held_marks(motion, fps)}
     gltf.animations.append(animation)
+    if vrm_animation:
+        bones = {bone.name: b + 1 for b, bone in enumerate(skeleton.bones)}
+        gltf.extensionsUsed = [VRMA_EXTENSION]
+        gltf.extensions = {VRMA_EXTENSION: {"specVersion": "1.0",
+                                            "humanoid": {"humanBones": {name: {"node": node} for name, node in bones.items()}}}}
     gltf.buffers.append(gl.Buffer(byteLength=len(blob.data)))
     gltf.set_binary_blob(bytes(blob.data))
     path.parent.mkdir(parents=True, exist_ok=True)
