@@ -268,7 +268,9 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to c3d --person 1            # needs 3D tracks (run with --tasks pose,depth)
   sapiens-rt export run.jsonl --to blender -o run.blend      # needs `blender` on PATH
   sapiens-rt export run.jsonl --to bvh --person 1            # bone rotations (needs 3D tracks: --tasks pose,depth)
-  sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation""",
+  sapiens-rt export run.jsonl --to gltf --person 1 --fingers # run.glb, node hierarchy + animation
+  sapiens-rt export run.jsonl --to fbx --rig mixamo          # run.fbx, skinned skeleton (needs `blender` on PATH)
+  sapiens-rt export run.jsonl --to vrma --fingers            # run.vrma, VRM Animation for VRM avatars""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
     parser.add_argument("--to", required=True, choices=tuple(FORMATS), help="output format")
@@ -277,7 +279,9 @@ def _add_export(sub) -> None:
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
     parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
                         help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf)")
-    parser.add_argument("--fingers", action="store_true", help="bvh/gltf: add finger bones (15 per hand)")
+    parser.add_argument("--fingers", action="store_true", help="bvh/gltf/fbx/vrma: add finger bones (15 per hand)")
+    parser.add_argument("--rig", default=None, choices=("vrm", "mixamo", "unreal", "smpl"),
+                        help="bvh/gltf/fbx: bone names, hierarchy and rest pose of this rig (default vrm)")
     parser.set_defaults(func=_cmd_export)
 
 
@@ -285,7 +289,7 @@ def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
     out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
-                        fingers=args.fingers)
+                        fingers=args.fingers, rig=args.rig)
     print(f"wrote {out}")
     return 0
 

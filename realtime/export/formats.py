@@ -49,6 +49,7 @@ def export_tracks(
     subset: Optional[str] = None,
     smooth: Optional[str] = None,
     fingers: bool = False,
+    rig: Optional[str] = None,
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
@@ -57,7 +58,8 @@ def export_tracks(
     subset: "308", "coco-wholebody" or "coco17" (default: 308; COCO: coco-wholebody).
     smooth: offline smoothing method applied first ("rts", "savgol", "butterworth"; "none" for
             none); default none, but rts for BVH and glTF.
-    fingers: BVH / glTF: add the 30 finger bones.
+    fingers: BVH / glTF / FBX / VRMA: add the 30 finger bones.
+    rig:    BVH / glTF / FBX: "vrm" (default), "mixamo", "unreal" or "smpl" (realtime.rig.retarget).
     """
     if to not in FORMATS:
         raise UserError(f"unknown export format '{to}'; use one of {', '.join(FORMATS)}.")
@@ -68,7 +70,9 @@ def export_tracks(
     elif smooth is None and to in MOTION_FORMATS:
         smooth = MOTION_SMOOTH
     if fingers and to not in MOTION_FORMATS:
-        raise UserError(f"--fingers only applies to BVH and glTF (bone rotations); drop it for {to}.")
+        raise UserError(f"--fingers only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
+    if rig is not None and to not in ("bvh", "gltf", "fbx"):
+        raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has {'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
     if subset is not None and to in MOTION_FORMATS:
         raise UserError(f"{to} holds a skeleton, not a keypoint subset; drop --subset (use --fingers for finger bones).")
     if to == "openpose" and subset is not None:
@@ -90,14 +94,9 @@ def export_tracks(
             return staged(out, lambda target: write_blend(smoothed, target, person=person, subset=subset))
 
     if to in MOTION_FORMATS:
-        from realtime.export.mocap import motion_from_tracks
-        from realtime.export.to_bvh import write_bvh
-        from realtime.export.to_gltf import write_gltf
-
         chosen = read_tracks(tracks_path).select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
-        motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
-        return staged(out, lambda target: write_bvh(motion, target, fps) if to == "bvh" else write_gltf(motion, target))
+        return _export_motion(chosen, to, out, smooth=smooth, fingers=fingers, rig=rig or "vrm")
 
     tracks = read_tracks(tracks_path)
     if not tracks.people:
@@ -165,3 +164,25 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
     if not np.isfinite(span) or (len(times) > 1 and np.any(np.diff(times) < 0)) or span * tracks.fps > MAX_GRID:
         raise UserError(f"{tracks_path} has frame times that are missing, out of order or too far apart for {MOTION_FORMATS[to]} "
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
+
+
+def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str], fingers: bool, rig: str) -> Path:
+    """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar."""
+    from realtime.export.mocap import marks_path, motion_from_tracks, write_marks
+    from realtime.export.to_bvh import write_bvh
+    from realtime.export.to_fbx import check_blender, write_fbx
+    from realtime.export.to_gltf import write_gltf
+    from realtime.rig.retarget import retarget, rig_spec
+
+    if fingers and not rig_spec(rig).fingers:
+        raise UserError(f"the {rig} rig has no finger bones; drop --fingers for --rig {rig}.")
+    if to == "fbx":
+        check_blender()  # before the work: one sentence with the install line
+    motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
+    motion = retarget(motion, rig)
+    if to in ("gltf", "vrma"):
+        return staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma"))
+    writer = write_bvh if to == "bvh" else write_fbx
+    staged(out, lambda target: writer(motion, target, fps))
+    staged(marks_path(out), lambda target: write_marks(motion, fps, target))
+    return out

@@ -30,6 +30,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("blender", "Blender", ".blend"),
     Format("bvh", "BVH", ".bvh", motion="a BVH file"),
     Format("gltf", "glTF", ".glb", motion="a glTF file"),
+    Format("fbx", "FBX", ".fbx", motion="an FBX file"),
+    Format("vrma", "VRM Animation", ".vrma", motion="a VRM Animation file"),
 )}
 
 BATCH_FORMATS: tuple[str, ...] = tuple(name for name, f in FORMATS.items() if f.in_batch)

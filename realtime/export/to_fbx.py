@@ -1,0 +1,59 @@
+"""FBX export: the solved motion as a skinned skeleton, converted by a headless Blender.
+
+Why Blender: FBX is a closed format with no maintained open writer on PyPI; Autodesk's
+SDK is not redistributable and `bpy` wheels are large and tied to one Python version.
+Blender's own FBX exporter is what most Unity / Unreal / Maya users already rely on, is
+free on every OS (`apt-get install blender`, blender.org) and its files are read by all
+of them. So we write the BVH (`to_bvh.py`, exact to 1e-6 degree), and
+`blender_fbx.py` imports it in Blender, adds a simple skinned mesh and exports:
+
+- binary FBX 7.4 (Blender's exporter), one armature `sapiens_person` with the bones
+  named as the rig's (`--rig`), plus a mesh `sapiens_body` (a box along each bone,
+  fully weighted to it) so importers make a skinned character, not bare nodes;
+- the rest pose (T-pose, or the rig's A-pose) is the bind pose; one take, every frame
+  keyed (no curve simplification), at the tracks' frame rate;
+- units: METRES (UnitScaleFactor 100, i.e. 1 file unit = 1 m, which Unity, Unreal and
+  Maya convert to their own units on import); axes: Y up, the character facing +Z,
+  +X its left, as in our BVH / glTF.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from realtime.errors import UserError
+from realtime.export.to_bvh import write_bvh
+from realtime.rig.solver import Motion
+
+log = logging.getLogger(__name__)
+
+SCRIPT = Path(__file__).resolve().parent / "blender_fbx.py"
+INSTALL = "apt-get install blender (Debian/Ubuntu) or https://www.blender.org/download/"
+
+
+def check_blender() -> str:
+    """The `blender` executable, or one sentence saying how to install it."""
+    blender = shutil.which("blender")
+    if blender is None:
+        raise UserError(f"FBX export runs Blender as its converter and `blender` is not on PATH; install it ({INSTALL}) and export again.")
+    return blender
+
+
+def write_fbx(motion: Motion, path: str | Path, fps: float) -> Path:
+    path = Path(path)
+    blender = check_blender()
+    with tempfile.TemporaryDirectory(prefix="sapiens-fbx-") as folder:
+        bvh = write_bvh(motion, Path(folder) / "motion.bvh", fps)
+        command = [blender, "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(SCRIPT),
+                   "--", str(bvh), str(path.resolve()), repr(float(fps))]
+        result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0 or not path.is_file():
+        lines = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
+        raise UserError(f"Blender could not write the FBX file ({lines[-1] if lines else 'no output'}); "
+                        f"check that `blender -b --python-expr pass` runs on this machine, then export again.")
+    log.info("wrote %s: %d bones, %d frames at %.3f fps", path, len(motion.skeleton.bones), len(motion.times), fps)
+    return path
