@@ -37,6 +37,13 @@ def import_bvh(path: str, first: int = 1) -> bpy.types.Object:
                                 update_scene_fps=False, update_scene_duration=True, rotate_mode="NATIVE",
                                 axis_forward="-Z", axis_up="Y")
     (armature,) = [obj for obj in bpy.data.objects if obj not in before and obj.type == "ARMATURE"]
-    start, end = armature.animation_data.action.frame_range
-    bpy.context.scene.frame_start, bpy.context.scene.frame_end = int(round(start)), int(round(end))
+    action = armature.animation_data.action
+    start, end = (int(round(v)) for v in action.frame_range)
+    if start != first:  # Blender 3.4's importer starts at frame 1 at the earliest
+        for curve in action.fcurves:
+            for key in curve.keyframe_points:
+                for point in (key.co, key.handle_left, key.handle_right):
+                    point.x += first - start
+        start, end = first, end + first - start
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = start, end
     return armature

@@ -32,7 +32,9 @@ def write_blend(tracks_path: str | Path, out: str | Path, *, person: Optional[in
     command = blender_command(tracks_path, out, person=person, subset=subset, blender=blender or "blender")
     if blender is None:
         raise UserError(f"Blender is not installed or not on PATH; install it (apt-get install blender) or run: {' '.join(command)}.")
-    result = subprocess.run(command, capture_output=True, text=True)
+    from realtime.export.to_fbx import blender_env
+
+    result = subprocess.run(command, capture_output=True, text=True, env=blender_env(blender))
     if result.returncode != 0 or not out.is_file():
         last = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
         raise UserError(f"Blender failed to build {out} ({last[0]}); run the command yourself to see why: {' '.join(command)}.")

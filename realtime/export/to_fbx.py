@@ -20,6 +20,7 @@ of them. So we write the BVH (`to_bvh.py`, exact to 1e-6 degree), and
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -43,6 +44,14 @@ def check_blender() -> str:
     return blender
 
 
+def blender_env(blender: str) -> dict[str, str]:
+    """The environment to run `blender` in: its own folder first on PATH. Debian's Blender uses the
+    first `python3` on PATH; behind pyenv / a virtualenv that is not the system Python with the
+    python3-numpy that Blender's glTF add-on needs."""
+    folder = str(Path(blender).resolve().parent)
+    return {**os.environ, "PATH": os.pathsep.join([folder, os.environ.get("PATH", "")])}
+
+
 def write_fbx(motion: Motion, path: str | Path, fps: float) -> Path:
     path = Path(path)
     blender = check_blender()
@@ -50,7 +59,7 @@ def write_fbx(motion: Motion, path: str | Path, fps: float) -> Path:
         bvh = write_bvh(motion, Path(folder) / "motion.bvh", fps)
         command = [blender, "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(SCRIPT),
                    "--", str(bvh), str(path.resolve()), repr(float(fps))]
-        result = subprocess.run(command, capture_output=True, text=True)
+        result = subprocess.run(command, capture_output=True, text=True, env=blender_env(blender))
     if result.returncode != 0 or not path.is_file():
         lines = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
         raise UserError(f"Blender could not write the FBX file ({lines[-1] if lines else 'no output'}); "
