@@ -67,12 +67,18 @@ def frame_ranges(mask: np.ndarray) -> list[list[int]]:
 def held_marks(motion: Motion, fps: float) -> dict:
     """Where the solver held a bone's last rotation (or the hips' last position) over missing keypoints.
 
-    Frames are 0-based indices of the exported clip (frame f is at f / fps s); only bones with
-    held frames are listed, as inclusive [first, last] ranges.
+    Frames are 0-based indices of the exported clip (frame f is at f / fps s), as inclusive
+    [first, last] ranges: `held` {bone: ranges} for the bones with held frames, `root_held` the
+    hips' ranges; each key only when it has any (glTF writers drop empty values).
     """
     names = motion.skeleton.names
+    marks: dict = {"fps": float(fps), "frames": int(len(motion.times))}
     held = {names[b]: frame_ranges(motion.held[:, b]) for b in range(len(names)) if motion.held[:, b].any()}
-    return {"fps": float(fps), "frames": int(len(motion.times)), "held": held, "root_held": frame_ranges(motion.root_held)}
+    if held:
+        marks["held"] = held
+    if motion.root_held.any():
+        marks["root_held"] = frame_ranges(motion.root_held)
+    return marks
 
 
 def marks_path(out: Path) -> Path:
