@@ -108,71 +108,71 @@ def rig_spec(rig: str) -> RigSpec:
     return {"mixamo": _mixamo, "unreal": _unreal, "smpl": _smpl}[rig]() if rig != "vrm" else RigSpec({})
 
 
+@dataclass
+class _Joint:
+    """A bone of the rig being built: its table entry (name, parent) and its data."""
+
+    bone: Bone
+    offset: np.ndarray  # (3,) head relative to the parent's head, T-pose
+    end: np.ndarray     # (3,) end site relative to the head (leaves), T-pose
+    local: np.ndarray   # (T, 3, 3) local rotations relative to the T-pose
+    held: np.ndarray    # (T,) bool
+
+    def moved(self, **changes) -> None:
+        self.bone = dataclasses.replace(self.bone, **changes)
+
+
 def retarget(motion: Motion, rig: str) -> Motion:
     """`motion` on rig `rig` (see the module docstring); `vrm` returns it unchanged."""
     spec = rig_spec(rig)
     if rig == "vrm":
         return motion
     skeleton = motion.skeleton
-    vrm_names = skeleton.names
-    if not spec.fingers and any(name not in spec.names for name in vrm_names):
+    if not spec.fingers and any(name not in spec.names for name in skeleton.names):
         raise UserError(f"the {rig} rig has no finger bones; drop --fingers for --rig {rig}.")
     count = len(motion.times)
-    vrm_parents = skeleton.parents
     rename = spec.names
-    # rig bone -> (Bone, parent rig name, offset, end, local rotations (T, 3, 3), held (T,), source VRM index or None)
-    bones: dict[str, dict] = {}
-    order: list[str] = []
-    local = Rotation.from_quat(motion.rotations.reshape(-1, 4)).as_matrix().reshape(count, len(vrm_names), 3, 3)
+    local = Rotation.from_quat(motion.rotations.reshape(-1, 4)).as_matrix().reshape(count, len(skeleton.bones), 3, 3)
+    joints: dict[str, _Joint] = {}
     for b, bone in enumerate(skeleton.bones):
-        name = rename[bone.name]
-        parent = rename[vrm_names[vrm_parents[b]]] if vrm_parents[b] >= 0 else None
-        bones[name] = dict(bone=dataclasses.replace(bone, name=name, parent=parent), parent=parent,
-                           offset=skeleton.offsets[b].copy(), end=skeleton.ends[b].copy(), local=local[:, b], held=motion.held[:, b])
-        order.append(name)
+        renamed = dataclasses.replace(bone, name=rename[bone.name], parent=rename[bone.parent] if bone.parent else None)
+        joints[renamed.name] = _Joint(renamed, skeleton.offsets[b].copy(), skeleton.ends[b].copy(), local[:, b], motion.held[:, b])
+    order = list(joints)
     identity = np.broadcast_to(np.eye(3), (count, 3, 3))
+    not_held = np.zeros(count, bool)
     for insert in spec.inserts:
-        toward = bones[rename[insert.toward]]
-        offset = insert.fraction * toward["offset"]
-        for child in order:
-            if bones[child]["parent"] == insert.parent:
-                bones[child]["parent"] = insert.name
-                bones[child]["bone"] = dataclasses.replace(bones[child]["bone"], parent=insert.name)
-                bones[child]["offset"] = bones[child]["offset"] - offset
-        template = bones[insert.parent]["bone"]
-        bones[insert.name] = dict(bone=dataclasses.replace(template, name=insert.name, parent=insert.parent, primary=None, secondary=None, tail=None),
-                                  parent=insert.parent, offset=offset, end=np.zeros(3), local=identity, held=np.zeros(count, bool))
+        offset = insert.fraction * joints[rename[insert.toward]].offset
+        for joint in joints.values():
+            if joint.bone.parent == insert.parent:
+                joint.moved(parent=insert.name)
+                joint.offset = joint.offset - offset
+        bone = dataclasses.replace(joints[insert.parent].bone, name=insert.name, parent=insert.parent, primary=None, secondary=None, tail=None)
+        joints[insert.name] = _Joint(bone, offset, np.zeros(3), identity, not_held)
         order.insert(order.index(insert.parent) + 1, insert.name)
     for hand, leaf in spec.hand_leaves.items():
-        parent = bones[rename[hand]]
-        reach = parent["end"].copy()
-        parent["end"] = np.zeros(3)
-        bones[leaf] = dict(bone=dataclasses.replace(parent["bone"], name=leaf, parent=rename[hand], primary=None, secondary=None, tail=None),
-                           parent=rename[hand], offset=reach, end=0.5 * reach, local=identity, held=np.zeros(count, bool))
-        order.insert(order.index(rename[hand]) + 1, leaf)
-    order = _depth_first(order, {name: bones[name]["parent"] for name in order})
+        parent = joints[rename[hand]]
+        bone = dataclasses.replace(parent.bone, name=leaf, parent=parent.bone.name, primary=None, secondary=None, tail=None)
+        joints[leaf] = _Joint(bone, parent.end, 0.5 * parent.end, identity, not_held)  # end: half the palm, the fingers' reach
+        parent.end = np.zeros(3)
+        order.insert(order.index(parent.bone.name) + 1, leaf)
+    order = _depth_first(order, {name: joints[name].bone.parent for name in order})
 
     # Rest pose: P = forward kinematics of the rest local rotations A (identity: T-pose).
-    inverse = {v: k for k, v in rename.items()}
-    rest_local = {name: Rotation.from_rotvec(np.radians(spec.rest_degrees.get(inverse.get(name, ""), (0.0, 0.0, 0.0)))).as_matrix()
-                  for name in order}
+    vrm_name = {v: k for k, v in rename.items()}
     rest_global: dict[str, np.ndarray] = {}
-    for name in order:
-        parent = bones[name]["parent"]
-        rest_global[name] = (rest_global[parent] if parent else np.eye(3)) @ rest_local[name]
     rotations = np.empty((count, len(order), 4))
     offsets, ends = np.zeros((len(order), 3)), np.zeros((len(order), 3))
     for i, name in enumerate(order):
-        parent = bones[name]["parent"]
-        p_parent = rest_global[parent] if parent else np.eye(3)
-        offsets[i] = p_parent @ bones[name]["offset"] if parent else 0.0
-        ends[i] = rest_global[name] @ bones[name]["end"]
-        relative = p_parent @ bones[name]["local"] @ rest_global[name].T  # L' = P_parent L P^-1
-        rotations[:, i] = Rotation.from_matrix(relative).as_quat()
-    rig_skeleton = Skeleton(tuple(bones[name]["bone"] for name in order), offsets, ends)
-    return Motion(skeleton=rig_skeleton, times=motion.times, root_position=motion.root_position,
-                  rotations=continuous_quaternions(rotations), held=np.stack([bones[name]["held"] for name in order], axis=1),
-                  root_held=motion.root_held, origin=motion.origin)
+        joint = joints[name]
+        p_parent = rest_global[joint.bone.parent] if joint.bone.parent else np.eye(3)
+        rest = Rotation.from_rotvec(np.radians(spec.rest_degrees.get(vrm_name.get(name, ""), (0.0, 0.0, 0.0)))).as_matrix()
+        rest_global[name] = p_parent @ rest
+        offsets[i] = p_parent @ joint.offset if joint.bone.parent else 0.0
+        ends[i] = rest_global[name] @ joint.end
+        rotations[:, i] = Rotation.from_matrix(p_parent @ joint.local @ rest_global[name].T).as_quat()  # L' = P_parent L P^-1
+    return Motion(skeleton=Skeleton(tuple(joints[name].bone for name in order), offsets, ends), times=motion.times,
+                  root_position=motion.root_position, rotations=continuous_quaternions(rotations),
+                  held=np.stack([joints[name].held for name in order], axis=1), root_held=motion.root_held, origin=motion.origin)
 
 
 def _depth_first(order: list[str], parents: dict[str, str | None]) -> list[str]:
