@@ -86,7 +86,7 @@ def cost(frames: int) -> None:
             write_bvh(motion, Path(folder) / "a.bvh", 30.0)
             rows.append((f"write BVH{tag}", (time.perf_counter() - start) / frames * 1000))
             start = time.perf_counter()
-            write_gltf(motion, Path(folder) / "a.glb")
+            write_gltf(motion, Path(folder) / "a.glb", 30.0)
             rows.append((f"write glTF{tag}", (time.perf_counter() - start) / frames * 1000))
     port = 9  # discard: nobody listens, the datagrams are dropped by the kernel
     for name, sink in (("VmcSink.write (one_euro filter)", VmcSink("127.0.0.1", port, NAMES)),
