@@ -2,11 +2,13 @@
 
     read_tracks                 the project's own tracks JSONL (jsonl.py; written live by
                                 `realtime.sinks.tracks.TrackWriter`)
-    export_tracks               CSV, NPZ, OpenPose JSON, COCO JSON, TRC, C3D, Blender, BVH, glTF (formats.py)
+    export_tracks               CSV, NPZ, OpenPose JSON, COCO JSON, TRC, C3D, Blender, BVH, glTF,
+                                FBX, VRM Animation (formats.py)
     FORMATS                     the format table (table.py): names, default file names, batch use
     smooth_tracks_file          offline smoothing of a tracks file (smoothing.py)
 
-Bone rotations for BVH/glTF come from the rig solver, `realtime.rig.solver`.
+Bone rotations for BVH/glTF/FBX/VRMA come from the rig solver, `realtime.rig.solver`, on the
+rig chosen with `realtime.rig.retarget`.
 The names above load their module on first use, so importing `realtime.export.table`
 (the CLI does, to build its parser) does not import numpy and the writers.
 """

@@ -71,7 +71,7 @@ def export_tracks(
         smooth = MOTION_SMOOTH
     if fingers and to not in MOTION_FORMATS:
         raise UserError(f"--fingers only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
-    if rig is not None and to not in ("bvh", "gltf", "fbx"):
+    if rig not in (None, "vrm") and to not in ("bvh", "gltf", "fbx"):
         raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has {'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
     if subset is not None and to in MOTION_FORMATS:
         raise UserError(f"{to} holds a skeleton, not a keypoint subset; drop --subset (use --fingers for finger bones).")
