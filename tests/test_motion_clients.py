@@ -175,7 +175,8 @@ print(json.dumps({"version": scene.metadata.version, "ascii": scene.metadata.asc
                   "fps": scene.settings.frames_per_second, "unit_meters": scene.settings.unit_meters,
                   "up": scene.settings.axes.up.name, "front": scene.settings.axes.front.name, "stacks": len(scene.anim_stacks),
                   "begin": stack.time_begin, "end": stack.time_end, "skins": len(scene.skin_deformers),
-                  "clusters": sorted(cluster.name for cluster in scene.skin_clusters)}))
+                  "clusters": sorted(cluster.name for cluster in scene.skin_clusters),
+                  "bind_pose": [len(pose.bone_poses) for pose in scene.poses if pose.is_bind_pose]}))
 sys.stdout.flush()
 os._exit(0)  # the binding (0.0.5) can crash while freeing the scene at exit
 """
@@ -183,8 +184,8 @@ os._exit(0)  # the binding (0.0.5) can crash while freeing the scene at exit
 
 def test_ufbx_reads_the_fbx_files(clip):
     """ufbx (github.com/ufbx/ufbx, an FBX reader independent of Blender), in a child process: its
-    Python binding 0.0.5 crashes when `scene.bones` is iterated or a scene is freed, so bones are
-    named via their nodes and the child ends with os._exit."""
+    Python binding 0.0.5 crashes when `scene.bones` is iterated, a cluster's or pose's `bone_node` is
+    read, or a scene is freed, so bones are named via their nodes and the child ends with os._exit."""
     need("blender", has_blender())
     present = subprocess.run([sys.executable, "-c", "import ufbx"], capture_output=True).returncode == 0
     need("ufbx", present)
@@ -204,6 +205,7 @@ def test_ufbx_reads_the_fbx_files(clip):
         assert read["stacks"] == 1 and read["begin"] == pytest.approx(0.0)
         assert round((read["end"] - read["begin"]) * FPS) + 1 == FRAMES
         assert read["skins"] == 1 and read["clusters"] == read["bone_names"]  # one skin: a box per bone, weighted to it
+        assert read["bind_pose"] == [bones + 2]  # one bind pose: every bone, the armature and the mesh node
 
 
 def test_vrma_extension_maps_every_bone_to_its_node(clip):
