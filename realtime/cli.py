@@ -275,10 +275,10 @@ def _add_export(sub) -> None:
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
     parser.add_argument("--to", required=True, choices=tuple(FORMATS), help="output format")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
-    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF need one person)")
+    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF/FBX/VRMA need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
     parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
-                        help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf)")
+                        help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf/fbx/vrma)")
     parser.add_argument("--fingers", action="store_true", help="bvh/gltf/fbx/vrma: add finger bones (15 per hand)")
     parser.add_argument("--rig", default=None, choices=("vrm", "mixamo", "unreal", "smpl"),
                         help="bvh/gltf/fbx: bone names, hierarchy and rest pose of this rig (default vrm)")
