@@ -82,11 +82,11 @@ def export_tracks(
     check_outputs({"-o": str(out)}, [str(tracks_path)])  # never overwrite the recording (the rule of `run`)
     check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
 
-    if to in ONE_PERSON and person is None:
-        _check_somebody(read_tracks(tracks_path), tracks_path, to)
-
     if to == "blender":
-        read_tracks(tracks_path).select(person).require_identities("a Blender scene")  # fail early, with our message
+        recorded = read_tracks(tracks_path)  # fail early, with our message, on a bad file, id or nobody
+        if person is None:
+            _check_somebody(recorded, tracks_path, to)
+        recorded.select(person).require_identities("a Blender scene")
         if smooth is None:
             return staged(out, lambda target: write_blend(tracks_path, target, person=person, subset=subset))
         with tempfile.TemporaryDirectory() as folder:
@@ -94,11 +94,16 @@ def export_tracks(
             return staged(out, lambda target: write_blend(smoothed, target, person=person, subset=subset))
 
     if to in MOTION_FORMATS:
-        chosen = read_tracks(tracks_path).select(person)
+        chosen = read_tracks(tracks_path)
+        if person is None:
+            _check_somebody(chosen, tracks_path, to)
+        chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
         return _export_motion(chosen, to, out, smooth=smooth, fingers=fingers, rig=rig or "vrm")
 
     tracks = read_tracks(tracks_path)
+    if to in ONE_PERSON and person is None:
+        _check_somebody(tracks, tracks_path, to)
     if not tracks.people:
         log.warning("%s", _nobody(tracks, tracks_path) + f"; the {to} output has its {len(tracks)} frames and no person")
     if smooth is not None:
