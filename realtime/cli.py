@@ -305,7 +305,8 @@ def _add_smooth(sub) -> None:
   sapiens-rt smooth run.jsonl --method butterworth -o run_bw.jsonl && sapiens-rt export run_bw.jsonl --to trc --person 1""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--method", required=True, choices=("rts", "savgol", "butterworth"), help="smoother")
+    parser.add_argument("--method", default="rts", choices=("rts", "savgol", "butterworth"),
+                        help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
     parser.add_argument("-o", "--out", required=True, metavar="SMOOTHED.jsonl", help="output tracks file")
     parser.set_defaults(func=_cmd_smooth)
 
