@@ -40,7 +40,13 @@ def test_eager_never_pads_and_padding_changes_nothing(pose_model, people):
     assert seen_padded == [min(b for b in BATCH_BUCKETS if b >= people)]  # 3 -> 3, 5 -> 6, 9 -> 12
     assert got.keypoints.shape == (people, 308, 2)
     np.testing.assert_allclose(got.keypoint_scores, want.keypoint_scores, atol=1e-5)
-    sure = want.keypoint_scores > 0.3
+    # A batch of another size may take other GEMM kernels (last-bit differences); DARK's
+    # sub-pixel step amplifies them where a random-weight heatmap is flat, throwing such
+    # points far outside the image. Compare the confident points inside it.
+    height, width = IMAGE.shape[:2]
+    inside = ((want.keypoints >= 0) & (want.keypoints < [width, height])).all(axis=-1)
+    sure = (want.keypoint_scores > 0.3) & inside
+    assert sure.sum() > people * 100
     np.testing.assert_allclose(got.keypoints[sure], want.keypoints[sure], atol=0.05)
 
 
