@@ -298,3 +298,12 @@ def test_synthetic_person_and_maps_are_consistent():
     assert np.isfinite(dense.depth[person_pixels]).all() and np.isnan(dense.depth[~person_pixels]).all()
     norms = np.linalg.norm(dense.normal[person_pixels], axis=-1)
     assert np.allclose(norms, 1, atol=1e-4) and np.all(dense.normal[person_pixels][:, 2] < 0)  # facing the camera
+
+
+def test_overlay_title_names_what_is_drawn():
+    from viz.compose import Layers, overlay_title
+
+    assert overlay_title(Layers(skeleton=True, seg=True)) == "pose + body parts"
+    assert overlay_title(Layers(skeleton=True, seg=False)) == "pose"  # a pose-only run
+    assert overlay_title(Layers(skeleton=False, seg=True)) == "body parts"
+    assert overlay_title(Layers(skeleton=False, seg=False)) == "image"

@@ -30,7 +30,6 @@ from .keypoints import SkeletonAnnotator, draw_text
 from .maps import BACKGROUND_GRAY, overlay_seg
 from .panes import BUILTIN, Pane
 
-OVERLAY_TITLE = "pose + body parts"
 DEFAULT_PREVIEWS = ("depth", "normal")  # the panes of `Layers()`
 
 
@@ -157,7 +156,7 @@ def compose(
     foreground = dense.seg > 0 if dense is not None and dense.seg is not None else None
     previews = layers.previews
     for name, (y, x, h, w) in zip(panes, boxes):
-        title = OVERLAY_TITLE if name == "overlay" else previews[name].title
+        title = overlay_title(layers) if name == "overlay" else previews[name].title
         if name != "overlay":
             shown = getattr(layers, name)
             pane = previews[name].render(dense, foreground, (h, w)) if shown and dense is not None else None
@@ -170,6 +169,12 @@ def compose(
     if caption:
         draw_text(canvas, caption, (0, image_hw[0]), anchor="bottom")
     return canvas
+
+
+def overlay_title(layers: Layers) -> str:
+    """The overlay pane's title: what is drawn on it ("pose + body parts", "pose", ...)."""
+    drawn = [what for what, on in (("pose", layers.skeleton), ("body parts", layers.seg)) if on]
+    return " + ".join(drawn) or "image"
 
 
 def _label(canvas: np.ndarray, title: str, origin_yx: tuple[int, int]) -> None:
