@@ -301,7 +301,7 @@ class Detector:
             rows = post.top_candidates(*self.model(x), w_scale, h_scale)
             host = self._host_buffer("rows", rows.shape, rows.dtype)
             host.copy_(rows, non_blocking=True)
-            done = torch.cuda.Event()
+            done = torch.cuda.Event(blocking=True)  # the host sleeps on it instead of spinning
             done.record(self.stream)
         done.synchronize()
         return host.numpy().copy()
