@@ -109,11 +109,20 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
-    out.add_argument("--vmc", metavar="HOST:PORT", help="stream one person's bones with the VMC protocol (OSC/UDP; receivers listen on "
-                     "39539) to Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth")
-    out.add_argument("--vmc-person", type=int, metavar="ID", help="track id to stream with --vmc (default: the largest person)")
+    out.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC protocol "
+                     "(OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to Blender VMC4B, "
+                     "Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with --vmc-face-only)")
+    out.add_argument("--vmc-person", metavar="ID|all", help="track id to stream with --vmc (default: the largest person); "
+                     "all: person k (in order of appearance) to port PORT+k")
     out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
-    out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score")
+    out.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="split: datagrams of at most 1,400 bytes "
+                     "(default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one machine)")
+    out.add_argument("--vmc-face-only", action="store_true", help="--vmc sends the head, neck, spine and the face expression "
+                     "only (a person at a desk; needs no depth task)")
+    out.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the start "
+                     "from which each person's face baseline is learned (default 2)")
+    out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score "
+                     "(datagrams of at most 1,400 bytes)")
     _add_model_options(p)
     _add_people_options(p)
     _add_smoothing_options(p)
@@ -142,7 +151,8 @@ def _run_options(args):
     models, smoothing = _model_options(args), _smoothing_options(args)
     outputs = OutputOptions(out=args.out, tracks=args.tracks, output_dir=args.output_dir or "recordings", no_video=args.no_video,
                             progress=not args.no_progress, caption=not args.no_caption)
-    sinks = motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, osc=args.osc,
+    sinks = motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle,
+                         vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc,
                          tasks=models.tasks, smooth=smoothing.smooth, smoothness=smoothing.smoothness)
     return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
                       people=_people_options(args), smoothing=smoothing, outputs=outputs,

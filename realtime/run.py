@@ -191,9 +191,12 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
 
 
 def _sink_lines(sinks) -> list[str]:
-    """What live mode's latest-wins outputs dropped or why they stopped."""
+    """What live mode's latest-wins outputs dropped or why they stopped, and what live senders sent."""
     lines = []
     for sink in sinks:
+        inner = getattr(sink, "sink", sink)  # LatestWins wraps the sink
+        if hasattr(inner, "summary_lines"):
+            lines += inner.summary_lines()
         if getattr(sink, "errors", None):
             lines.append(f"output {sink.name} stopped after {sink.written} frames: {sink.errors[0]}")
         elif getattr(sink, "dropped", 0):

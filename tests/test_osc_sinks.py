@@ -12,13 +12,14 @@ from scipy.spatial.transform import Rotation
 from realtime.errors import UserError
 from realtime.rig.solver import LiveSolver
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import OscKeypointSink, VmcSink, parse_endpoint, unity_bone_name
+from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, VmcSink, parse_endpoint, unity_bone_name
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 20
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
 # VMC marionette spec: Root/Pos and Bone/Pos are a string then 7 floats; OK ints; T a float
 VMC_TYPES = {"/VMC/Ext/Root/Pos": "sfffffff", "/VMC/Ext/Bone/Pos": "sfffffff", "/VMC/Ext/OK": "iiii", "/VMC/Ext/T": "f"}
+BLEND_TYPES = {"/VMC/Ext/Blend/Val": "sf", "/VMC/Ext/Blend/Apply": ""}  # when the face is seen
 UNITY_BONES = {  # Unity HumanBodyBones that the solver drives (without fingers)
     "Hips", "Spine", "Chest", "Neck", "Head", "LeftShoulder", "LeftUpperArm", "LeftLowerArm", "LeftHand", "RightShoulder",
     "RightUpperArm", "RightLowerArm", "RightHand", "LeftUpperLeg", "LeftLowerLeg", "LeftFoot", "LeftToes", "RightUpperLeg",
@@ -40,9 +41,21 @@ class Receiver:
         out = []
         for _ in range(count):
             dgram, _ = self.sock.recvfrom(65536)
+            assert len(dgram) <= DATAGRAM_LIMIT
             bundle = OscBundle(dgram)
             out.append([(m.address, _type_tags(m.dgram), list(m.params)) for m in bundle])
         return out
+
+    def vmc_frames(self, count: int) -> list[list[tuple[str, str, list]]]:
+        """The messages of `count` VMC frames: bundles joined up to the one that ends with /VMC/Ext/T."""
+        frames, current = [], []
+        while len(frames) < count:
+            (bundle,) = self.bundles(1)
+            current += bundle
+            if bundle[-1][0] == "/VMC/Ext/T":
+                frames.append(current)
+                current = []
+        return frames
 
     def close(self):
         self.sock.close()
@@ -87,7 +100,7 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
     for frame in frames:
         sink.write(frame)
     sink.close()
-    bundles = receiver.bundles(len(frames))
+    bundles = receiver.vmc_frames(len(frames))
     for frame, bundle, t in zip(frames, bundles, range(len(frames))):
         for address, tags, _ in bundle:
             assert VMC_TYPES[address] == tags, address
@@ -105,7 +118,7 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
             assert abs(np.dot(got, [x, -y, -z, w])) == pytest.approx(1.0, abs=1e-5), bone.name
         hips = bones["Hips"][:3]
         np.testing.assert_allclose(hips, pose.root_position * [-1, 1, 1], atol=1e-5)
-    assert sink.sender.sent == len(frames) and sink.sender.dropped == 0
+    assert sink.senders[0].sent == 2 * len(frames) and sink.senders[0].dropped == 0  # 21 bones: two datagrams
 
 
 def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
@@ -115,7 +128,7 @@ def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
         for frame in frames[:3]:
             sink.write(frame)
         sink.close()
-        bundles = receiver.bundles(3)
+        bundles = receiver.vmc_frames(3)
         # the root starts above the origin, so compare where the solver puts the first hips
         solver = LiveSolver(NAMES)
         for frame, bundle in zip(frames[:3], bundles):
@@ -124,7 +137,7 @@ def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
             np.testing.assert_allclose(hips, pose.root_position * [-1, 1, 1], atol=1e-5)
     sink = VmcSink("127.0.0.1", receiver.port, NAMES, person=5, filter_method="none")  # nobody with id 5
     sink.write(frames[0])
-    (bundle,) = receiver.bundles(1)
+    (bundle,) = receiver.vmc_frames(1)
     assert bundle[-2][2] == [1, 3, 0, 0]  # tracking lost, the full (rest) bone set still sent
     assert sum(a == "/VMC/Ext/Bone/Pos" for a, _, _ in bundle) == len(UNITY_BONES)
     sink.close()
@@ -133,7 +146,7 @@ def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
 def test_vmc_fingers_use_unity_thumb_names(receiver, camera):
     sink = VmcSink("127.0.0.1", receiver.port, NAMES, fingers=True)
     sink.write(_frames(camera)[0])
-    (bundle,) = receiver.bundles(1)
+    (bundle,) = receiver.vmc_frames(1)
     names = {args[0] for a, _, args in bundle if a == "/VMC/Ext/Bone/Pos"}
     assert {"LeftThumbProximal", "LeftThumbIntermediate", "LeftThumbDistal", "RightLittleDistal"} <= names
     assert len(names) == len(UNITY_BONES) + 30
@@ -144,9 +157,12 @@ def test_osc_sends_each_known_keypoint(receiver, camera):
     sink = OscKeypointSink("127.0.0.1", receiver.port, NAMES, filter_method="none")
     frame = _frames(camera, people=((3, 1.0),))[0]
     sink.write(frame)
-    frame_bundle, person_bundle = receiver.bundles(2)
-    assert frame_bundle == [("/sapiens/frame", "if", [0, 0.0])]
     known = np.isfinite(camera[0]).all(axis=-1)
+    datagrams = sink.sender.sent
+    frame_bundle, *person_bundles = receiver.bundles(datagrams)
+    assert frame_bundle == [("/sapiens/frame", "ifi", [0, 0.0, 1])]
+    assert all(b[0] == ("/sapiens/person/3/frame", "i", [0]) for b in person_bundles)  # every datagram names its frame
+    person_bundle = [m for b in person_bundles for m in b[1:]]
     assert len(person_bundle) == known.sum()
     by_address = {a: (tags, args) for a, tags, args in person_bundle}
     tags, args = by_address["/sapiens/person/3/left_wrist"]
@@ -155,7 +171,7 @@ def test_osc_sends_each_known_keypoint(receiver, camera):
     # without 3D: pixels and a score
     flat = frame.replace(people=(frame.people[0].replace(keypoints3d=None),))
     sink.write(flat)
-    _, person_bundle = receiver.bundles(2)
+    person_bundle = [m for b in receiver.bundles(sink.sender.sent - datagrams)[1:] for m in b]
     tags, args = {a: (t, v) for a, t, v in person_bundle}["/sapiens/person/3/left_wrist"]
     assert tags == "fff" and args[2] == pytest.approx(0.9, abs=1e-6)
     sink.close()
@@ -170,14 +186,16 @@ def test_an_absent_receiver_costs_nothing(camera):
     frames = _frames(camera)
     for frame in frames:
         sink.write(frame)
-    assert sink.frames == len(frames) and sink.sender.sent + sink.sender.dropped == len(frames)
+    assert sink.frames == len(frames) and sink.senders[0].sent + sink.senders[0].dropped == 2 * len(frames)
     sink.close()
 
 
 def test_endpoints_are_checked():
     assert parse_endpoint("127.0.0.1:39539", "--vmc") == ("127.0.0.1", 39539)
     assert parse_endpoint("localhost", "--vmc", 39539) == ("localhost", 39539)
-    for bad in ("127.0.0.1:", ":9000", "host:port", "h:70000"):
+    assert parse_endpoint("[::1]:39540", "--vmc", 39539) == ("::1", 39540)
+    assert parse_endpoint("[::1]", "--vmc", 39539) == ("::1", 39539)
+    for bad in ("127.0.0.1:", ":9000", "host:port", "h:70000", "[::1", "[::1]x9000"):
         with pytest.raises(UserError, match="HOST:PORT"):
             parse_endpoint(bad, "--osc")
     with pytest.raises(UserError, match="cannot resolve"):
@@ -215,9 +233,9 @@ def test_a_fixture_run_streams_every_frame(tmp_path, fixtures_dir, receiver):
     frames = 6
     vmc = VmcSink("127.0.0.1", receiver.port, NAMES)
     assert _fixture_run(tmp_path, fixtures_dir, [vmc], frames) == frames
-    bundles = receiver.bundles(frames)
+    bundles = receiver.vmc_frames(frames)
     for bundle in bundles:
-        assert {a: t for a, t, _ in bundle} == VMC_TYPES
+        assert {a: t for a, t, _ in bundle} in (VMC_TYPES, {**VMC_TYPES, **BLEND_TYPES})
         assert {args[0] for a, _, args in bundle if a == "/VMC/Ext/Bone/Pos"} == UNITY_BONES
     times = [bundle[-1][2][0] for bundle in bundles]
     assert times == pytest.approx([i / 10 for i in range(frames)], abs=1e-3)
@@ -243,6 +261,8 @@ def test_absent_or_stalled_receivers_never_cost_a_frame(tmp_path, fixtures_dir):
     (["--tasks", "pose", "--vmc", "127.0.0.1:39539"], "--tasks pose,depth"),
     (["--tasks", "seg,depth", "--osc", "127.0.0.1:9000"], "needs the pose task"),
     (["--tasks", "pose,depth", "--vmc-person", "2"], "go with --vmc"),
+    (["--tasks", "pose,depth", "--vmc", "127.0.0.1:39539", "--vmc-person", "two"], "--vmc-person all"),
+    (["--tasks", "pose,depth", "--vmc", "::1:39539"], "in brackets"),
     (["--tasks", "pose,depth", "--vmc", "127.0.0.1:port"], "HOST:PORT"),
 ])
 def test_run_options_for_streaming_are_checked_in_one_sentence(tmp_path, capsys, args, message):

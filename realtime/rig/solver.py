@@ -415,6 +415,13 @@ class LiveSolver:
         self._ends.clear()
         self._skeleton = None
 
+    def rest_skeleton(self) -> Skeleton:
+        """The skeleton estimated so far; before any measurement the default bone offsets."""
+        if self._skeleton is None:
+            count = len(self.bones)
+            return robust_skeleton(self.bones, np.full((1, count, 3), np.nan), np.full((1, count, 3), np.nan))
+        return self._skeleton
+
     def update(self, points3d: np.ndarray) -> LivePose:
         """points3d: (K, 3) camera frame metres, NaN where unknown."""
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))

@@ -1,29 +1,38 @@
-"""Live motion over OSC/UDP: VMC protocol bones (`VmcSink`) and raw keypoints (`OscKeypointSink`).
+"""Live motion over OSC/UDP: VMC protocol bones and face (`VmcSink`) and raw keypoints (`OscKeypointSink`).
 
-Both send one UDP datagram (an OSC bundle) per frame and person from a non-blocking
-socket: nothing waits for a receiver; a datagram that does not fit the socket's
-buffer, or a receiver that is absent, loses that frame only (the next one is newer).
+Both send OSC bundles from a non-blocking UDP socket: nothing waits for a receiver; a
+datagram that does not fit the socket's buffer, or a receiver that is absent, is lost
+and counted (`summary_lines`). Every datagram is at most DATAGRAM_LIMIT (1,400) bytes
+(`--vmc-bundle single` keeps one bundle per frame for VMC), so it is never IP-fragmented
+and a python-osc server (8,192-byte reads) gets it whole.
 
-VMC (https://protocol.vmc.info/marionette-spec), per processed frame, for one person:
+VMC (https://protocol.vmc.info/marionette-spec), per processed frame and person, in
+bundles of at most 1,400 bytes (the spec asks for "within 1500 bytes"):
 
-    /VMC/Ext/Root/Pos (s)"root" (f)p.x p.y p.z (f)q.x q.y q.z q.w      origin, identity
-    /VMC/Ext/Bone/Pos (s)name   (f)p.x p.y p.z (f)q.x q.y q.z q.w      every bone, local
-    /VMC/Ext/OK       (i)loaded=1 (i)calibration state=3 (i)calibration mode=0 (i)tracking (1 seen, 0 lost)
-    /VMC/Ext/T        (f)time (the frame's timestamp, s)
+    /VMC/Ext/Root/Pos   (s)"root" (f)p.x p.y p.z (f)q.x q.y q.z q.w    origin, identity
+    /VMC/Ext/Bone/Pos   (s)name   (f)p.x p.y p.z (f)q.x q.y q.z q.w    every bone, local
+    /VMC/Ext/Blend/Val  (s)name (f)weight                              ARKit names and VRM 1.0 presets, [0, 1]
+    /VMC/Ext/Blend/Apply                                               after the weights (last bundle)
+    /VMC/Ext/OK         (i)loaded=1 (i)calibration state=3 (i)calibration mode=0 (i)tracking   last bundle
+    /VMC/Ext/T          (f)time (the frame's timestamp, s)                                     last message
 
 Bone names are Unity's HumanBodyBones (VRM names capitalised; VRM 1.0's thumb
 Metacarpal/Proximal/Distal are Unity's Thumb Proximal/Intermediate/Distal). Poses are
 local to the parent bone, in Unity's axes (left-handed, Y up, the avatar facing +Z,
 metres): our rig (right-handed, +X = the character's left) mirrored in X, positions
 (-x, y, z), quaternions (x, -y, -z, w). Rotations are relative to the T-pose with all
-bone rotations identity, as VRM's normalised bones are; positions are the solver's
-bone offsets, and `Hips` carries the body's translation.
+bone rotations identity, as VRM's normalised bones are. `Hips` carries the body's
+translation; the other bones' positions (the protocol has no rotation-only message)
+are our solver's bone offsets, which a receiver that applies bone positions
+(EVMC4U's BonePositionSynchronize) puts onto a differently built avatar: turn that off.
 
-Raw keypoints (`--osc`), per frame and tracked person, every known keypoint:
+Raw keypoints (`--osc`), per frame:
 
+    /sapiens/frame (i)index (f)time (i)people                 one bundle, before the people
+    then per tracked person and region (body, feet, left_hand, right_hand, face), bundles of at most 1,400 bytes:
+    /sapiens/person/<id>/frame (i)index                       first in every bundle
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)z (f)score   metres, camera frame (x right, y down, z forward)
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)score        image pixels, when the run has no 3D (no depth task)
-    /sapiens/frame (i)index (f)time                           once per frame, before the people
 """
 
 from __future__ import annotations
@@ -42,20 +51,33 @@ log = logging.getLogger(__name__)
 
 DEFAULT_VMC_PORT = 39539
 LOST_AFTER_SECONDS = 1.0  # the followed person unseen this long: pick the largest again
+DATAGRAM_LIMIT = 1400  # bytes per UDP datagram: under a 1,500-byte Ethernet/Wi-Fi MTU, so never IP-fragmented
+MAX_PERFORMERS = 16  # --vmc-person all: ports P .. P+15
 
 
 def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -> tuple[str, int]:
-    """'127.0.0.1:39539' -> ('127.0.0.1', 39539); a bare host takes `default_port`."""
-    host, sep, port = text.rpartition(":")
+    """'127.0.0.1:39539' -> ('127.0.0.1', 39539); '[::1]:39539' -> ('::1', 39539); a bare host takes `default_port`."""
+    text = text.strip()
+    if text.startswith("["):  # IPv6 literal: [addr] or [addr]:port
+        host, close, rest = text[1:].partition("]")
+        sep, port = rest[:1], rest[1:]
+        if not close or (rest and sep != ":"):
+            host = ""
+    else:
+        host, sep, port = text.rpartition(":")
+        if ":" in host:  # a bare IPv6 address, ambiguous with a port
+            raise UserError(f"{option} {text}: write an IPv6 address in brackets, like {option} [::1]:{default_port or 9000}.")
     if not sep and default_port is not None:
-        host, port = text, str(default_port)
+        if not text.startswith("["):
+            host = text
+        port = str(default_port)
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UserError(f"{option} {text} is not HOST:PORT; write it like {option} 127.0.0.1:{default_port or 9000}.")
     return host, int(port)
 
 
 class UdpSender:
-    """Non-blocking UDP datagrams to one address; a send that cannot go now is dropped."""
+    """Non-blocking UDP datagrams to one address; a send that cannot go now is dropped (and counted)."""
 
     def __init__(self, host: str, port: int, option: str):
         try:
@@ -63,25 +85,35 @@ class UdpSender:
         except socket.gaierror:
             raise UserError(f"{option}: cannot resolve the host {host!r}; give an IP address such as 127.0.0.1.") from None
         self.address = address
+        self.label = f"{option} {_address_text(host, port)}"
         self.sock = socket.socket(family, kind, proto)
         self.sock.setblocking(False)
-        self.sent = self.dropped = 0
+        self.sent = self.dropped = 0  # datagrams
+        self.largest = 0  # bytes, of the largest datagram sent
 
     def send(self, payload: bytes) -> bool:
         try:
             self.sock.sendto(payload, self.address)
         except OSError as err:  # BlockingIOError (buffer full), refused (nobody listens), too big...
             if self.dropped == 0:
-                log.warning("OSC to %s:%s: %s; dropping frames until it goes through", *self.address[:2], err)
+                log.warning("%s: %s; dropping datagrams until they go through", self.label, err)
             self.dropped += 1
             return False
         self.sent += 1
+        self.largest = max(self.largest, len(payload))
         return True
+
+    def summary(self) -> str:
+        return f"{self.label}: {self.sent} datagrams sent, {self.dropped} dropped (largest {self.largest} bytes)"
 
     def close(self) -> None:
         if self.dropped:
-            log.warning("OSC to %s:%s: %d of %d frames could not be sent", *self.address[:2], self.dropped, self.sent + self.dropped)
+            log.warning("%s: %d of %d datagrams could not be sent", self.label, self.dropped, self.sent + self.dropped)
         self.sock.close()
+
+
+def _address_text(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def osc_message(address: str, args: Sequence) -> bytes:
@@ -99,14 +131,42 @@ def osc_message(address: str, args: Sequence) -> bytes:
 
 _BUNDLE_HEAD = osc_types.write_string("#bundle") + (1).to_bytes(8, "big")  # time tag 1: "immediately"
 
+Messages = Sequence[tuple[str, Sequence]]
 
-def osc_bundle(messages: Sequence[tuple[str, Sequence]]) -> bytes:
+
+def osc_bundle(messages: Messages) -> bytes:
     """One OSC bundle (time tag: immediately) of (address, args) messages."""
-    parts = [_BUNDLE_HEAD]
-    for address, args in messages:
-        message = osc_message(address, args)
-        parts += [osc_types.write_int(len(message)), message]
-    return b"".join(parts)
+    return _BUNDLE_HEAD + b"".join(_element(osc_message(address, args)) for address, args in messages)
+
+
+def _element(message: bytes) -> bytes:
+    return osc_types.write_int(len(message)) + message
+
+
+def pack_bundles(messages: Messages, *, head: Messages = (), tail: Messages = (), limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
+    """Messages in order into as few bundles of at most `limit` bytes as it takes (limit None: one bundle).
+
+    `head` messages open every bundle (e.g. the frame index); `tail` messages close the
+    last one, so a receiver that acts on them has seen everything before.
+    """
+    opening = b"".join(_element(osc_message(a, v)) for a, v in head)
+    body = [_element(osc_message(a, v)) for a, v in messages]
+    closing = [_element(osc_message(a, v)) for a, v in tail]
+    if limit is None:
+        return [_BUNDLE_HEAD + opening + b"".join(body + closing)]
+    room = limit - len(_BUNDLE_HEAD) - len(opening)
+    if room < sum(len(c) for c in closing) or any(len(e) > room for e in body):
+        raise ValueError(f"an OSC message does not fit a {limit}-byte datagram")
+    bundles, current, size = [], [], 0
+    for element in body + [b"".join(closing)] if closing else body:
+        if current and size + len(element) > room:
+            bundles.append(_BUNDLE_HEAD + opening + b"".join(current))
+            current, size = [], 0
+        current.append(element)
+        size += len(element)
+    if current or not bundles:
+        bundles.append(_BUNDLE_HEAD + opening + b"".join(current))
+    return bundles
 
 
 class Filter3D:
@@ -147,27 +207,50 @@ def to_unity(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np
     return position * [-1.0, 1.0, 1.0], rotation * [1.0, -1.0, -1.0, 1.0]
 
 
-def motion_sinks(*, vmc: Optional[str] = None, vmc_person: Optional[int] = None, vmc_fingers: bool = False,
+VMC_BUNDLES = ("split", "single")
+FACE_ONLY_BONES = ("hips", "spine", "chest", "neck", "head")  # --vmc-face-only: a person at a desk
+
+
+def motion_sinks(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, vmc_fingers: bool = False,
+                 vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
                  osc: Optional[str] = None, tasks: Sequence[str] = ("pose",), smooth: Optional[str] = "one_euro",
                  smoothness: float = 0.5) -> list:
-    """The sinks that `--vmc` / `--osc` ask for (an empty list when neither does); checks the options first."""
+    """The sinks that `--vmc` (repeatable) / `--osc` ask for (an empty list when neither does); checks the options first."""
     from realtime.data import keypoint_names
 
-    if vmc is None and (vmc_person is not None or vmc_fingers):
-        raise UserError("--vmc-person and --vmc-fingers go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
+    vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
+    if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
+        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
+    if vmc_bundle not in VMC_BUNDLES:
+        raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
+                        f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
     if (vmc or osc) and "pose" not in tasks:
         raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
-    if vmc and "pointmap" not in tasks:
-        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth.")
+    if vmc and not vmc_face_only and "pointmap" not in tasks:
+        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
+                        "(or --vmc-face-only for head and face alone).")
+    person = parse_vmc_person(vmc_person)
+    if face_calibrate < 0:
+        raise UserError(f"--face-calibrate {face_calibrate} is negative; give the seconds of neutral face to learn from, e.g. 2.")
     names = keypoint_names()
-    sinks = []
-    if vmc:
-        host, port = parse_endpoint(vmc, "--vmc", DEFAULT_VMC_PORT)
-        sinks.append(VmcSink(host, port, names, person=vmc_person, fingers=vmc_fingers, filter_method=smooth, smoothness=smoothness))
+    sinks: list = []
+    for target in vmc:
+        host, port = parse_endpoint(target, "--vmc", DEFAULT_VMC_PORT)
+        sinks.append(VmcSink(host, port, names, person=person, fingers=vmc_fingers, bundle=vmc_bundle, face_only=vmc_face_only,
+                             face_calibrate=face_calibrate, filter_method=smooth, smoothness=smoothness))
     if osc:
         host, port = parse_endpoint(osc, "--osc")
         sinks.append(OscKeypointSink(host, port, names, filter_method=smooth, smoothness=smoothness))
     return sinks
+
+
+def parse_vmc_person(text: Optional[str]) -> Optional[int | str]:
+    """--vmc-person: None (the largest person), a track id, or "all" (person k to port P+k)."""
+    if text is None or isinstance(text, int) or text == "all":
+        return text
+    if not str(text).lstrip("-").isdigit():
+        raise UserError(f"--vmc-person {text} is neither a track id nor all; write e.g. --vmc-person 3 or --vmc-person all.")
+    return int(text)
 
 
 def _area(person: Person) -> float:
@@ -175,71 +258,184 @@ def _area(person: Person) -> float:
     return max(x2 - x1, 0.0) * max(y2 - y1, 0.0)
 
 
+class _Performer:
+    """What VMC keeps per streamed person: the live solver and the face reader."""
+
+    def __init__(self, keypoint_names: Sequence[str], fingers: bool, face_calibrate: float):
+        from realtime.rig.face import FaceSolver
+        from realtime.rig.solver import LiveSolver
+
+        self.solver = LiveSolver(list(keypoint_names), fingers=fingers)
+        self.face = FaceSolver(list(keypoint_names), calibrate_seconds=face_calibrate)
+        self.track: Optional[int] = None
+        self.last_seen = -np.inf
+
+    def reset(self, track: Optional[int]) -> None:
+        self.track = track
+        self.solver.reset()
+        self.face.reset()
+
+
 class VmcSink:
-    """Streams one person's solved bones as VMC protocol messages (a "Performer" to a "Marionette").
+    """Streams solved bones and face weights as VMC protocol messages (a "Performer" to a "Marionette").
 
     person: follow this track id; None: the largest person, kept until it is unseen for
-    LOST_AFTER_SECONDS. `filter_method`/`smoothness`: the live filter for the 3D keypoints.
+    LOST_AFTER_SECONDS; "all": every tracked person, person k (in order of appearance,
+    a slot freed after LOST_AFTER_SECONDS) to port + k. bundle: "split" (datagrams of at
+    most DATAGRAM_LIMIT bytes) or "single" (one bundle per frame and person). face_only:
+    hips, spine, chest and neck at rest, the head turned by the face, and the face weights:
+    needs no 3D keypoints. `filter_method`/`smoothness`: the live filter for the 3D keypoints.
     """
 
     name = "vmc"
 
-    def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, person: Optional[int] = None,
-                 fingers: bool = False, filter_method: Optional[str] = "one_euro", smoothness: float = 0.5):
-        from realtime.rig.solver import LiveSolver
+    def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, person: Optional[int | str] = None,
+                 fingers: bool = False, bundle: str = "split", face_only: bool = False, face_calibrate: float = 2.0,
+                 filter_method: Optional[str] = "one_euro", smoothness: float = 0.5):
+        from realtime.rig.bones import bone_table
 
-        self.sender = UdpSender(host, port, "--vmc")
+        self.host, self.port = host, port
         self.person = person
-        self.solver = LiveSolver(list(keypoint_names), fingers=fingers)
-        self.filter = Filter3D(filter_method, smoothness, len(keypoint_names))
+        self.fingers = fingers
+        self.limit = DATAGRAM_LIMIT if bundle == "split" else None
+        self.face_only = face_only
+        self.face_calibrate = face_calibrate
+        self.keypoint_names = list(keypoint_names)
         self.num_keypoints = len(keypoint_names)
-        self.bone_names = [unity_bone_name(b.name) for b in self.solver.bones]
+        self.filter = Filter3D(filter_method, smoothness, self.num_keypoints)
+        bones = bone_table(fingers)
+        self.bone_names = [unity_bone_name(b.name) for b in bones]
+        self.senders: dict[int, UdpSender] = {}
+        self.performers: dict[int, _Performer] = {}
+        self._sender(0)  # checks the address now
         self.frames = 0
-        self._following: Optional[int] = None
-        self._last_seen = -np.inf
 
-    def _choose(self, frame: Frame) -> Optional[Person]:
+    def _sender(self, slot: int) -> UdpSender:
+        if slot not in self.senders:
+            self.senders[slot] = UdpSender(self.host, self.port + slot, "--vmc")
+        return self.senders[slot]
+
+    def _performer(self, slot: int) -> _Performer:
+        if slot not in self.performers:
+            self.performers[slot] = _Performer(self.keypoint_names, self.fingers, self.face_calibrate)
+        return self.performers[slot]
+
+    def _cast(self, frame: Frame) -> dict[int, Optional[Person]]:
+        """Slot -> the person it streams this frame (None: hold the last pose, tracking 0)."""
         people = [p for p in frame.people if p.keypoints is not None]
-        if self.person is not None:
-            return next((p for p in people if p.track_id == self.person), None)
-        followed = next((p for p in people if p.track_id is not None and p.track_id == self._following), None)
+        if self.person == "all":
+            tracked = {p.track_id: p for p in people if p.track_id is not None}
+            cast: dict[int, Optional[Person]] = {}
+            for slot, performer in self.performers.items():
+                if performer.track in tracked:
+                    cast[slot] = tracked.pop(performer.track)
+                elif performer.track is not None and frame.timestamp - performer.last_seen > LOST_AFTER_SECONDS:
+                    performer.track = None  # free: the next newcomer takes this port
+                    cast[slot] = None
+                else:
+                    cast[slot] = None
+            for person in sorted(tracked.values(), key=lambda p: p.track_id):
+                free = [s for s in range(MAX_PERFORMERS) if s not in self.performers or self.performers[s].track is None]
+                if not free:
+                    break
+                self._performer(free[0]).reset(person.track_id)
+                cast[free[0]] = person
+            return dict(sorted(cast.items())) if cast else {0: None}
+        performer = self._performer(0)
+        if isinstance(self.person, int):
+            return {0: next((p for p in people if p.track_id == self.person), None)}
+        followed = next((p for p in people if p.track_id is not None and p.track_id == performer.track), None)
         if followed is not None:
-            return followed
-        if self._following is not None and frame.timestamp - self._last_seen <= LOST_AFTER_SECONDS:
-            return None  # briefly lost: hold the pose rather than jump to someone else
+            return {0: followed}
+        if performer.track is not None and frame.timestamp - performer.last_seen <= LOST_AFTER_SECONDS:
+            return {0: None}  # briefly lost: hold the pose rather than jump to someone else
         if not people:
-            return None
+            return {0: None}
         largest = max(people, key=_area)
-        if largest.track_id != self._following:
-            self._following = largest.track_id
-            self.solver.reset()
-        return largest
+        if largest.track_id != performer.track or performer.track is None:
+            performer.reset(largest.track_id)
+        return {0: largest}
 
-    def write(self, frame: Frame) -> None:
-        person = self._choose(frame)
-        points = np.full((self.num_keypoints, 3), np.nan)
+    def messages(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> tuple[list, list]:
+        """(body messages, closing messages) for one performer and frame."""
         if person is not None:
-            self._last_seen = frame.timestamp
-            if person.keypoints3d is not None:
+            performer.last_seen = frame.timestamp
+        face = None
+        if person is not None:
+            face = getattr(person, "face", None) or performer.face.update(frame.timestamp, person.best_keypoints, person.keypoint_scores)
+        if self.face_only:
+            names, positions, rotations, tracking = self._face_only_pose(performer, face)
+        else:
+            points = np.full((self.num_keypoints, 3), np.nan)
+            if person is not None and person.keypoints3d is not None:
                 track = person.track_id if person.track_id is not None else -1
                 points = self.filter(frame.timestamp, track, person.keypoints3d, person.keypoint_scores)
-        pose = self.solver.update(points)
-        tracking = int(person is not None and not pose.held.all())
-        positions = pose.skeleton.offsets.copy()
-        positions[0] = pose.root_position
-        positions, rotations = to_unity(positions, pose.rotations)
-        messages = [("/VMC/Ext/Root/Pos", ["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])]
-        messages += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(self.bone_names, positions, rotations)]
-        messages += [("/VMC/Ext/OK", [1, 3, 0, tracking]), ("/VMC/Ext/T", [float(frame.timestamp)])]
-        self.sender.send(osc_bundle(messages))
+            pose = performer.solver.update(points)
+            tracking = int(person is not None and not pose.held.all())
+            positions = pose.skeleton.offsets.copy()
+            positions[0] = pose.root_position
+            positions, rotations = to_unity(positions, pose.rotations)
+            names = self.bone_names
+        body = [("/VMC/Ext/Root/Pos", ["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])]
+        body += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(names, positions, rotations)]
+        closing = []
+        if face is not None:
+            from realtime.rig.face import vmc_blend_values
+
+            body += [("/VMC/Ext/Blend/Val", [name, value]) for name, value in vmc_blend_values(face)]
+            closing.append(("/VMC/Ext/Blend/Apply", []))
+        closing += [("/VMC/Ext/OK", [1, 3, 0, tracking]), ("/VMC/Ext/T", [float(frame.timestamp)])]
+        return body, closing
+
+    def _face_only_pose(self, performer: _Performer, face) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+        """Hips, spine, chest, neck at their rest offsets and rotations; the head turned as the face."""
+        skeleton = performer.solver.rest_skeleton()
+        index = [i for i, b in enumerate(skeleton.bones) if b.name in FACE_ONLY_BONES]
+        positions = skeleton.offsets[index].copy()
+        positions[0] = [0.0, skeleton.floor_height(), 0.0]
+        rotations = np.zeros((len(index), 4))
+        rotations[:, 3] = 1.0
+        if face is not None and face.head_rotation is not None:
+            rotations[-1] = face.head_rotation  # rig axes, relative to the calibrated neutral head
+        positions, rotations = to_unity(positions, rotations)
+        return [unity_bone_name(skeleton.bones[i].name) for i in index], positions, rotations, int(face is not None)
+
+    def write(self, frame: Frame) -> None:
+        for slot, person in self._cast(frame).items():
+            body, closing = self.messages(frame, self._performer(slot), person)
+            sender = self._sender(slot)
+            for payload in pack_bundles(body, tail=closing, limit=self.limit):
+                sender.send(payload)
         self.frames += 1
 
+    def summary_lines(self) -> list[str]:
+        return [sender.summary() for _, sender in sorted(self.senders.items())]
+
     def close(self) -> None:
-        self.sender.close()
+        for sender in self.senders.values():
+            sender.close()
+
+
+def keypoint_regions(keypoint_names: Sequence[str]) -> list[tuple[str, np.ndarray]]:
+    """(region, keypoint indices) for the raw OSC datagrams: body (with the extra points), feet, hands, face."""
+    from realtime.data import keypoint_table
+
+    groups = {name: g["names"] for name, g in keypoint_table()["groups"].items()}
+    index = {n: i for i, n in enumerate(keypoint_names)}
+    regions = [("body", groups["body"] + groups["extra"]), ("feet", groups["foot"]), ("left_hand", groups["left_hand"]),
+               ("right_hand", groups["right_hand"]), ("face", groups["face"])]
+    out = [(region, np.array(sorted(index[n] for n in names if n in index), dtype=int)) for region, names in regions]
+    covered = set(np.concatenate([idx for _, idx in out]).tolist())
+    rest = np.array([i for i in range(len(keypoint_names)) if i not in covered], dtype=int)
+    if len(rest):
+        out.append(("other", rest))
+    return [(region, idx) for region, idx in out if len(idx)]
 
 
 class OscKeypointSink:
-    """Streams every tracked person's known keypoints as /sapiens/person/<id>/<keypoint> messages."""
+    """Streams every tracked person's known keypoints as /sapiens/person/<id>/<keypoint> messages,
+    in datagrams of at most DATAGRAM_LIMIT bytes (per person and body region), each opened by
+    /sapiens/person/<id>/frame (i)index so a receiver can put every datagram in its frame."""
 
     name = "osc"
 
@@ -247,14 +443,14 @@ class OscKeypointSink:
                  smoothness: float = 0.5):
         self.sender = UdpSender(host, port, "--osc")
         self.keypoint_names = list(keypoint_names)
+        self.regions = keypoint_regions(self.keypoint_names)
         self.filter = Filter3D(filter_method, smoothness, len(keypoint_names))
         self.frames = 0
 
     def write(self, frame: Frame) -> None:
-        self.sender.send(osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp)])]))
-        for person in frame.people:
-            if person.track_id is None or person.keypoints is None:
-                continue  # no stable id yet: receivers key on it
+        people = [p for p in frame.people if p.track_id is not None and p.keypoints is not None]  # receivers key on the id
+        self.sender.send(osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(people)])]))
+        for person in people:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
             if person.keypoints3d is not None:
                 values = self.filter(frame.timestamp, person.track_id, person.keypoints3d, scores)
@@ -262,10 +458,16 @@ class OscKeypointSink:
                 values = np.asarray(person.best_keypoints, dtype=np.float64)
             known = np.isfinite(values).all(axis=-1)
             prefix = f"/sapiens/person/{int(person.track_id)}/"
-            messages = [(prefix + self.keypoint_names[k], [*values[k], float(scores[k])]) for k in np.flatnonzero(known)]
-            if messages:
-                self.sender.send(osc_bundle(messages))
+            head = [(prefix + "frame", [int(frame.index)])]
+            for _, indices in self.regions:
+                messages = [(prefix + self.keypoint_names[k], [*values[k], float(scores[k])]) for k in indices[known[indices]]]
+                if messages:
+                    for payload in pack_bundles(messages, head=head):
+                        self.sender.send(payload)
         self.frames += 1
+
+    def summary_lines(self) -> list[str]:
+        return [self.sender.summary()]
 
     def close(self) -> None:
         self.sender.close()
