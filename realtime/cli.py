@@ -444,8 +444,43 @@ def _cmd_export_model(args) -> int:
     return 0
 
 
+def _add_stream(sub) -> None:
+    parser = sub.add_parser(
+        "stream",
+        help="send a recorded tracks .jsonl to VMC / OSC receivers at its original timing",
+        description="Replay a tracks file (from sapiens-rt run --tracks) to live receivers at the recorded frame times.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  sapiens-rt stream take1.jsonl --vmc 127.0.0.1:39539              # into Blender VMC4B / VSeeFace
+  sapiens-rt stream take1.jsonl --vmc 127.0.0.1:39539 --vmc 127.0.0.1:39540 --loop
+  sapiens-rt stream take1.jsonl --osc 127.0.0.1:9000 --speed 0.5   # half speed
+exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
+    )
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="VMC receiver (repeatable; [::1]:39539 for IPv6)")
+    parser.add_argument("--vmc-person", metavar="ID|all", help="track id to send (default: the largest person); all: person k to PORT+k")
+    parser.add_argument("--vmc-fingers", action="store_true", help="also send the finger bones")
+    parser.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="datagrams of at most 1,400 bytes, or one bundle per frame")
+    parser.add_argument("--vmc-face-only", action="store_true", help="head, neck, spine and face only (works without 3D keypoints)")
+    parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face to learn from (default 2)")
+    parser.add_argument("--osc", metavar="HOST:PORT", help="raw keypoints as OSC /sapiens/person/<id>/<keypoint>")
+    parser.add_argument("--speed", type=positive_float, default=1.0, help="playback speed (default 1: the recorded pace)")
+    parser.add_argument("--loop", action="store_true", help="start over at the end, until Ctrl+C")
+    parser.set_defaults(func=_cmd_stream)
+
+
+def _cmd_stream(args) -> int:
+    from realtime.replay import StreamOptions, stream
+
+    summary = stream(StreamOptions(tracks=args.tracks, vmc=args.vmc, osc=args.osc, vmc_person=args.vmc_person,
+                                   vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle, vmc_face_only=args.vmc_face_only,
+                                   face_calibrate=args.face_calibrate, speed=args.speed, loop=args.loop))
+    print("\n".join(summary.lines))
+    return 0
+
+
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.
-_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth, _add_export_model)
+_COMMANDS: tuple = (_add_run, _add_batch, _add_download, _add_export, _add_smooth, _add_stream, _add_export_model)
 
 
 _signalled: list[KeyboardInterrupt] = []  # the signal that asked this run to stop, if one did
