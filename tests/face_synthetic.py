@@ -18,6 +18,7 @@ from realtime.data import keypoint_table
 from realtime.rig.face import NOSE_DEPTH
 
 NAMES = [k["name"] for k in keypoint_table()["keypoints"]]
+_INDEX = {name: i for i, name in enumerate(NAMES)}
 FACE = keypoint_table()["groups"]["face"]["names"]
 IOD = 0.063
 FOCAL, CENTRE = 900.0, np.array([640.0, 360.0])
@@ -78,11 +79,14 @@ def face_points_head(p: FaceParams) -> dict[str, np.ndarray]:
     pts["center_of_lower_outer_lip"] = (0.0, mouth_y - 0.009 - p.lips - p.jaw * 0.5, 0.014)
     pts["tip_of_chin"] = (0.0, -0.115 - p.jaw, 0.006)
     out = {name: np.array(v, dtype=np.float64) for name, v in pts.items()}
-    rng = np.random.default_rng(7)  # the points the reader does not use: fixed spots on the face
     for name in FACE:
         if name not in out:
-            out[name] = np.array([rng.uniform(-0.07, 0.07), rng.uniform(-0.11, 0.04), rng.uniform(-0.05, 0.02)])
+            out[name] = _OTHER[name]
     return out
+
+
+_OTHER = {name: np.random.default_rng(7 + i).uniform([-0.07, -0.11, -0.05], [0.07, 0.04, 0.02])  # fixed spots on the face
+          for i, name in enumerate(FACE)}
 
 
 def head_matrix(p: FaceParams) -> np.ndarray:
@@ -91,9 +95,10 @@ def head_matrix(p: FaceParams) -> np.ndarray:
 
 def face_camera_points(p: FaceParams, head_position=(0.0, -0.1, 0.6)) -> dict[str, np.ndarray]:
     """Named face points in the camera frame (x right, y down, z forward), the face turned to the camera."""
-    rotation = head_matrix(p)
-    flip = np.diag([1.0, -1.0, -1.0])  # head / rig axes -> camera
-    return {name: flip @ (rotation @ v) + np.asarray(head_position) for name, v in face_points_head(p).items()}
+    points = face_points_head(p)
+    local = np.stack(list(points.values()))
+    cam = local @ head_matrix(p).T * [1.0, -1.0, -1.0] + np.asarray(head_position)  # head / rig axes -> camera
+    return dict(zip(points, cam))
 
 
 def project(points: np.ndarray) -> np.ndarray:
@@ -106,5 +111,5 @@ def face_keypoints(p: FaceParams, head_position=(0.0, -0.1, 0.6)) -> tuple[np.nd
     cam = face_camera_points(p, head_position)
     points3d = np.full((len(NAMES), 3), np.nan)
     for name, v in cam.items():
-        points3d[NAMES.index(name)] = v
+        points3d[_INDEX[name]] = v
     return project(points3d), points3d

@@ -8,7 +8,7 @@ Per frame, from one person's 2D keypoints (pixels):
 2. Measure features in those units: eye opening / eye width, iris position in the eye,
    chin below the nose (jaw), the inner lips' gap, mouth width, mouth corners above the
    mouth centre, inner / outer / mean brow height above the eye.
-3. Weight = clip((feature - neutral) / span, 0, 1), signed per blendshape; the neutral is
+3. Weight = clip((feature - neutral) / span, 0, 1) past a 5 % dead zone, signed per blendshape; the neutral is
    the median of the person's first `calibrate_seconds` (a neutral face is expected then;
    `recalibrate()` starts over); spans are fixed fractions of the neutral or of the IOD.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import numpy as np
@@ -52,6 +53,7 @@ JAW_SPAN, LIPS_SPAN = 0.6, 0.5          # IODs
 NARROW_SPAN, STRETCH_SPAN = 0.35, 0.3   # of the neutral mouth width
 CORNER_SPAN = 0.15                      # IODs
 BROW_SPAN = 0.15                        # IODs
+DEAD_ZONE = 0.05                        # of a span: changes below it are jitter
 
 _EYE = {side: dict(inner=f"{side}_inner_end_of_upper_lash_line", outer=f"{side}_outer_end_of_upper_lash_line",
                    upper=f"{side}_centerpoint_of_upper_eyelid_line", lower=f"{side}_centerpoint_of_lower_eyelid_line",
@@ -75,12 +77,13 @@ FEATURES = ("open_l", "open_r", "iris_x_l", "iris_x_r", "iris_y_l", "iris_y_r", 
             "nose_u", "nose_v", "roll")
 
 
-def face_point_names() -> list[str]:
+@lru_cache(maxsize=1)
+def face_point_names() -> tuple[str, ...]:
     """Every keypoint name the face reader uses."""
     names = [_NOSE, _NOSE_BOTTOM, _CHIN, *_MOUTH.values()]
     for side in ("l", "r"):
         names += list(_EYE[side].values()) + list(_BROW[side]["all"])
-    return list(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,14 @@ class FaceState:
 
 
 def _clip(value: float) -> float:
-    return float(np.clip(value, 0.0, 1.0))
+    value = float(value)
+    return value if 0.0 <= value <= 1.0 else (0.0 if not value > 0.0 else 1.0)  # NaN -> 0
+
+
+def _weight(ratio: float) -> float:
+    """A change / its span -> a weight in [0, 1], with a small dead zone so keypoint jitter on a
+    neutral face reads 0 rather than flickering."""
+    return _clip((ratio - DEAD_ZONE) / (1.0 - DEAD_ZONE))
 
 
 def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
@@ -127,15 +137,17 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
     ux = axis / iod
     uy = np.array([-ux[1], ux[0]])  # image y is down, x to the right: (-x_y, x_x) points down the face
     origin = (centre["l"] + centre["r"]) / 2
+    used = face_point_names()
+    local = (points[[index[n] for n in used]] - origin) @ np.stack([ux, uy], axis=1) / iod  # all used points at once
+    table = dict(zip(used, local))
 
     def uv(name: str) -> np.ndarray:
-        d = at(name) - origin
-        return np.array([d @ ux, d @ uy]) / iod
+        return table[name]
 
     def mean_uv(names: Sequence[str]) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(np.stack([uv(n) for n in names]), axis=0)
+            return np.nanmean(np.stack([table[n] for n in names]), axis=0)
 
     f = dict.fromkeys(FEATURES, np.nan)
     for s in ("l", "r"):
@@ -171,24 +183,24 @@ def blendshapes(features: np.ndarray, neutral: np.ndarray) -> tuple[np.ndarray, 
     w: dict[str, float] = {}
     for s, side in (("l", "Left"), ("r", "Right")):
         opening, rest = f[f"open_{s}"], max(n[f"open_{s}"], 1e-3)
-        w[f"eyeBlink{side}"] = _clip((rest - opening) / (BLINK_SPAN * rest))
-        w[f"eyeWide{side}"] = _clip((opening - rest) / (WIDE_SPAN * rest))
+        w[f"eyeBlink{side}"] = _weight((rest - opening) / (BLINK_SPAN * rest))
+        w[f"eyeWide{side}"] = _weight((opening - rest) / (WIDE_SPAN * rest))
         side_shift = (f[f"iris_x_{s}"] - n[f"iris_x_{s}"]) / LOOK_SIDE_SPAN
-        w[f"eyeLookOut{side}"], w[f"eyeLookIn{side}"] = _clip(side_shift), _clip(-side_shift)
+        w[f"eyeLookOut{side}"], w[f"eyeLookIn{side}"] = _weight(side_shift), _weight(-side_shift)
         down = (f[f"iris_y_{s}"] - n[f"iris_y_{s}"]) / LOOK_UP_SPAN
-        w[f"eyeLookDown{side}"], w[f"eyeLookUp{side}"] = _clip(down), _clip(-down)
+        w[f"eyeLookDown{side}"], w[f"eyeLookUp{side}"] = _weight(down), _weight(-down)
         corner = (f[f"corner_{s}"] - n[f"corner_{s}"]) / CORNER_SPAN
-        w[f"mouthSmile{side}"], w[f"mouthFrown{side}"] = _clip(corner), _clip(-corner)
+        w[f"mouthSmile{side}"], w[f"mouthFrown{side}"] = _weight(corner), _weight(-corner)
         brow = (f[f"brow_{s}"] - n[f"brow_{s}"]) / BROW_SPAN
-        w[f"browDown{side}"] = _clip(-brow)
-        w[f"browOuterUp{side}"] = _clip((f[f"brow_outer_{s}"] - n[f"brow_outer_{s}"]) / BROW_SPAN)
-    w["browInnerUp"] = _clip((f["brow_inner"] - n["brow_inner"]) / BROW_SPAN)
-    w["jawOpen"] = _clip((f["jaw"] - n["jaw"]) / JAW_SPAN)
-    lips = _clip((f["lips"] - n["lips"]) / LIPS_SPAN)
+        w[f"browDown{side}"] = _weight(-brow)
+        w[f"browOuterUp{side}"] = _weight((f[f"brow_outer_{s}"] - n[f"brow_outer_{s}"]) / BROW_SPAN)
+    w["browInnerUp"] = _weight((f["brow_inner"] - n["brow_inner"]) / BROW_SPAN)
+    w["jawOpen"] = _weight((f["jaw"] - n["jaw"]) / JAW_SPAN)
+    lips = _weight((f["lips"] - n["lips"]) / LIPS_SPAN)
     w["mouthClose"] = _clip(w["jawOpen"] - lips)  # ARKit: lips together although the jaw is open
     width = max(n["width"], 1e-3)
-    narrow = _clip((width - f["width"]) / (NARROW_SPAN * width))
-    stretch = _clip((f["width"] - width) / (STRETCH_SPAN * width))
+    narrow = _weight((width - f["width"]) / (NARROW_SPAN * width))
+    stretch = _weight((f["width"] - width) / (STRETCH_SPAN * width))
     w["mouthFunnel"] = narrow * lips  # rounded, lips apart ("oh")
     w["mouthPucker"] = narrow * (1.0 - lips)  # rounded, lips together (a kiss)
     w["mouthStretchLeft"] = w["mouthStretchRight"] = stretch
