@@ -119,8 +119,6 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
                      "(default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one machine)")
     out.add_argument("--vmc-face-only", action="store_true", help="--vmc sends the head, neck, spine and the face expression "
                      "only (a person at a desk; needs no depth task)")
-    out.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the start "
-                     "from which each person's face baseline is learned (default 2)")
     out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score "
                      "(datagrams of at most 1,400 bytes)")
     _add_model_options(p)
@@ -194,6 +192,8 @@ def _add_smoothing_options(p) -> None:
     d = p.add_argument_group("smoothing")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
     d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
+    d.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the start "
+                   "from which each person's face baseline is learned (default 2)")
 
 
 def _add_source_options(p):
@@ -254,7 +254,7 @@ def _people_options(args):
 def _smoothing_options(args):
     from realtime.options import SmoothingOptions
 
-    return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness)
+    return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness, face_calibrate=args.face_calibrate)
 
 
 def _source_options(args):

@@ -9,6 +9,7 @@ own fields; nobody mutates another stage's fields:
     detect   people (box, box_score), boxes_from
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
+    face     people (face, head_rotation)
     render   overlay
 
 Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
@@ -41,6 +42,10 @@ class Person:
     predicted:          (K,) bool, True where the filter predicted instead of measuring
                         (set together with keypoints_smoothed).
     keypoints3d:        (K, 3) float32 metres in the camera frame, NaN where unknown.
+    face:               (F,) float32 expression weights in [0, 1], ARKit blendshapes in the order of
+                        `realtime.rig.face.ARKIT_NAMES`; None where the face could not be read.
+    head_rotation:      (4,) float32 quaternion x, y, z, w of the head relative to the person's
+                        neutral head, rig axes (Y up, facing +Z); set together with `face`.
     """
 
     box: np.ndarray
@@ -51,6 +56,8 @@ class Person:
     keypoints_smoothed: Optional[np.ndarray] = None
     predicted: Optional[np.ndarray] = None
     keypoints3d: Optional[np.ndarray] = None
+    face: Optional[np.ndarray] = None
+    head_rotation: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         if np.shape(self.box) != (4,):

@@ -66,6 +66,7 @@ class SmoothingOptions:
 
     smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
     smoothness: float = 0.5  # 0 = raw, 1 = strongest
+    face_calibrate: float = 2.0  # seconds of each person's first face from which its neutral is learned
 
 
 @dataclass(frozen=True)

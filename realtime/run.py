@@ -34,6 +34,7 @@ from realtime.models.loading import cli_name, download_command, missing_weights
 from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
+from realtime.rig.face import FaceStage
 from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
@@ -161,6 +162,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
             *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, info)),  # launch, then collect
             SmoothStage(IdentityTracker() if mode.follows_people else None, smoother if mode.follows_people else None, feedback),
         ]
+        if "pose" in models and mode.follows_people:  # expressions and head rotation per tracked person (tracks "face")
+            stages.append(FaceStage(keypoint_names(), calibrate_seconds=options.face_calibrate))
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:

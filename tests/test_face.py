@@ -146,3 +146,35 @@ def test_an_unreadable_face_gives_none():
     scores = np.full(len(NAMES), 0.9)
     scores[NAMES.index("tip_of_nose")] = 0.05  # below the trusted score
     assert solver.update(0.0, face_keypoints(NEUTRAL)[0], scores) is None
+
+
+def test_the_face_stage_fills_people_and_the_tracks_file_keeps_it(tmp_path):
+    from realtime.export.jsonl import read_tracks
+    from realtime.frames import Frame, Person
+    from realtime.rig.face import FaceStage
+    from realtime.sinks.tracks import TrackWriter
+
+    stage = FaceStage(NAMES, calibrate_seconds=0.5)
+    path = tmp_path / "t.jsonl"
+    written = []
+    with TrackWriter(path, keypoint_names=NAMES, image_size=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
+        for i in range(30):
+            params = NEUTRAL if i < 20 else dataclasses.replace(NEUTRAL, jaw=0.02, yaw=15)
+            points = face_keypoints(params)[0]
+            known = np.isfinite(points).all(axis=1)
+            points[~known] = 100.0  # the body points this face has not: somewhere
+            people = (Person(box=np.array([0, 0, 99, 99], np.float32), track_id=5, keypoints=points.astype(np.float32),
+                             keypoint_scores=np.full(len(NAMES), 0.9, np.float32)),
+                      Person(box=np.array([0, 0, 9, 9], np.float32), keypoints=points.astype(np.float32),
+                             keypoint_scores=np.full(len(NAMES), 0.9, np.float32)))  # tentative: no face read
+            frame = stage.process(Frame(index=i, timestamp=i / 30, image=np.zeros((2, 2, 3), np.uint8), people=people))
+            assert frame.people[1].face is None
+            written.append(frame.people[0])
+            w.write(frame)
+    track = read_tracks(path).person(5)
+    faces = np.stack([p.face for p in written])
+    np.testing.assert_allclose(track.face, faces, atol=1e-3)
+    np.testing.assert_allclose(track.head_rotation, np.stack([p.head_rotation for p in written]), atol=1e-4)
+    assert track.face[-1, ARKIT_NAMES.index("jawOpen")] > 0.3 and track.face[:20].max() < 0.05
+    yaw = Rotation.from_quat(track.head_rotation[-1]).as_euler("YXZ", degrees=True)[0]
+    assert yaw == pytest.approx(15, abs=6)

@@ -7,7 +7,9 @@ Schema version 1, one JSON object per line:
      "fps": float, "source": str, "model": {...}, "software": {...}}
     {"type": "frame", "frame": int, "t": seconds, "people": [
         {"id": int | null, "box": [x1, y1, x2, y2, score], "kpts": [[x, y, score] x K],
-         "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed)}]}
+         "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed),
+         "face": {"eyeBlinkLeft": w, ...}  (ARKit blendshape weights in [0, 1], when the face was read),
+         "head": [x, y, z, w]  (head rotation quaternion relative to the neutral head, rig axes, with "face")}]}
 
 Pixels of the original image (x right, y down); `kpts3d` in metres in the
 camera frame (x right, y down, z forward); a value that is not known is `null`.
@@ -194,7 +196,20 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: 
         if track_id is None:
             unseen.append((row, kpts, box, points3d))
         else:
-            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted))
+            face = _face(person.get("face"))
+            head = None if person.get("head") is None else _numbers(person["head"], "head").reshape(4)
+            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted, face, head))
+
+
+def _face(value) -> Optional[np.ndarray]:
+    """{"eyeBlinkLeft": w, ...} -> (F,) in ARKIT_NAMES order, NaN for names the record lacks; None when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("face is not an object of blendshape weights")
+    from realtime.rig.face import ARKIT_NAMES
+
+    return np.array([np.nan if value.get(name) is None else float(value[name]) for name in ARKIT_NAMES])
 
 
 def read_tracks(path: str | Path) -> Tracks:
@@ -211,7 +226,7 @@ def read_tracks(path: str | Path) -> Tracks:
     frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
     sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
-    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d or None, predicted or None)]
+    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d, predicted, face, head), None where absent]
     unseen: list[tuple] = []  # people without an id in a file that is not tracked: [(row, kpts, box, kpts3d or None)]
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
@@ -237,14 +252,23 @@ def read_tracks(path: str | Path) -> Tracks:
         has_3d = any(entry[4] is not None for entry in seen[track_id])
         points3d = np.full((T, num_keypoints, 3), np.nan) if has_3d else None
         predicted = np.zeros((T, num_keypoints), dtype=bool)
-        for row, kpts, box, was_smoothed, xyz, was_predicted in seen[track_id]:
+        face = head = None
+        if any(entry[6] is not None for entry in seen[track_id]):
+            from realtime.rig.face import ARKIT_NAMES
+
+            face, head = np.full((T, len(ARKIT_NAMES)), np.nan), np.full((T, 4), np.nan)
+        for row, kpts, box, was_smoothed, xyz, was_predicted, row_face, row_head in seen[track_id]:
+            if row_face is not None:
+                face[row] = row_face
+            if row_head is not None and head is not None:
+                head[row] = row_head
             keypoints[row], scores[row], boxes[row] = kpts[:, :2], kpts[:, 2], box
             present[row], smoothed[row] = True, was_smoothed
             if xyz is not None:
                 points3d[row] = xyz
             if was_predicted is not None and was_predicted.shape == (num_keypoints,):
                 predicted[row] = was_predicted
-        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted)
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head)
 
     return Tracks(
         header=header,

@@ -35,6 +35,10 @@ class PersonTrack:
                  when no frame of this person carried `kpts3d`.
     predicted:   (T, K) bool, True where the live filter predicted or held a keypoint
                  instead of measuring it (the file's `predicted`); False elsewhere.
+    face:        (T, F) float64 ARKit blendshape weights (`realtime.rig.face.ARKIT_NAMES` order),
+                 NaN where not read, or None when no frame carried `face`.
+    head_rotation: (T, 4) float64 head quaternions x, y, z, w (rig axes, relative to the neutral
+                 head), NaN where not read, or None with `face`.
     """
 
     id: int
@@ -45,6 +49,8 @@ class PersonTrack:
     smoothed: np.ndarray
     keypoints3d: Optional[np.ndarray] = None
     predicted: Optional[np.ndarray] = None
+    face: Optional[np.ndarray] = None
+    head_rotation: Optional[np.ndarray] = None
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)

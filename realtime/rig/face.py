@@ -31,6 +31,8 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from realtime.frames import Frame
+
 log = logging.getLogger(__name__)
 
 ARKIT_NAMES = (
@@ -138,7 +140,8 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
     uy = np.array([-ux[1], ux[0]])  # image y is down, x to the right: (-x_y, x_x) points down the face
     origin = (centre["l"] + centre["r"]) / 2
     used = face_point_names()
-    local = (points[[index[n] for n in used]] - origin) @ np.stack([ux, uy], axis=1) / iod  # all used points at once
+    with np.errstate(all="ignore"):
+        local = (points[[index[n] for n in used]] - origin) @ np.stack([ux, uy], axis=1) / iod  # all used points at once
     table = dict(zip(used, local))
 
     def uv(name: str) -> np.ndarray:
@@ -243,7 +246,8 @@ class FaceSolver:
         """keypoints (K, 2) px (NaN unknown), scores (K,) or None. None when the face cannot be read."""
         if keypoints is None:
             return None
-        features = face_features(keypoints, self.index, scores)
+        with np.errstate(all="ignore"):
+            features = face_features(keypoints, self.index, scores)
         if features is None:
             return None
         calibrated = self.neutral is not None
@@ -259,8 +263,10 @@ class FaceSolver:
                 log.info("face neutral learned from %.1f s", timestamp - self._start)
         else:
             neutral = self.neutral
-        weights, lips = blendshapes(features, neutral)
-        return FaceState(weights, lips, head_rotation(features, neutral), calibrated)
+        with np.errstate(all="ignore"):  # unknown points: NaN features, weight 0
+            weights, lips = blendshapes(features, neutral)
+            rotation = head_rotation(features, neutral)
+        return FaceState(weights, lips, rotation, calibrated)
 
 
 def vrm_presets(face: FaceState) -> dict[str, float]:
@@ -288,3 +294,38 @@ def vrm_presets(face: FaceState) -> dict[str, float]:
 def vmc_blend_values(face: FaceState) -> list[tuple[str, float]]:
     """(name, weight) for /VMC/Ext/Blend/Val: every ARKit name, then the VRM 1.0 presets."""
     return list(face.as_dict().items()) + list(vrm_presets(face).items())
+
+
+class FaceStage:
+    """Pipeline stage after smooth: each tracked person's face (`Person.face`, `Person.head_rotation`),
+    with a `FaceSolver` per track id (the neutral learned over its first `calibrate_seconds`)."""
+
+    name = "face"
+
+    def __init__(self, keypoint_names: Sequence[str], *, calibrate_seconds: float = 2.0, forget_after: float = 5.0):
+        self.keypoint_names = list(keypoint_names)
+        self.calibrate_seconds = calibrate_seconds
+        self.forget_after = forget_after  # seconds unseen before a track's solver is dropped
+        self._solvers: dict[int, tuple[FaceSolver, float]] = {}
+
+    def process(self, frame: Frame) -> Frame:
+        people = []
+        for person in frame.people:
+            points = person.best_keypoints
+            if person.track_id is None or points is None:
+                people.append(person)
+                continue
+            solver = self._solvers.get(person.track_id, (None, 0.0))[0] or FaceSolver(self.keypoint_names, calibrate_seconds=self.calibrate_seconds)
+            self._solvers[person.track_id] = (solver, frame.timestamp)
+            state = solver.update(frame.timestamp, points, person.keypoint_scores)
+            if state is not None:
+                person = person.replace(face=state.weights.astype(np.float32), head_rotation=state.head_rotation.astype(np.float32))
+            people.append(person)
+        stale = [k for k, (_, seen) in self._solvers.items() if frame.timestamp - seen > self.forget_after]
+        for k in stale:
+            del self._solvers[k]
+        return frame.replace(people=tuple(people))
+
+    def close(self) -> None:
+        self._solvers.clear()
+

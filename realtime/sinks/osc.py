@@ -362,7 +362,7 @@ class VmcSink:
             performer.last_seen = frame.timestamp
         face = None
         if person is not None:
-            face = getattr(person, "face", None) or performer.face.update(frame.timestamp, person.best_keypoints, person.keypoint_scores)
+            face = performer.face.update(frame.timestamp, person.best_keypoints, person.keypoint_scores)  # its own --face-calibrate
         if self.face_only:
             names, positions, rotations, tracking = self._face_only_pose(performer, face)
         else:

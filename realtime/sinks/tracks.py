@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 _BOX = (PX_DECIMALS,) * 4 + (SCORE_DECIMALS,)
 _KPT = (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS)
 _XYZ = (METRE_DECIMALS,) * 3
+_QUAT = (SCORE_DECIMALS + 1,) * 4
 
 @lru_cache(maxsize=16)
 def _template(count: int, decimals: tuple[int, ...]) -> str:
@@ -69,7 +70,19 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         text += f',"predicted":[{",".join("1" if p else "0" for p in np.asarray(person.predicted).tolist())}]'
     if person.keypoints3d is not None:
         text += f',"kpts3d":{_rows_json(person.keypoints3d, _XYZ, num_keypoints)}'
+    if person.face is not None:
+        text += f',"face":{_face_json(person.face)}'
+    if person.head_rotation is not None:
+        text += f',"head":{_rows_json(person.head_rotation, _QUAT, 1)[1:-1]}'
     return text + "}"
+
+
+def _face_json(weights: np.ndarray) -> str:
+    """{"eyeBlinkLeft":0.123,...}: ARKit name -> weight (realtime.rig.face.ARKIT_NAMES order)."""
+    from realtime.rig.face import ARKIT_NAMES
+
+    values = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0)
+    return "{" + ",".join(f'"{name}":{value:.{SCORE_DECIMALS}f}' for name, value in zip(ARKIT_NAMES, values)) + "}"
 
 
 class TrackWriter:
