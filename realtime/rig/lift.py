@@ -1,0 +1,113 @@
+"""A body every frame: 2D keypoints lifted to 3D between depth frames.
+
+Depth (the pointmap) runs every N frames; pose every frame. On a depth frame the
+measured 3D keypoints pass through and re-anchor the lifter;
+between them each frame's 2D keypoints are lifted:
+
+1. Camera intrinsics (fx, fy, cx, cy) are fitted by least squares to every depth
+   frame's pairs of 2D keypoints and 3D points (u = fx X/Z + cx, v = fy Y/Z + cy).
+2. The root's (left hip's) depth is the last depth frame's, scaled by how the torso's
+   outline in the image changed (z ~ 1 / size).
+3. Every keypoint keeps its depth relative to the root from the last depth frame and
+   lies on its pixel's ray at that depth: x and y follow the image every frame, depth
+   offsets are refreshed on each depth frame. (Solving each bone's depth from its length
+   instead was tried: near-fronto-parallel bones make it ill-conditioned, 1 px of noise
+   moved joints by centimetres.)
+Not done: stabilising the pointmap's per-frame scale by the ratio of a depth frame's bone
+lengths to the clip's (tried: with 1.5 cm of per-point noise the ratio's own noise is as
+large as a 2 % scale jitter, and bench/rig.py measured it worse).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ROOT = "left_hip"
+TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
+MIN_SCORE = 0.3
+
+
+class Intrinsics:
+    """Least-squares fx, cx and fy, cy from (2D px, 3D camera metres) pairs, accumulated."""
+
+    def __init__(self) -> None:
+        self._sums = np.zeros((2, 5))  # per axis: sum a, sum a^2, sum u, sum a u, n  (a = X/Z)
+
+    def add(self, pixels: np.ndarray, points: np.ndarray) -> None:
+        ok = np.isfinite(pixels).all(axis=1) & np.isfinite(points).all(axis=1) & (points[:, 2] > 1e-3)
+        for axis in (0, 1):
+            a, u = points[ok, axis] / points[ok, 2], pixels[ok, axis]
+            self._sums[axis] += [a.sum(), (a * a).sum(), u.sum(), (a * u).sum(), ok.sum()]
+
+    @property
+    def ready(self) -> bool:
+        return bool((self._sums[:, 4] >= 4).all())
+
+    def solve(self) -> np.ndarray:
+        """(fx, fy, cx, cy)."""
+        out = []
+        for sa, saa, su, sau, n in self._sums:
+            det = n * saa - sa * sa
+            f = (n * sau - sa * su) / det
+            out.append((f, (su - f * sa) / n))
+        (fx, cx), (fy, cy) = out
+        return np.array([fx, fy, cx, cy])
+
+
+def rays(pixels: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
+    """(K, 2) px -> (K, 3) ray directions with z = 1."""
+    fx, fy, cx, cy = intrinsics
+    return np.stack([(pixels[:, 0] - cx) / fx, (pixels[:, 1] - cy) / fy, np.ones(len(pixels))], axis=1)
+
+
+class Lifter:
+    """One person's 3D keypoints on every frame from 2D keypoints and the depth frames among them."""
+
+    def __init__(self, keypoint_names: Sequence[str]):
+        self.names = list(keypoint_names)
+        index = {n: i for i, n in enumerate(self.names)}
+        self.root = index[ROOT]
+        self.torso = np.array([(index[a], index[b]) for a, b in TORSO])
+        self.intrinsics = Intrinsics()
+        self._last3d: Optional[np.ndarray] = None
+        self._last_size: float = np.nan
+
+    def reset(self) -> None:
+        """Forget the person (the intrinsics stay: they are the camera's)."""
+        self._last3d, self._last_size = None, np.nan
+
+    def _torso_size(self, pixels: np.ndarray) -> float:
+        """The torso's sides in the image (hip to shoulder, left and right): its scale."""
+        d = np.linalg.norm(pixels[self.torso[:, 1]] - pixels[self.torso[:, 0]], axis=1)
+        return float(d.sum()) if np.isfinite(d).all() else np.nan
+
+    def update(self, pixels: np.ndarray, points3d: Optional[np.ndarray] = None, scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """pixels (K, 2), points3d (K, 3) camera metres on a depth frame (else None), scores (K,).
+        Returns (K, 3) camera metres (NaN where unknown), or None before the first depth frame."""
+        pixels = np.asarray(pixels, dtype=np.float64)
+        if scores is not None:
+            pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
+        if points3d is not None and np.isfinite(points3d[self.root]).all():
+            points3d = np.asarray(points3d, dtype=np.float64)
+            self.intrinsics.add(pixels, points3d)
+            self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
+            return points3d
+        if self._last3d is None or not self.intrinsics.ready:
+            return None
+        return self._lift(pixels)
+
+    def _lift(self, pixels: np.ndarray) -> np.ndarray:
+        last = self._last3d
+        ray = rays(pixels, self.intrinsics.solve())
+        size = self._torso_size(pixels)
+        scale = self._last_size / size if np.isfinite(size) and np.isfinite(self._last_size) and size > 0 else 1.0
+        root_depth = last[self.root, 2] * scale
+        if not np.isfinite(root_depth):
+            return np.full((len(self.names), 3), np.nan)
+        depth = root_depth + (last[:, 2] - last[self.root, 2])  # each point's depth relative to the root, carried over
+        return ray * depth[:, None]
