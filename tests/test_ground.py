@@ -109,3 +109,22 @@ def test_without_noise_the_lifted_body_and_floor_are_close():
     assert results["joint_error_lifted_mm"] < 40
     assert results["floor_up_error_deg"] < 0.5
     assert results["slide_after_mm_per_frame"] < 0.7 * results["slide_before_mm_per_frame"]
+
+
+def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
+    from realtime.frames import Frame, Person
+    from realtime.sinks.osc import VmcSink
+
+    truth = walk(40)
+    sink = VmcSink("127.0.0.1", 9, NAMES, filter_method="none")  # messages() only builds them: nothing is sent
+    bones = []
+    for t in range(40):
+        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=truth.pixels[t].astype(np.float32),
+                        keypoint_scores=np.where(np.isfinite(truth.pixels[t, :, 0]), 0.9, 0.0).astype(np.float32),
+                        keypoints3d=truth.camera[t].astype(np.float32) if t % 5 == 0 else None)
+        body, _ = sink.messages(Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,)),
+                                sink._performer(0), person)
+        bones.append({args[0]: np.array(args[4:8]) for address, args in body if address == "/VMC/Ext/Bone/Pos"})
+    sink.close()
+    for t in range(1, 40):  # the legs turn on frames without depth too
+        assert not np.allclose(bones[t]["LeftUpperLeg"], bones[t - 1]["LeftUpperLeg"]), t

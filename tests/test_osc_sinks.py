@@ -168,10 +168,18 @@ def test_osc_sends_each_known_keypoint(receiver, camera):
     tags, args = by_address["/sapiens/person/3/left_wrist"]
     assert tags == "ffff"
     np.testing.assert_allclose(args, [*(camera[0, NAMES.index("left_wrist")] + [1.5, 0, 0]), 0.9], atol=1e-5)
-    # without 3D: pixels and a score
+    # a frame between depth frames: the same pose lifted from its 2D keypoints, in 3D
     flat = frame.replace(people=(frame.people[0].replace(keypoints3d=None),))
     sink.write(flat)
     person_bundle = [m for b in receiver.bundles(sink.sender.sent - datagrams)[1:] for m in b]
+    tags, args = {a: (t, v) for a, t, v in person_bundle}["/sapiens/person/3/left_wrist"]
+    assert tags == "ffff"
+    assert args[2] == pytest.approx(camera[0, NAMES.index("left_wrist"), 2], abs=1e-4)  # the same image: the same depth
+    sink.close()
+    # a run without depth: pixels and a score
+    sink = OscKeypointSink("127.0.0.1", receiver.port, NAMES, filter_method="none")
+    sink.write(flat)
+    person_bundle = [m for b in receiver.bundles(sink.sender.sent)[1:] for m in b]
     tags, args = {a: (t, v) for a, t, v in person_bundle}["/sapiens/person/3/left_wrist"]
     assert tags == "fff" and args[2] == pytest.approx(0.9, abs=1e-6)
     sink.close()

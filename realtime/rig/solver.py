@@ -401,6 +401,7 @@ class LiveSolver:
         self._offsets: deque = deque(maxlen=history)
         self._ends: deque = deque(maxlen=history)
         self._skeleton: Optional[Skeleton] = None
+        self._default: Optional[Skeleton] = None
         self._floor = np.zeros(3)
         self._since_refresh = 0
         self._origin: Optional[np.ndarray] = None
@@ -418,8 +419,10 @@ class LiveSolver:
     def rest_skeleton(self) -> Skeleton:
         """The skeleton estimated so far; before any measurement the default bone offsets."""
         if self._skeleton is None:
-            count = len(self.bones)
-            return robust_skeleton(self.bones, np.full((1, count, 3), np.nan), np.full((1, count, 3), np.nan))
+            if self._default is None:
+                count = len(self.bones)
+                self._default = robust_skeleton(self.bones, np.full((1, count, 3), np.nan), np.full((1, count, 3), np.nan))
+            return self._default
         return self._skeleton
 
     def update(self, points3d: np.ndarray) -> LivePose:

@@ -33,6 +33,9 @@ Raw keypoints (`--osc`), per frame:
     /sapiens/person/<id>/frame (i)index                       first in every bundle
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)z (f)score   metres, camera frame (x right, y down, z forward)
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)score        image pixels, when the run has no 3D (no depth task)
+
+Both send 3D on every frame when depth runs every N frames: between depth frames the
+person's 2D keypoints are lifted (`realtime.rig.lift.Lifter`).
 """
 
 from __future__ import annotations
@@ -263,10 +266,12 @@ class _Performer:
 
     def __init__(self, keypoint_names: Sequence[str], fingers: bool, face_calibrate: float):
         from realtime.rig.face import FaceSolver
+        from realtime.rig.lift import Lifter
         from realtime.rig.solver import LiveSolver
 
         self.solver = LiveSolver(list(keypoint_names), fingers=fingers)
         self.face = FaceSolver(list(keypoint_names), calibrate_seconds=face_calibrate)
+        self.lifter = Lifter(list(keypoint_names))
         self.track: Optional[int] = None
         self.last_seen = -np.inf
 
@@ -274,6 +279,7 @@ class _Performer:
         self.track = track
         self.solver.reset()
         self.face.reset()
+        self.lifter.reset()
 
 
 class VmcSink:
@@ -367,9 +373,11 @@ class VmcSink:
             names, positions, rotations, tracking = self._face_only_pose(performer, face)
         else:
             points = np.full((self.num_keypoints, 3), np.nan)
-            if person is not None and person.keypoints3d is not None:
+            measured = None if person is None else performer.lifter.update(person.best_keypoints, person.keypoints3d,
+                                                                            person.keypoint_scores)  # lifted between depth frames
+            if measured is not None:
                 track = person.track_id if person.track_id is not None else -1
-                points = self.filter(frame.timestamp, track, person.keypoints3d, person.keypoint_scores)
+                points = self.filter(frame.timestamp, track, measured, person.keypoint_scores)
             pose = performer.solver.update(points)
             tracking = int(person is not None and not pose.held.all())
             positions = pose.skeleton.offsets.copy()
@@ -445,15 +453,26 @@ class OscKeypointSink:
         self.keypoint_names = list(keypoint_names)
         self.regions = keypoint_regions(self.keypoint_names)
         self.filter = Filter3D(filter_method, smoothness, len(keypoint_names))
+        self.lifters: dict[int, tuple] = {}  # track id -> (Lifter, last seen): 3D between depth frames
         self.frames = 0
+
+    def _lift(self, frame: Frame, person: Person) -> Optional[np.ndarray]:
+        from realtime.rig.lift import Lifter
+
+        lifter = self.lifters.get(person.track_id, (None, 0.0))[0] or Lifter(self.keypoint_names)
+        self.lifters[person.track_id] = (lifter, frame.timestamp)
+        for track in [k for k, (_, seen) in self.lifters.items() if frame.timestamp - seen > LOST_AFTER_SECONDS]:
+            del self.lifters[track]
+        return lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
 
     def write(self, frame: Frame) -> None:
         people = [p for p in frame.people if p.track_id is not None and p.keypoints is not None]  # receivers key on the id
         self.sender.send(osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(people)])]))
         for person in people:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
-            if person.keypoints3d is not None:
-                values = self.filter(frame.timestamp, person.track_id, person.keypoints3d, scores)
+            points3d = self._lift(frame, person)
+            if points3d is not None:
+                values = self.filter(frame.timestamp, person.track_id, points3d, scores)
             else:
                 values = np.asarray(person.best_keypoints, dtype=np.float64)
             known = np.isfinite(values).all(axis=-1)
