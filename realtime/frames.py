@@ -10,6 +10,7 @@ own fields; nobody mutates another stage's fields:
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, head_rotation)
+    ground   people (contacts)
     render   overlay
 
 Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
@@ -46,6 +47,8 @@ class Person:
                         `realtime.rig.face.ARKIT_NAMES`; None where the face could not be read.
     head_rotation:      (4,) float32 quaternion x, y, z, w of the head relative to the person's
                         neutral head, rig axes (Y up, facing +Z); set together with `face`.
+    contacts:           (2,) bool, the left and right foot on the floor (`realtime.rig.ground`);
+                        None until the floor is known or without 3D keypoints.
     """
 
     box: np.ndarray
@@ -58,6 +61,7 @@ class Person:
     keypoints3d: Optional[np.ndarray] = None
     face: Optional[np.ndarray] = None
     head_rotation: Optional[np.ndarray] = None
+    contacts: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         if np.shape(self.box) != (4,):

@@ -35,6 +35,7 @@ from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
 from realtime.rig.face import FaceStage
+from realtime.rig.ground import GroundStage
 from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
@@ -164,6 +165,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         ]
         if "pose" in models and mode.follows_people:  # expressions and head rotation per tracked person (tracks "face")
             stages.append(FaceStage(keypoint_names(), calibrate_seconds=options.face_calibrate))
+        if "pose" in models and "pointmap" in models and mode.follows_people:  # foot contact (tracks "contacts")
+            stages.append(GroundStage(keypoint_names()))
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:

@@ -128,3 +128,32 @@ def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
     sink.close()
     for t in range(1, 40):  # the legs turn on frames without depth too
         assert not np.allclose(bones[t]["LeftUpperLeg"], bones[t - 1]["LeftUpperLeg"]), t
+
+
+def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
+    from realtime.export.jsonl import read_tracks
+    from realtime.frames import Frame, Person
+    from realtime.rig.ground import GroundStage
+    from realtime.sinks.tracks import TrackWriter
+
+    truth = walk(240)
+    stage = GroundStage(NAMES)
+    path = tmp_path / "t.jsonl"
+    found = []
+    with TrackWriter(path, keypoint_names=NAMES, image_size=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
+        for t in range(240):
+            person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=4, keypoints=truth.pixels[t].astype(np.float32),
+                            keypoint_scores=np.where(np.isfinite(truth.pixels[t, :, 0]), 0.9, 0.0).astype(np.float32),
+                            keypoints3d=truth.camera[t].astype(np.float32) if t % 5 == 0 else None)
+            frame = stage.process(Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,)))
+            found.append(frame.people[0].contacts)
+            w.write(frame)
+    first = next(t for t, c in enumerate(found) if c is not None)
+    assert first == 5 * (GroundStage.MIN_CANDIDATES - 1)  # the floor after 30 depth frames
+    assert np.degrees(np.arccos(stage.floor.normal @ truth.up)) < 1.0
+    contacts = np.array(found[first:])
+    planted = truth.contacts[first:]
+    assert (contacts & planted).sum() / contacts.sum() > 0.8 and (contacts & planted).sum() / planted.sum() > 0.5
+    track = read_tracks(path).person(4)
+    np.testing.assert_array_equal(track.contacts[first:], contacts)
+    assert not track.contacts[:first].any()

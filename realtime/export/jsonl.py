@@ -9,7 +9,8 @@ Schema version 1, one JSON object per line:
         {"id": int | null, "box": [x1, y1, x2, y2, score], "kpts": [[x, y, score] x K],
          "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed),
          "face": {"eyeBlinkLeft": w, ...}  (ARKit blendshape weights in [0, 1], when the face was read),
-         "head": [x, y, z, w]  (head rotation quaternion relative to the neutral head, rig axes, with "face")}]}
+         "head": [x, y, z, w]  (head rotation quaternion relative to the neutral head, rig axes, with "face"),
+         "contacts": [left, right]  (1 where the foot is on the floor, once the floor is known)}]}
 
 Pixels of the original image (x right, y down); `kpts3d` in metres in the
 camera frame (x right, y down, z forward); a value that is not known is `null`.
@@ -198,7 +199,9 @@ def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: 
         else:
             face = _face(person.get("face"))
             head = None if person.get("head") is None else _numbers(person["head"], "head").reshape(4)
-            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted, face, head))
+            contacts = None if person.get("contacts") is None else np.array(person["contacts"], dtype=bool).reshape(2)
+            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted, face, head,
+                                                  contacts))
 
 
 def _face(value) -> Optional[np.ndarray]:
@@ -226,7 +229,7 @@ def read_tracks(path: str | Path) -> Tracks:
     frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
     sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
-    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d, predicted, face, head), None where absent]
+    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d, predicted, face, head, contacts)]
     unseen: list[tuple] = []  # people without an id in a file that is not tracked: [(row, kpts, box, kpts3d or None)]
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
@@ -257,7 +260,10 @@ def read_tracks(path: str | Path) -> Tracks:
             from realtime.rig.face import ARKIT_NAMES
 
             face, head = np.full((T, len(ARKIT_NAMES)), np.nan), np.full((T, 4), np.nan)
-        for row, kpts, box, was_smoothed, xyz, was_predicted, row_face, row_head in seen[track_id]:
+        contacts = np.zeros((T, 2), dtype=bool) if any(entry[8] is not None for entry in seen[track_id]) else None
+        for row, kpts, box, was_smoothed, xyz, was_predicted, row_face, row_head, row_contacts in seen[track_id]:
+            if row_contacts is not None:
+                contacts[row] = row_contacts
             if row_face is not None:
                 face[row] = row_face
             if row_head is not None and head is not None:
@@ -268,7 +274,7 @@ def read_tracks(path: str | Path) -> Tracks:
                 points3d[row] = xyz
             if was_predicted is not None and was_predicted.shape == (num_keypoints,):
                 predicted[row] = was_predicted
-        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head)
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head, contacts)
 
     return Tracks(
         header=header,

@@ -39,6 +39,8 @@ class PersonTrack:
                  NaN where not read, or None when no frame carried `face`.
     head_rotation: (T, 4) float64 head quaternions x, y, z, w (rig axes, relative to the neutral
                  head), NaN where not read, or None with `face`.
+    contacts:    (T, 2) bool, left / right foot on the floor (False where not known), or None when
+                 no frame carried `contacts`.
     """
 
     id: int
@@ -51,6 +53,7 @@ class PersonTrack:
     predicted: Optional[np.ndarray] = None
     face: Optional[np.ndarray] = None
     head_rotation: Optional[np.ndarray] = None
+    contacts: Optional[np.ndarray] = None
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)

@@ -26,6 +26,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.frames import Frame
+
 log = logging.getLogger(__name__)
 
 BAND = 0.03  # m: candidates this far above the fitted floor are feet in the air
@@ -165,3 +167,64 @@ class FootLock:
             target = out[hip] + reach * min(1.0, (length - 1e-6) / max(reach_len, 1e-9))
             out[foot] = points3d[foot] + (target - points3d[ankle]) if np.isfinite(shift).all() else points3d[foot]
         return out
+
+
+class GroundStage:
+    """Pipeline stage after smooth: foot contact per tracked person (`Person.contacts`).
+
+    The floor is the camera's, shared by everyone: fitted to the lowest foot points of the depth
+    frames (at least MIN_CANDIDATES of them, the last MAX_CANDIDATES, refitted every
+    REFIT_EVERY new ones). Between depth frames each person's 3D comes from a `Lifter`.
+    Contacts are None until the floor is known.
+    """
+
+    name = "ground"
+    MIN_CANDIDATES, MAX_CANDIDATES, REFIT_EVERY = 30, 600, 10
+
+    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0):
+        from realtime.rig.lift import Lifter
+
+        self.keypoint_names = list(keypoint_names)
+        self.forget_after = forget_after
+        self._new_lifter = lambda: Lifter(self.keypoint_names)
+        self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
+        self._candidates: deque = deque(maxlen=self.MAX_CANDIDATES)
+        self._since_fit = 0
+        self.floor: Optional[Floor] = None
+
+    def _add_candidate(self, points3d: np.ndarray) -> None:
+        point = lowest_foot_points(np.asarray(points3d, dtype=np.float64)[None], self.keypoint_names)[0]
+        if not np.isfinite(point).all():
+            return
+        self._candidates.append(point)
+        self._since_fit += 1
+        if len(self._candidates) >= self.MIN_CANDIDATES and (self.floor is None or self._since_fit >= self.REFIT_EVERY):
+            self.floor = fit_floor(np.stack(self._candidates))
+            self._since_fit = 0
+            for _, detector, _ in self._people.values():
+                if detector is not None:
+                    detector.floor = self.floor
+
+    def process(self, frame: Frame) -> Frame:
+        people = []
+        for person in frame.people:
+            if person.track_id is None or person.keypoints is None:
+                people.append(person)
+                continue
+            lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
+            lifter = lifter or self._new_lifter()
+            if person.keypoints3d is not None:
+                self._add_candidate(person.keypoints3d)
+            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
+            if detector is None and self.floor is not None:
+                detector = ContactDetector(self.floor, self.keypoint_names)
+            self._people[person.track_id] = (lifter, detector, frame.timestamp)
+            if detector is not None and points is not None:
+                person = person.replace(contacts=detector.update(frame.timestamp, points))
+            people.append(person)
+        for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
+            del self._people[track]
+        return frame.replace(people=tuple(people))
+
+    def close(self) -> None:
+        self._people.clear()

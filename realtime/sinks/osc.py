@@ -266,12 +266,14 @@ class _Performer:
 
     def __init__(self, keypoint_names: Sequence[str], fingers: bool, face_calibrate: float):
         from realtime.rig.face import FaceSolver
+        from realtime.rig.ground import FootLock
         from realtime.rig.lift import Lifter
         from realtime.rig.solver import LiveSolver
 
         self.solver = LiveSolver(list(keypoint_names), fingers=fingers)
         self.face = FaceSolver(list(keypoint_names), calibrate_seconds=face_calibrate)
         self.lifter = Lifter(list(keypoint_names))
+        self.lock = FootLock(list(keypoint_names))
         self.track: Optional[int] = None
         self.last_seen = -np.inf
 
@@ -378,6 +380,8 @@ class VmcSink:
             if measured is not None:
                 track = person.track_id if person.track_id is not None else -1
                 points = self.filter(frame.timestamp, track, measured, person.keypoint_scores)
+                if person.contacts is not None:  # a foot on the floor stays where it landed (no added latency)
+                    points = performer.lock.apply(points, person.contacts)
             pose = performer.solver.update(points)
             tracking = int(person is not None and not pose.held.all())
             positions = pose.skeleton.offsets.copy()

@@ -74,6 +74,8 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         text += f',"face":{_face_json(person.face)}'
     if person.head_rotation is not None:
         text += f',"head":{_rows_json(person.head_rotation, _QUAT, 1)[1:-1]}'
+    if person.contacts is not None:
+        text += f',"contacts":[{",".join("1" if c else "0" for c in np.asarray(person.contacts).tolist())}]'
     return text + "}"
 
 
