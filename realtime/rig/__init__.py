@@ -1,3 +1,6 @@
 """The humanoid rig: bone table (bones.py) and the solver from 3D keypoints to bone
-rotations with forward kinematics and a live solver (solver.py). Used live by the VMC
-sinks and offline by the BVH/glTF exporters."""
+rotations with forward kinematics and a live solver (solver.py); the face reader
+(face.py: ARKit weights and head rotation from the face keypoints, FaceStage), lifting
+2D keypoints to 3D between depth frames (lift.py), and the floor, foot contact and foot
+locking (ground.py, GroundStage). Used live by the VMC sinks and offline by the BVH/glTF
+exporters."""
