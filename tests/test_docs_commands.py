@@ -185,7 +185,7 @@ def _tracks_text(tmp: Path) -> str:
 
     camera = synthetic_clip(20)[4]
     image = np.zeros((2, 2, 3), np.uint8)
-    with TrackWriter(tmp / "walk.jsonl", keypoint_names=NAMES, image_size=(640, 480), fps=FPS, source="synthetic.mp4",
+    with TrackWriter(tmp / "walk.jsonl", keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4",
                      model={}, tracked=True) as writer:
         for t, xyz in enumerate(camera):
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]

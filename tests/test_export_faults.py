@@ -69,7 +69,7 @@ def test_openpose_into_a_folder_with_a_longer_earlier_export_removes_only_its_ow
 def test_coco_of_a_stills_run_gives_every_image_its_own_size(tmp_path):
     sizes = [(640, 480), (300, 200), (1024, 768)]
     path = tmp_path / "stills.jsonl"
-    with TrackWriter(path, keypoint_names=NAMES, image_size=sizes[0], fps=FPS, source="photos/", model={},
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=sizes[0], fps=FPS, source="photos/", model={},
                      stills=lambda i: f"photo{i}.jpg") as writer:
         for i, (w, h) in enumerate(sizes):
             writer.write(dataclasses.replace(make_frame(i, with_3d=False), image=np.zeros((h, w, 3), np.uint8)))
@@ -95,7 +95,7 @@ def test_track_ids_outside_int64_are_one_sentence_and_write_nothing(tracks, tmp_
 def test_a_run_too_short_to_confirm_anyone(tmp_path):
     """Two frames: the tracker confirms nobody, so every person is a tentative detection (id null)."""
     path = tmp_path / "short.jsonl"
-    with TrackWriter(path, keypoint_names=NAMES, image_size=IMAGE_SIZE, fps=FPS, source="s.mp4", model={}, tracked=True) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=IMAGE_SIZE, fps=FPS, source="s.mp4", model={}, tracked=True) as writer:
         for i in range(2):
             frame = make_frame(i)
             writer.write(dataclasses.replace(frame, people=tuple(dataclasses.replace(p, track_id=None) for p in frame.people)))

@@ -90,7 +90,7 @@ def _stills_file(path):
     base = np.stack([np.arange(len(names)), np.arange(len(names)) + 0.5], axis=1).astype(np.float32)
     person = Person(box=np.array([0, 0, 9, 9], np.float32), keypoints=base, keypoint_scores=np.full(len(names), 0.9, np.float32))
     files = ["a, b.jpg", "c.jpg"]
-    with TrackWriter(path, keypoint_names=names, image_size=(20, 10), fps=30, source="s", model={},
+    with TrackWriter(path, keypoint_names=names, image_wh=(20, 10), fps=30, source="s", model={},
                      stills=lambda i: files[i], tracked=False) as writer:
         writer.write(Frame(index=0, timestamp=0.0, image=np.zeros((10, 20, 3), np.uint8),
                            people=(person, person.replace(keypoints=base + 10))))

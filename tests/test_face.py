@@ -157,7 +157,7 @@ def test_the_face_stage_fills_people_and_the_tracks_file_keeps_it(tmp_path):
     stage = FaceStage(NAMES, calibrate_seconds=0.5)
     path = tmp_path / "t.jsonl"
     written = []
-    with TrackWriter(path, keypoint_names=NAMES, image_size=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
         for i in range(30):
             params = NEUTRAL if i < 20 else dataclasses.replace(NEUTRAL, jaw=0.02, yaw=15)
             points = face_keypoints(params)[0]

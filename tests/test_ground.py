@@ -140,7 +140,7 @@ def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
     stage = GroundStage(NAMES)
     path = tmp_path / "t.jsonl"
     found = []
-    with TrackWriter(path, keypoint_names=NAMES, image_size=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=30.0, source="synthetic", model={}, tracked=True) as w:
         for t in range(240):
             person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=4, keypoints=truth.pixels[t].astype(np.float32),
                             keypoint_scores=np.where(np.isfinite(truth.pixels[t, :, 0]), 0.9, 0.0).astype(np.float32),

@@ -66,7 +66,7 @@ def has_blender() -> bool:
 
 
 def _write_tracks(path: Path, camera: np.ndarray) -> Path:
-    with TrackWriter(path, keypoint_names=NAMES, image_size=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
         for t in range(len(camera)):
             xyz = camera[t]
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]

@@ -55,7 +55,7 @@ class Recorder:
 def tracks(tmp_path_factory):
     path = tmp_path_factory.mktemp("stream") / "take.jsonl"
     camera = synthetic_clip(len(TIMES))[4]
-    with TrackWriter(path, keypoint_names=NAMES, image_size=(640, 480), fps=25.0, source="synthetic", model={}, tracked=True) as w:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=25.0, source="synthetic", model={}, tracked=True) as w:
         for i, t in enumerate(TIMES):
             xy = 500.0 * camera[i, :, :2] / camera[i, :, 2:] + [320.0, 240.0]
             person = Person(box=np.array([10, 10, 300, 400], np.float32), track_id=2, keypoints=xy.astype(np.float32),

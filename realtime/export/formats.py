@@ -104,7 +104,7 @@ def export_tracks(
     tracks = read_tracks(tracks_path)
     if to in ONE_PERSON and person is None:
         _check_somebody(tracks, tracks_path, to)
-    if not tracks.people:
+    if not tracks.people and tracks.unidentified is None:
         log.warning("%s", _nobody(tracks, tracks_path) + f"; the {to} output has its {len(tracks)} frames and no person")
     if smooth is not None:
         tracks = smooth_tracks(tracks, smooth)
@@ -127,6 +127,7 @@ def _nobody(tracks: Tracks, tracks_path: Path) -> str:
 
 def _check_somebody(tracks: Tracks, tracks_path: Path, to: str) -> None:
     """One sentence for a one-person format when the tracks hold nobody to choose."""
+    tracks.require_identities(ONE_PERSON[to])  # stills: people, but none to follow over time
     if not tracks.people:
         raise UserError(f"{_nobody(tracks, tracks_path)}, so there is nobody to write as {ONE_PERSON[to]}; "
                         f"record a longer clip with the person in view, or export --to csv to keep the frames.")
