@@ -173,8 +173,15 @@ class GroupedQueryAttention(nn.Module):
         self.tie_qkv()
         self.register_load_state_dict_post_hook(_retie_after_load)
 
+    def _fusable(self) -> bool:
+        """wq/wk/wv are plain nn.Linear (not swapped for other layers, e.g. FP8)."""
+        return all(type(m) is nn.Linear for m in (self.wq, self.wk, self.wv))
+
     def qkv_tied(self) -> bool:
-        """Whether wq/wk/wv are still views into `qkv_weight` / `qkv_bias`."""
+        """Whether wq/wk/wv are still views into `qkv_weight` / `qkv_bias` (always, once swapped:
+        swapped layers run themselves)."""
+        if not self._fusable():
+            return True
         w, b = self.qkv_weight, self.qkv_bias
         return all(
             m.weight.untyped_storage().data_ptr() == w.untyped_storage().data_ptr()
@@ -186,6 +193,10 @@ class GroupedQueryAttention(nn.Module):
     def tie_qkv(self) -> None:
         """(Re)build the fused weight from wq/wk/wv and make those views into it."""
         parts = (self.wq, self.wk, self.wv)
+        if not self._fusable():  # swapped layers (FP8) run one by one: no fused copy to keep
+            self.register_buffer("qkv_weight", None, persistent=False)
+            self.register_buffer("qkv_bias", None, persistent=False)
+            return
         with torch.no_grad():
             weight = torch.cat([m.weight for m in parts])
             bias = torch.cat([m.bias for m in parts])
@@ -211,10 +222,20 @@ class GroupedQueryAttention(nn.Module):
     def forward(self, x: torch.Tensor, sin: torch.Tensor | None = None, cos: torch.Tensor | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         H, KV, hd = self.num_heads, self.kv_heads, self.head_dim
-        qkv = F.linear(x, self.qkv_weight, self.qkv_bias)  # (B, T, (H + 2 KV) hd): [q | k | v]
+        if self._fusable():
+            qkv = F.linear(x, self.qkv_weight, self.qkv_bias)  # (B, T, (H + 2 KV) hd): [q | k | v]
+        else:  # swapped layers (FP8) each run themselves
+            qkv = torch.cat([self.wq(x), self.wk(x), self.wv(x)], dim=-1)
         qk = qkv[..., : (H + KV) * hd].view(B, T, H + KV, hd)
         v = qkv[..., (H + KV) * hd :].view(B, T, KV, hd).transpose(1, 2)
-        if sin is not None:
+        if sin is not None and torch.jit.is_tracing():
+            # A traced export (ONNX) cannot follow the in-place writes below: the official
+            # out-of-place recipe, same numbers.
+            q, k = qk[:, :, :H].transpose(1, 2), qk[:, :, H:].transpose(1, 2)
+            if hasattr(self, "q_norm"):
+                q, k = self.q_norm(q), self.k_norm(k)
+            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+        elif sin is not None:
             # q and k side by side in one bf16 buffer: the norms write into it (the official
             # casts to bf16 after the norm), RoPE rotates it in place, one cast back.
             rot = torch.empty(B, T, H + KV, hd, dtype=sin.dtype, device=x.device)
