@@ -25,7 +25,7 @@ from safetensors.torch import load_file
 from realtime.models import load_model
 from realtime.models.fp8 import to_float8
 
-FIXTURES = Path(os.environ.get("SAPIENS_REFERENCE_DIR", Path(__file__).resolve().parents[2] / "shared" / "reference")) / "fixtures"
+FIXTURES = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resolve().parents[1] / "tests" / "reference") / "fixtures"
 VARIANTS = (("bf16", None), ("bf16 + FP8 all linears", "all"), ("bf16 + FP8 attention projections only", "attention"))
 
 
