@@ -109,18 +109,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
-    out.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC protocol "
-                     "(OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to Blender VMC4B, "
-                     "Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with --vmc-face-only)")
-    out.add_argument("--vmc-person", metavar="ID|all", help="track id to stream with --vmc (default: the largest person); "
-                     "all: person k (in order of appearance) to port PORT+k")
-    out.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
-    out.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="split: datagrams of at most 1,400 bytes "
-                     "(default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one machine)")
-    out.add_argument("--vmc-face-only", action="store_true", help="--vmc sends the head, neck, spine and the face expression "
-                     "only (a person at a desk; needs no depth task)")
-    out.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score "
-                     "(datagrams of at most 1,400 bytes)")
+    _add_live_motion_options(p.add_argument_group("live motion (VMC / OSC)"))
     _add_model_options(p)
     _add_people_options(p)
     _add_smoothing_options(p)
@@ -155,6 +144,22 @@ def _run_options(args):
     return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
                       people=_people_options(args), smoothing=smoothing, outputs=outputs,
                       live_outputs=LiveOutputOptions(view=args.view, sinks=sinks))
+
+
+def _add_live_motion_options(group) -> None:
+    """--vmc / --osc and their options, as `run` and `stream` take them."""
+    group.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC protocol "
+                       "(OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to Blender VMC4B, "
+                       "Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with --vmc-face-only)")
+    group.add_argument("--vmc-person", metavar="ID|all", help="track id to stream with --vmc (default: the largest person); "
+                       "all: person k (in order of appearance) to port PORT+k")
+    group.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
+    group.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="split: datagrams of at most 1,400 bytes "
+                       "(default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one machine)")
+    group.add_argument("--vmc-face-only", action="store_true", help="--vmc sends the head, neck, spine and the face expression "
+                       "only (a person at a desk; needs no depth task)")
+    group.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score "
+                       "(datagrams of at most 1,400 bytes)")
 
 
 # The option groups `run` and `batch` share: each fills one group of `realtime.options`.
@@ -457,13 +462,8 @@ def _add_stream(sub) -> None:
 exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="VMC receiver (repeatable; [::1]:39539 for IPv6)")
-    parser.add_argument("--vmc-person", metavar="ID|all", help="track id to send (default: the largest person); all: person k to PORT+k")
-    parser.add_argument("--vmc-fingers", action="store_true", help="also send the finger bones")
-    parser.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="datagrams of at most 1,400 bytes, or one bundle per frame")
-    parser.add_argument("--vmc-face-only", action="store_true", help="head, neck, spine and face only (works without 3D keypoints)")
+    _add_live_motion_options(parser)
     parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face to learn from (default 2)")
-    parser.add_argument("--osc", metavar="HOST:PORT", help="raw keypoints as OSC /sapiens/person/<id>/<keypoint>")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="playback speed (default 1: the recorded pace)")
     parser.add_argument("--loop", action="store_true", help="start over at the end, until Ctrl+C")
     parser.set_defaults(func=_cmd_stream)
