@@ -7,6 +7,7 @@ depend on weight values).
     python bench/models.py --official sapiens2.py   # also ours vs the official backbone, alternating
     python bench/models.py --before OLD/realtime/models/sapiens2.py   # and vs an earlier version of ours
     python bench/models.py --peers --official sapiens2.py   # ours vs official vs transformers, CPU fp32 only
+    python bench/models.py --peers --official sapiens2.py --before OLD/realtime/models/sapiens2.py   # and vs earlier ours
 
 `--peers` is what a user choosing an implementation would measure: in one process, fp32,
 the same random weights (ours copied into each peer) and input, alternating rounds at
@@ -29,6 +30,7 @@ import argparse
 import platform
 import re
 import statistics
+import sys
 import time
 
 import torch
@@ -85,6 +87,7 @@ def _module_from(path: str, name: str):
 
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # the importlib recipe: findable by name (the profiler labels its functions)
     spec.loader.exec_module(module)
     return module
 
@@ -180,9 +183,10 @@ def _parse_size(text: str) -> tuple[int, int]:
     return int(h), int(w)
 
 
-def bench_peers(official_path: str | None, sizes: list[tuple[int, int]], rounds: int) -> None:
-    """Ours, the official backbone and transformers in one process, fp32, the same random
-    weights and input, alternating rounds; medians and ratios per size."""
+def bench_peers(official_path: str | None, sizes: list[tuple[int, int]], rounds: int, before_path: str | None = None) -> None:
+    """Ours, the official backbone and transformers (and an earlier version of ours with
+    `before_path`) in one process, fp32, the same random weights and input, alternating
+    rounds; medians and ratios per size."""
     torch.manual_seed(0)
     ours = build_model("pose", "sapiens2_0.4b")
     print(f"peers: CPU {_cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}, fp32, "
@@ -191,6 +195,7 @@ def bench_peers(official_path: str | None, sizes: list[tuple[int, int]], rounds:
     official = load_official(official_path, ours.backbone) if official_path else None
     if official is None:
         print("  official: skipped (no --official path)")
+    before = load_before(before_path, ours.backbone) if before_path else None
     for height, width in sizes:
         theirs = load_transformers(ours, height, width)
         if theirs is None:
@@ -200,6 +205,8 @@ def bench_peers(official_path: str | None, sizes: list[tuple[int, int]], rounds:
             backbones["official"] = lambda x, m=official: m(x)[0]  # it returns a 1-tuple
         if theirs is not None:
             backbones["transformers"] = lambda x, m=theirs.model: m(x).last_hidden_state
+        if before is not None:
+            backbones["before"] = before
         poses = {"ours": ours}
         if theirs is not None:
             poses["transformers"] = lambda x, m=theirs: m(x).heatmaps
@@ -342,7 +349,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.peers:
-        bench_peers(args.official, [_parse_size(s) for s in args.sizes.split(",")], args.rounds)
+        bench_peers(args.official, [_parse_size(s) for s in args.sizes.split(",")], args.rounds, args.before)
         return
     model = build_model("pose", "sapiens2_0.4b")
     print(f"model: {model.arch} {model.task}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, random weights")

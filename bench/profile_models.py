@@ -2,7 +2,7 @@
 backbone and transformers (same random weights, fp32): `torch.profiler` over one forward
 after a warm-up.
 
-    python -m bench.profile_models --official sapiens2.py [--sizes 256x192,512x384] [--threads 1]
+    python -m bench.profile_models --official sapiens2.py [--before OLD/sapiens2.py] [--sizes 256x192,512x384] [--threads 1]
 
 Groups: GEMM (addmm/mm outside the labelled parts: the linear layers), attention (inside
 `scaled_dot_product_attention`), RoPE (inside each implementation's rotation function),
@@ -30,7 +30,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/models.py, run as a script or a module
-from models import _loadavg, _parse_size, load_official, load_transformers  # noqa: E402
+from models import _loadavg, _parse_size, load_before, load_official, load_transformers  # noqa: E402
 
 from realtime.models import build_model  # noqa: E402
 
@@ -69,9 +69,10 @@ def targets_for(impl: str, module) -> list[tuple[object, str, str]]:
     """What to label in each implementation: its RoPE function, norms, SDPA, patch embed, head."""
     common = [(F, "scaled_dot_product_attention", "attention"), (nn.RMSNorm, "forward", "norms"),
               (nn.InstanceNorm2d, "forward", "heads")]
-    if impl == "ours":
-        from realtime.models import heads, sapiens2
+    if impl in ("ours", "before"):
+        from realtime.models import heads
 
+        sapiens2 = sys.modules[type(module).__module__]  # ours, or the earlier file's module
         rope = [(sapiens2, name, "RoPE") for name in ("apply_rope", "rope_") if hasattr(sapiens2, name)]
         norms = [(sapiens2, name, "norms") for name in ("qk_norm",) if hasattr(sapiens2, name)]
         return common + rope + norms + [(sapiens2.PatchEmbed, "forward", "patch embed"),
@@ -119,6 +120,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--official", metavar="SAPIENS2_PY", help="the official standalone backbone file")
     parser.add_argument("--sizes", default="256x192,512x384")
+    parser.add_argument("--before", metavar="SAPIENS2_PY",
+                        help="realtime/models/sapiens2.py of an earlier checkout: profile that version of ours too")
     parser.add_argument("--threads", type=int)
     parser.add_argument("--pose", action="store_true", help="the whole pose model (ours, transformers) instead of backbones")
     args = parser.parse_args()
@@ -127,6 +130,7 @@ def main() -> None:
     torch.manual_seed(0)
     ours = build_model("pose", "sapiens2_0.4b")
     official = load_official(args.official, ours.backbone) if args.official and not args.pose else None
+    before = load_before(args.before, ours.backbone) if args.before and not args.pose else None
     print(f"profile: {torch.get_num_threads()} threads, torch {torch.__version__}, fp32, 0.4B "
           f"{'pose model' if args.pose else 'backbone'}, random weights; load average {_loadavg()}")
     for size in args.sizes.split(","):
@@ -134,6 +138,8 @@ def main() -> None:
         x = torch.randn(1, 3, h, w)
         theirs = load_transformers(ours, h, w)
         impls: dict[str, tuple[Callable, object]] = {"ours": (ours if args.pose else ours.backbone, ours.backbone)}
+        if before is not None:
+            impls["before"] = (before, before)
         if official is not None:
             impls["official"] = (official, official)
         if theirs is not None:

@@ -71,6 +71,67 @@ def test_in_place_swiglu_is_bit_identical(dtype):
         assert torch.equal(ffn(x), want)
 
 
+def _wide_swiglu(ffn: SwiGLUFFN, x: torch.Tensor) -> torch.Tensor:
+    """The official SwiGLU: one GEMM for [a | b], then w3(silu(a) * b)."""
+    a, b = F.linear(x, ffn.w12.weight, ffn.w12.bias).chunk(2, dim=-1)
+    return F.linear(F.silu(a) * b, ffn.w3.weight, ffn.w3.bias)
+
+
+@pytest.mark.parametrize(
+    "embed_dim, hidden, columns",
+    [(1024, 4096, sapiens2.CPU_GEMM_COLUMNS), (32, 128, 48)],  # the 0.4B's widths; a ragged last block
+    ids=["0.4b-widths", "ragged"],
+)
+def test_swiglu_in_column_blocks_is_bit_identical_to_one_wide_gemm(monkeypatch, embed_dim, hidden, columns):
+    monkeypatch.setattr(sapiens2, "CPU_GEMM_COLUMNS", columns)
+    blocks = []
+    monkeypatch.setattr(F, "linear", lambda x, w, b=None, _linear=F.linear: blocks.append(w.shape[0]) or _linear(x, w, b))
+    torch.manual_seed(0)
+    ffn = SwiGLUFFN(embed_dim, hidden).eval()
+    x = torch.randn(1, sapiens2.NUM_PREFIX_TOKENS + 192, embed_dim)  # the tokens of a 256x192 crop
+    with torch.no_grad():
+        got = ffn(x)
+        blocks_used = list(blocks)
+        want = _wide_swiglu(ffn, x)
+    expected = [min(columns, hidden - start) for start in range(0, hidden, columns) for _ in "ab"]
+    assert blocks_used == expected + [embed_dim]  # gate and up per block, then w3
+    assert torch.equal(got, want), (got - want).abs().max().item()
+
+
+@pytest.mark.parametrize("kv_heads", [16, 8], ids=["mha", "gqa"])
+def test_attention_at_the_0_4b_widths_is_bit_identical_to_the_official_recipe(kv_heads):
+    """q/k/v (3072 or 2048 output columns) go through `linear` in column blocks here."""
+    torch.manual_seed(kv_heads)
+    attn = GroupedQueryAttention(1024, num_heads=16, kv_heads=kv_heads).eval()
+    with torch.no_grad():
+        for name, p in attn.named_parameters():
+            p.uniform_(0.5, 1.5) if "norm" in name or "gamma" in name else p.normal_(0, 0.05)
+    sin, cos = sapiens2.rope_tables(sapiens2.rope_periods(64), 16, 12)
+    x = torch.randn(1, sapiens2.NUM_PREFIX_TOKENS + 192, 1024)
+    with torch.no_grad():
+        got, want = attn(x, sin, cos), official_attention(attn, x, sin, cos)
+    assert torch.equal(got, want), (got - want).abs().max().item()
+
+
+@pytest.mark.parametrize("columns", [3072, 2048, 1500])
+def test_linear_in_column_blocks_is_bit_identical(columns):
+    torch.manual_seed(columns)
+    weight, bias, x = torch.randn(columns, 256), torch.randn(columns), torch.randn(2, 37, 256)
+    with torch.no_grad():
+        assert torch.equal(sapiens2.linear(x, weight, bias), F.linear(x, weight, bias))
+
+
+def test_swiglu_with_autograd_or_off_the_cpu_path_is_one_wide_gemm(monkeypatch):
+    blocks = []
+    monkeypatch.setattr(F, "linear", lambda x, w, b=None, _linear=F.linear: blocks.append(w.shape[0]) or _linear(x, w, b))
+    ffn = SwiGLUFFN(32, 2048)
+    x = torch.randn(1, 5, 32)
+    ffn(x).sum().backward()  # training keeps the official graph
+    with torch.no_grad():
+        ffn.to(torch.bfloat16)(x.to(torch.bfloat16))  # other dtypes too
+    assert blocks == [4096, 32, 4096, 32]
+
+
 def _assert_tied(attn: GroupedQueryAttention) -> None:
     assert attn.qkv_tied()
     assert torch.equal(attn.qkv_weight, torch.cat((attn.wq.weight, attn.wk.weight, attn.wv.weight)))
