@@ -3,7 +3,9 @@ original timing: record once, perform into Blender / Unity later, or test a rece
 set-up without a camera.
 
 Frame i goes out at start + (t_i - t_0) / speed on a monotonic clock; with `loop` the
-file starts over one frame period after its last frame. The sinks are the run's own
+file starts over one frame period after its last frame. A live sender's work for a frame
+(solving the bones, reading the face, encoding the datagrams: `datagrams`) is done before
+the frame is due, so only the sending (`send`) happens at its time. The sinks are the run's own
 (`realtime.sinks.osc.motion_sinks`) fed with frames rebuilt from the file (boxes,
 keypoints, scores, 3D keypoints, track ids), with no live filter: the file holds what
 the run's filter already gave.
@@ -126,7 +128,7 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
     period = 1.0 / float(header["fps"]) if header["fps"] else 1.0 / 30.0
     sent, laps = 0, 0
     try:
-        start = clock.now()
+        start: Optional[float] = None
         offset = 0.0  # recorded seconds before this lap
         origin: Optional[float] = None
         while True:
@@ -135,12 +137,18 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
                 t = frame.timestamp if np.isfinite(frame.timestamp) else (last + period if last is not None else 0.0)
                 if origin is None:
                     origin = t
+                ready = [_prepare(sink, frame) for sink in sinks]  # the solving and encoding, before the frame is due
+                if start is None:
+                    start = clock.now()
                 due = start + (offset + t - origin) / options.speed
                 wait = due - clock.now()
                 if wait > 0:
                     clock.sleep(wait)
-                for sink in sinks:
-                    sink.write(frame)
+                for sink, prepared in zip(sinks, ready):
+                    if prepared is None:
+                        sink.write(frame)
+                    else:
+                        sink.send(prepared)
                 sent += 1
                 last = t
             laps += 1
@@ -159,3 +167,8 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
 
 def _any_3d(path: Path, num_keypoints: int) -> bool:
     return any(p.keypoints3d is not None for f in read_frames(path, num_keypoints) for p in f.people)
+
+
+def _prepare(sink, frame: Frame):
+    """What a live sender (VMC, OSC) will send for `frame` (None: a sink that only has `write`)."""
+    return sink.datagrams(frame) if hasattr(sink, "datagrams") and hasattr(sink, "send") else None

@@ -173,7 +173,9 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
 
 
 def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str], fingers: bool, rig: str) -> Path:
-    """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar."""
+    """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
+    every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
+    from realtime.export.curves import curves_path, performance_curves, write_curves
     from realtime.export.mocap import marks_path, motion_from_tracks, write_marks
     from realtime.export.to_bvh import write_bvh
     from realtime.export.to_fbx import check_blender, write_fbx
@@ -185,10 +187,14 @@ def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str],
     if to == "fbx":
         check_blender()  # before the work: one sentence with the install line
     motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
+    curves = performance_curves(chosen, MOTION_FORMATS[to])  # face and contacts: beside the file (realtime.export.curves)
     motion = retarget(motion, rig)
     if to in ("gltf", "vrma"):
-        return staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma"))
-    writer = write_bvh if to == "bvh" else write_fbx
-    staged(out, lambda target: writer(motion, target, fps))
-    staged(marks_path(out), lambda target: write_marks(motion, fps, target))
+        staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma"))
+    else:
+        writer = write_bvh if to == "bvh" else write_fbx
+        staged(out, lambda target: writer(motion, target, fps))
+        staged(marks_path(out), lambda target: write_marks(motion, fps, target))
+    if curves is not None:
+        staged(curves_path(out), lambda target: write_curves(curves, target))
     return out

@@ -17,7 +17,7 @@ import numpy as np
 
 from realtime.errors import UserError
 from realtime.rig.solver import Motion, solve
-from realtime.export.tracks import Tracks
+from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,26 @@ def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rt
     Returns the motion on a uniform grid and its frame rate (Hz).
     """
     person = tracks.single_person(what)
+    rows, nearest, grid, fps = clip_frames(tracks, person, what)
+    times = tracks.times[rows]
+    points = person.keypoints3d[rows]
+    if smooth is not None and len(times) > 1:
+        from trackers.offline import smooth_track
+
+        points = smooth_track(times, points, person.scores[rows], method=smooth)
+    if len(grid) != len(times):
+        log.info("%d tracks frames resampled to %d frames at %.3f fps", len(times), len(grid), fps)
+    motion = solve(points[nearest], tracks.keypoint_names, grid, fingers=fingers)
+    held = motion.held.mean() if motion.held.size else 0.0
+    if held > 0:
+        log.info("%.1f%% of bone rotations held over missing keypoints", 100 * held)
+    return motion, fps
+
+
+def clip_frames(tracks: Tracks, person: PersonTrack, what: str) -> tuple[slice, np.ndarray, np.ndarray, float]:
+    """The exported clip's frames: `rows`, the tracks rows from the person's first to last frame
+    with 3D keypoints; `nearest` (N,), the row (within `rows`) each clip frame takes; `grid` (N,),
+    the clip frames' times (s, from 0, steps of 1/fps); and fps."""
     if person.keypoints3d is None:
         raise UserError(NO_3D.format(what=what))
     seen = np.flatnonzero(person.present & np.isfinite(person.keypoints3d).any(axis=(1, 2)))
@@ -40,22 +60,11 @@ def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rt
         raise UserError(NO_3D.format(what=what))
     rows = slice(seen[0], seen[-1] + 1)
     times = tracks.times[rows]
-    points = person.keypoints3d[rows]
-    if smooth is not None and len(times) > 1:
-        from trackers.offline import smooth_track
-
-        points = smooth_track(times, points, person.scores[rows], method=smooth)
     fps = tracks.fps if tracks.fps > 0 else 30.0
     count = int(np.floor((times[-1] - times[0]) * fps + 1e-6)) + 1
     grid = times[0] + np.arange(count) / fps
     nearest = np.clip(np.searchsorted(times, grid - 0.5 / fps), 0, len(times) - 1)
-    if len(grid) != len(times):
-        log.info("%d tracks frames resampled to %d frames at %.3f fps", len(times), len(grid), fps)
-    motion = solve(points[nearest], tracks.keypoint_names, grid - grid[0], fingers=fingers)
-    held = motion.held.mean() if motion.held.size else 0.0
-    if held > 0:
-        log.info("%.1f%% of bone rotations held over missing keypoints", 100 * held)
-    return motion, fps
+    return rows, nearest, grid - grid[0], fps
 
 
 def frame_ranges(mask: np.ndarray) -> list[list[int]]:

@@ -3,7 +3,11 @@
 Columns: `frame`, `time` (s), then for each person (by id) and each keypoint of
 the subset: `p<id>_<name>_x`, `p<id>_<name>_y` (pixels), `p<id>_<name>_score`,
 and when the person has 3D keypoints also `p<id>_<name>_X`, `_Y`, `_Z` (metres,
-camera frame: x right, y down, z forward). An unknown value is an empty cell.
+camera frame: x right, y down, z forward). After a person's keypoints, what the tracks
+carry of the performance: `p<id>_face_<ARKit name>` (27 blendshape weights in [0, 1],
+`realtime.rig.face.ARKIT_NAMES`), `p<id>_head_qx` .. `_qw` (head rotation quaternion, rig
+axes, relative to the neutral head), `p<id>_contact_left`, `_right` (1: the foot on the floor,
+0: not, or not known yet). An unknown value (or a person not seen) is an empty cell.
 
 Tracks with people without identities (stills: unrelated photos) have no
 person to give columns to, so they are written long instead: one row per
@@ -23,7 +27,7 @@ import numpy as np
 
 from realtime.export.numbers import format_rows
 from realtime.export.subsets import Subset, get_subset
-from realtime.export.tracks import Tracks
+from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,26 @@ def _wide(tracks: Tracks, chosen: Subset) -> tuple[list[str], list[str]]:
         blocks.append(np.stack([values for values, _, _ in columns], axis=-1).reshape(len(tracks), -1))
         decimals += [n for _ in chosen.names for _, _, n in columns]
         header += [f"p{track_id}_{name}_{suffix}" for name in chosen.names for _, suffix, _ in columns]
+        for values, names, places in _performance_columns(person):
+            blocks.append(values)
+            decimals += [places] * len(names)
+            header += [f"p{track_id}_{name}" for name in names]
     return header, format_rows(np.concatenate(blocks, axis=1), decimals, separator=",", missing="")
+
+
+def _performance_columns(person: PersonTrack) -> list[tuple[np.ndarray, list[str], int]]:
+    """(values (T, N), column names, decimals) for the face weights, head rotation and foot contacts the person has."""
+    out = []
+    if person.face is not None:
+        from realtime.rig.face import ARKIT_NAMES
+
+        out.append((person.face, [f"face_{name}" for name in ARKIT_NAMES], 3))
+    if person.head_rotation is not None:
+        out.append((person.head_rotation, ["head_qx", "head_qy", "head_qz", "head_qw"], 4))
+    if person.contacts is not None:
+        contacts = np.where(person.present[:, None], person.contacts.astype(np.float64), np.nan)  # empty where not seen
+        out.append((contacts, ["contact_left", "contact_right"], 0))
+    return out
 
 
 def _long(tracks: Tracks, chosen: Subset) -> tuple[list[str], list[str]]:

@@ -27,7 +27,7 @@ head the left-right line, for hands and fingers the line across the knuckles.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -163,26 +163,36 @@ DERIVED = {  # solver point -> the two keypoints it is the midpoint of
 }
 
 
-def solver_points(points: np.ndarray, keypoint_names: list[str], needed: set[str]) -> dict[str, np.ndarray]:
-    """Named solver points from keypoints (..., K, 3): the keypoints in `needed` plus the derived ones.
+def solver_point_index(keypoint_names: Sequence[str], names: Sequence[str]) -> np.ndarray:
+    """(J, 4) keypoint indices for the solver points `names`: each point is
+    0.5 * (0.5 * (a + b) + 0.5 * (c + d)) of its four keypoints (`solver_points`). A keypoint
+    is itself four times, a DERIVED point its two inputs twice (both exact: a midpoint of
+    equal values is that value), `spine_top` the inputs of hips and neck_base."""
+    index = {name: i for i, name in enumerate(keypoint_names)}
+
+    def at(name: str) -> int:
+        if name not in index:
+            raise ValueError(f"keypoint {name!r} is not among the tracks' keypoint names")
+        return index[name]
+
+    rows = []
+    for name in names:
+        if name == "spine_top":
+            rows.append([at(n) for n in DERIVED["hips"] + DERIVED["neck_base"]])
+        elif name in DERIVED:
+            rows.append([at(n) for n in DERIVED[name] * 2])
+        else:
+            rows.append([at(name)] * 4)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 4)
+
+
+def solver_points(points: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Solver points (..., J, 3) from keypoints (..., K, 3) and `solver_point_index`'s (J, 4) table.
 
     NaN propagates: a derived point is unknown where one of its inputs is.
     """
-    index = {name: i for i, name in enumerate(keypoint_names)}
-    out: dict[str, np.ndarray] = {}
-    for name in needed:
-        if name in DERIVED:
-            a, b = DERIVED[name]
-            out[name] = 0.5 * (points[..., index[a], :] + points[..., index[b], :])
-        elif name != "spine_top":
-            if name not in index:
-                raise ValueError(f"keypoint {name!r} is not among the tracks' keypoint names")
-            out[name] = points[..., index[name], :]
-    if "spine_top" in needed:
-        hips = out.get("hips", 0.5 * (points[..., index["left_hip"], :] + points[..., index["right_hip"], :]))
-        neck_base = out.get("neck_base", 0.5 * (points[..., index["left_shoulder"], :] + points[..., index["right_shoulder"], :]))
-        out["spine_top"] = 0.5 * (hips + neck_base)
-    return out
+    a, b, c, d = (points[..., index[:, j], :] for j in range(4))
+    return 0.5 * (0.5 * (a + b) + 0.5 * (c + d))
 
 
 def points_used(bones: tuple[Bone, ...]) -> set[str]:

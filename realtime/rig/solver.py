@@ -34,7 +34,7 @@ from typing import Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_points
+from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_point_index, solver_points
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +139,29 @@ def _sine(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.nan_to_num(np.linalg.norm(_cross(uu, vv), axis=-1), nan=0.0)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """Index arrays, computed once per bone table, for the per-frame solve.
+
+    names:    the solver points, in the order of the (..., J, 3) arrays `measure` takes.
+    measured: the bones with a primary axis; ends (M, 2): its (from, to) point indices.
+    kinds:    per second-axis kind, (its bones, their point indices).
+    heads, tails: (B,) point index of each bone's head and tail (-1: no tail).
+    parents:  (B,) parent bone index, -1 for the root; twins: (B,) the mirror bone (-1: none).
+    """
+
+    names: list[str]
+    measured: np.ndarray
+    ends: np.ndarray
+    kinds: dict[str, tuple[np.ndarray, np.ndarray]]
+    heads: np.ndarray
+    tails: np.ndarray
+    parents: np.ndarray
+    twins: np.ndarray
+
+
 @lru_cache(maxsize=8)
-def _plan(bones: tuple[Bone, ...]) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Index arrays for `measure`: point names, the measured bones, their primary (from, to)
-    point indices, and per second-axis kind (its bones, their point indices)."""
+def _plan(bones: tuple[Bone, ...]) -> _Plan:
     names = sorted(points_used(bones))
     index = {n: i for i, n in enumerate(names)}
     measured = np.array([i for i, b in enumerate(bones) if b.primary is not None])
@@ -152,24 +171,32 @@ def _plan(bones: tuple[Bone, ...]) -> tuple[list[str], np.ndarray, np.ndarray, d
         members = [i for i in measured if bones[i].secondary.kind == kind]
         if members:
             kinds[kind] = (np.array(members), np.array([[index[n] for n in bones[i].secondary.points] for i in members]))
-    return names, measured, ends, kinds
+    bone_index = {b.name: i for i, b in enumerate(bones)}
+    return _Plan(names, measured, ends, kinds, heads=np.array([index[b.head] for b in bones]),
+                 tails=np.array([index[b.tail] if b.tail else -1 for b in bones]), parents=bone_parents(bones),
+                 twins=np.array([bone_index.get(mirror_name(b.name) or "", -1) for b in bones]))
 
 
-def measure(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rig_points(rig: np.ndarray, keypoint_names: list[str], bones: tuple[Bone, ...]) -> np.ndarray:
+    """Keypoints (..., K, 3) in rig axes -> the bones' solver points (..., J, 3), in `measure`'s order."""
+    return solver_points(rig, solver_point_index(keypoint_names, _plan(bones).names))
+
+
+def measure(P: np.ndarray, bones: tuple[Bone, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each bone's measured primary and second axis and the second axis' quality.
 
-    points: solver points, name -> (..., 3) rig axes.
+    P: the solver points (..., J, 3) in rig axes (`rig_points`).
     Returns primary (..., B, 3), secondary (..., B, 3) (NaN where unknown, and for the
     toes, which have no measurement) and quality (..., B) in [0, 1] (a sine).
     """
-    names, measured, ends, kinds = _plan(bones)
-    P = np.stack([points[n] for n in names], axis=-2)  # (..., J, 3)
+    plan = _plan(bones)
+    measured, ends = plan.measured, plan.ends
     shape = P.shape[:-2]
     primary = np.full(shape + (len(bones), 3), np.nan)
     secondary = np.full(shape + (len(bones), 3), np.nan)
     quality = np.ones(shape + (len(bones),))
     primary[..., measured, :] = P[..., ends[:, 1], :] - P[..., ends[:, 0], :]
-    for kind, (members, idx) in kinds.items():
+    for kind, (members, idx) in plan.kinds.items():
         v = [P[..., idx[:, j], :] for j in range(idx.shape[1])]
         if kind == "vec":
             secondary[..., members, :] = v[1] - v[0]
@@ -240,21 +267,31 @@ class RotationSolver:
         return globals_, locals_, held
 
 
-def _heads(points: dict[str, np.ndarray], bones: tuple[Bone, ...]) -> np.ndarray:
-    return np.stack([points[b.head] for b in bones], axis=-2)
-
-
-def _offset_samples(bones, heads, globals_, held, points) -> tuple[np.ndarray, np.ndarray]:
+def _offset_samples(bones, heads, globals_, held, P) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame samples (..., B, 3) of each bone's head in its parent's rest frame, and of
-    each leaf bone's end relative to its head in its own; NaN where not measured."""
-    parents = bone_parents(bones)
+    each leaf bone's end relative to its head in its own; NaN where not measured.
+    heads (..., B, 3) and P (..., J, 3) the solver points."""
+    plan = _plan(bones)
+    parents = plan.parents
     q = np.maximum(parents, 0)
     offsets = np.einsum("...bji,...bj->...bi", globals_[..., q, :, :], heads - heads[..., q, :])
     offsets = np.where(held[..., q, None], np.nan, offsets)
     offsets[..., parents < 0, :] = 0.0
-    tails = np.stack([points[b.tail] if b.tail else np.full(heads.shape[:-2] + (3,), np.nan) for b in bones], axis=-2)
+    tails = np.where((plan.tails >= 0)[:, None], P[..., np.maximum(plan.tails, 0), :], np.nan)
     ends = np.einsum("...bji,...bj->...bi", globals_, tails - heads)
     return offsets, np.where(held[..., None], np.nan, ends)
+
+
+def _nanmedian(samples: np.ndarray) -> np.ndarray:
+    """np.nanmedian over axis 0 of (N, B, 3), quicker: np.median (the same numbers) for the columns
+    without NaN (most of them: nanmedian's masked sort is what made the live refresh slow), NaN for
+    the columns never measured, nanmedian only for the rest."""
+    missing = np.isnan(samples)
+    out = np.median(samples, axis=0)  # NaN where a column has a NaN
+    partial = missing.any(axis=0) & ~missing.all(axis=0)
+    if partial.any():
+        out[partial] = np.nanmedian(samples[:, partial], axis=0)
+    return out
 
 
 def robust_skeleton(bones: tuple[Bone, ...], offset_samples: np.ndarray, end_samples: np.ndarray) -> Skeleton:
@@ -263,20 +300,13 @@ def robust_skeleton(bones: tuple[Bone, ...], offset_samples: np.ndarray, end_sam
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: bones never seen
-        offsets = np.nanmedian(offset_samples, axis=0) if len(offset_samples) else np.full((len(bones), 3), np.nan)
-        ends = np.nanmedian(end_samples, axis=0) if len(end_samples) else np.full((len(bones), 3), np.nan)
-    index = {b.name: i for i, b in enumerate(bones)}
-    mirror = np.array([-1.0, 1.0, 1.0])
-    for values in (offsets, ends):
-        symmetric = values.copy()
-        for i, bone in enumerate(bones):
-            twin = mirror_name(bone.name)
-            if twin is not None and twin in index:
-                pair = np.stack([values[i], values[index[twin]] * mirror])
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    symmetric[i] = np.nanmean(pair, axis=0)  # one side unseen: the other side's
-        values[:] = symmetric
+        offsets = _nanmedian(offset_samples) if len(offset_samples) else np.full((len(bones), 3), np.nan)
+        ends = _nanmedian(end_samples) if len(end_samples) else np.full((len(bones), 3), np.nan)
+        twins = _plan(bones).twins
+        paired = twins >= 0
+        mirror = np.array([-1.0, 1.0, 1.0])
+        for values in (offsets, ends):  # one side unseen: the other side's
+            values[paired] = np.nanmean(np.stack([values[paired], values[twins[paired]] * mirror]), axis=0)
     by_name = {b.name: b for b in bones}
     for i, bone in enumerate(bones):
         if not np.isfinite(offsets[i]).all():
@@ -321,7 +351,7 @@ def solve(points3d: np.ndarray, keypoint_names: list[str], times: Optional[np.nd
     times = np.arange(count) / 30.0 if times is None else np.asarray(times, dtype=np.float64)
     rig = camera_to_rig(points3d) if camera_frame else points3d
     bones = bone_table(fingers)
-    points = solver_points(rig, keypoint_names, points_used(bones))
+    points = rig_points(rig, keypoint_names, bones)
     primary, secondary, quality = measure(points, bones)
 
     solver = RotationSolver(bones)
@@ -331,7 +361,7 @@ def solve(points3d: np.ndarray, keypoint_names: list[str], times: Optional[np.nd
     for t in range(count):
         globals_[t], locals_[t], held[t] = solver.step(primary[t], secondary[t], quality[t])
 
-    heads = _heads(points, bones)
+    heads = points[..., _plan(bones).heads, :]
     skeleton = robust_skeleton(bones, *_offset_samples(bones, heads, globals_, held, points))
     root, root_held = _hold_last(heads[:, 0, :])
     first = np.flatnonzero(~root_held)
@@ -395,7 +425,8 @@ class LiveSolver:
     def __init__(self, keypoint_names: list[str], *, fingers: bool = False, history: int = 300, refresh: int = 10):
         self.keypoint_names = list(keypoint_names)
         self.bones = bone_table(fingers)
-        self.needed = points_used(self.bones)
+        self._point_index = solver_point_index(self.keypoint_names, _plan(self.bones).names)  # (J, 4), once
+        self._heads = _plan(self.bones).heads
         self.solver = RotationSolver(self.bones)
         self.refresh = refresh
         self._offsets: deque = deque(maxlen=history)
@@ -428,10 +459,10 @@ class LiveSolver:
     def update(self, points3d: np.ndarray) -> LivePose:
         """points3d: (K, 3) camera frame metres, NaN where unknown."""
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
-        points = solver_points(rig, self.keypoint_names, self.needed)
+        points = solver_points(rig, self._point_index)
         primary, secondary, quality = measure(points, self.bones)
         globals_, locals_, held = self.solver.step(primary, secondary, quality)
-        heads = _heads(points, self.bones)
+        heads = points[self._heads]
         offsets, ends = _offset_samples(self.bones, heads, globals_, held, points)
         self._offsets.append(offsets)
         self._ends.append(ends)

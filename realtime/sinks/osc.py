@@ -42,6 +42,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import numpy as np
@@ -120,7 +123,8 @@ def _address_text(host: str, port: int) -> str:
 
 
 def osc_message(address: str, args: Sequence) -> bytes:
-    """One OSC message: str -> s, int -> i, anything else -> f (python-osc's type encoders)."""
+    """One OSC message: str -> s, int -> i, anything else -> f (python-osc's type encoders).
+    The reference encoder: the per-frame paths below build the same bytes faster."""
     tags, data = ",", b""
     for value in args:
         if isinstance(value, str):
@@ -146,22 +150,51 @@ def _element(message: bytes) -> bytes:
     return osc_types.write_int(len(message)) + message
 
 
+# Per frame, the address, the type tags and a leading name repeat: they are encoded once
+# (`element_head`), and a frame packs only its numbers, all rows at once, as big-endian
+# float32 (numpy's cast is the rounding of python-osc's struct.pack(">f")). The bytes equal
+# `osc_message`'s (tests/test_live_encoding.py compares them).
+
+@lru_cache(maxsize=16384)
+def element_head(address: str, tags: str, name: Optional[str] = None) -> bytes:
+    """The start of a bundle element: its size, address, type tags and, when given, the leading
+    string argument `name`; the rest are len(tags) (less the name) 4-byte numbers."""
+    head = osc_types.write_string(address) + osc_types.write_string("," + tags)
+    if name is not None:
+        head += osc_types.write_string(name)
+    return osc_types.write_int(len(head) + 4 * (len(tags) - (name is not None))) + head
+
+
+def float_elements(heads: Sequence[bytes], values: np.ndarray, rows: Optional[np.ndarray] = None) -> list[bytes]:
+    """Bundle elements: heads[k] (from `element_head`) followed by row k of `values` (N, M) as
+    float32; with `rows`, only those rows (indices), in that order."""
+    values = np.asarray(values)
+    data = np.ascontiguousarray(values, dtype=">f4").tobytes()
+    width = 4 * values.shape[1]
+    picked = range(len(values)) if rows is None else rows.tolist()
+    return [heads[k] + data[k * width:(k + 1) * width] for k in picked]
+
+
 def pack_bundles(messages: Messages, *, head: Messages = (), tail: Messages = (), limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
     """Messages in order into as few bundles of at most `limit` bytes as it takes (limit None: one bundle).
 
     `head` messages open every bundle (e.g. the frame index); `tail` messages close the
     last one, so a receiver that acts on them has seen everything before.
     """
-    opening = b"".join(_element(osc_message(a, v)) for a, v in head)
-    body = [_element(osc_message(a, v)) for a, v in messages]
-    closing = [_element(osc_message(a, v)) for a, v in tail]
+    return pack_elements([_element(osc_message(a, v)) for a, v in messages],
+                         opening=b"".join(_element(osc_message(a, v)) for a, v in head),
+                         closing=b"".join(_element(osc_message(a, v)) for a, v in tail), limit=limit)
+
+
+def pack_elements(body: Sequence[bytes], *, opening: bytes = b"", closing: bytes = b"", limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
+    """`pack_bundles` for encoded bundle elements: `opening` starts every bundle, `closing` ends the last."""
     if limit is None:
-        return [_BUNDLE_HEAD + opening + b"".join(body + closing)]
+        return [_BUNDLE_HEAD + opening + b"".join(body) + closing]
     room = limit - len(_BUNDLE_HEAD) - len(opening)
-    if room < sum(len(c) for c in closing) or any(len(e) > room for e in body):
+    if room < len(closing) or any(len(e) > room for e in body):
         raise ValueError(f"an OSC message does not fit a {limit}-byte datagram")
     bundles, current, size = [], [], 0
-    for element in body + [b"".join(closing)] if closing else body:
+    for element in [*body, closing] if closing else body:
         if current and size + len(element) > room:
             bundles.append(_BUNDLE_HEAD + opening + b"".join(current))
             current, size = [], 0
@@ -261,6 +294,65 @@ def _area(person: Person) -> float:
     return max(x2 - x1, 0.0) * max(y2 - y1, 0.0)
 
 
+ROOT_MESSAGE = ("/VMC/Ext/Root/Pos", ("root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))  # origin, identity
+
+
+@lru_cache(maxsize=64)
+def _static_element(address: str, args: tuple) -> bytes:
+    """A message that is the same every frame, encoded once."""
+    return _element(osc_message(address, args))
+
+
+@lru_cache(maxsize=1)
+def blend_names() -> tuple[str, ...]:
+    """The /VMC/Ext/Blend/Val names in order: the ARKit names, then the VRM 1.0 presets."""
+    from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS
+
+    return ARKIT_NAMES + VRM_PRESETS
+
+
+@dataclass(frozen=True)
+class VmcPose:
+    """What one performer sends in one frame, in Unity's axes.
+
+    names:     the bones (Unity HumanBodyBones names).
+    positions: (B, 3) local positions, metres; rotations (B, 4) local quaternions x, y, z, w.
+    blend:     (len(blend_names()),) weights in [0, 1], or None while the face is not seen.
+    tracking:  1 while the person is seen; time: the frame's timestamp (s).
+    """
+
+    names: Sequence[str]
+    positions: np.ndarray
+    rotations: np.ndarray
+    blend: Optional[np.ndarray]
+    tracking: int
+    time: float
+
+    def messages(self) -> tuple[list, list]:
+        """(body, closing) as (address, args) messages."""
+        body: list = [(ROOT_MESSAGE[0], list(ROOT_MESSAGE[1]))]
+        body += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(self.names, self.positions, self.rotations)]
+        closing: list = []
+        if self.blend is not None:
+            body += [("/VMC/Ext/Blend/Val", [name, value]) for name, value in zip(blend_names(), self.blend)]
+            closing.append(("/VMC/Ext/Blend/Apply", []))
+        closing += [("/VMC/Ext/OK", [1, 3, 0, self.tracking]), ("/VMC/Ext/T", [self.time])]
+        return body, closing
+
+    def datagrams(self, limit: Optional[int]) -> list[bytes]:
+        """`messages` encoded, in bundles of at most `limit` bytes (None: one bundle)."""
+        body = [_static_element(*ROOT_MESSAGE)]
+        heads = [element_head("/VMC/Ext/Bone/Pos", "sfffffff", name) for name in self.names]
+        body += float_elements(heads, np.concatenate([self.positions, self.rotations], axis=1))
+        closing = b""
+        if self.blend is not None:
+            body += float_elements([element_head("/VMC/Ext/Blend/Val", "sf", name) for name in blend_names()], self.blend[:, None])
+            closing = _static_element("/VMC/Ext/Blend/Apply", ())
+        closing += _static_element("/VMC/Ext/OK", (1, 3, 0, self.tracking))
+        closing += element_head("/VMC/Ext/T", "f") + struct.pack(">f", self.time)
+        return pack_elements(body, closing=closing, limit=limit)
+
+
 class _Performer:
     """What VMC keeps per streamed person: the live solver and the face reader."""
 
@@ -276,6 +368,7 @@ class _Performer:
         self.lock = FootLock(list(keypoint_names))
         self.track: Optional[int] = None
         self.last_seen = -np.inf
+        self.face_only_rest: Optional[tuple] = None  # (skeleton, bone names, positions) of --vmc-face-only
 
     def reset(self, track: Optional[int]) -> None:
         self.track = track
@@ -364,15 +457,16 @@ class VmcSink:
             performer.reset(largest.track_id)
         return {0: largest}
 
-    def messages(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> tuple[list, list]:
-        """(body messages, closing messages) for one performer and frame."""
+    def pose(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> VmcPose:
+        """What one performer sends for one frame (solving the body and reading the face)."""
         if person is not None:
             performer.last_seen = frame.timestamp
         face = None
         if person is not None:
             face = performer.face.update(frame.timestamp, person.best_keypoints, person.keypoint_scores)  # its own --face-calibrate
         if self.face_only:
-            names, positions, rotations, tracking = self._face_only_pose(performer, face)
+            names, positions, rotations = self._face_only_pose(performer, face)
+            tracking = int(face is not None)
         else:
             points = np.full((self.num_keypoints, 3), np.nan)
             measured = None if person is None else performer.lifter.update(person.best_keypoints, person.keypoints3d,
@@ -388,37 +482,50 @@ class VmcSink:
             positions[0] = pose.root_position
             positions, rotations = to_unity(positions, pose.rotations)
             names = self.bone_names
-        body = [("/VMC/Ext/Root/Pos", ["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])]
-        body += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(names, positions, rotations)]
-        closing = []
+        blend = None
         if face is not None:
             from realtime.rig.face import vmc_blend_values
 
-            body += [("/VMC/Ext/Blend/Val", [name, value]) for name, value in vmc_blend_values(face)]
-            closing.append(("/VMC/Ext/Blend/Apply", []))
-        closing += [("/VMC/Ext/OK", [1, 3, 0, tracking]), ("/VMC/Ext/T", [float(frame.timestamp)])]
-        return body, closing
+            blend = np.array([value for _, value in vmc_blend_values(face)])
+        return VmcPose(names, positions, rotations, blend, tracking, float(frame.timestamp))
 
-    def _face_only_pose(self, performer: _Performer, face) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    def messages(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> tuple[list, list]:
+        """(body messages, closing messages) as (address, args) for one performer and frame: what `write` sends, readable."""
+        return self.pose(frame, performer, person).messages()
+
+    def _face_only_pose(self, performer: _Performer, face) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Hips, spine, chest, neck at their rest offsets and rotations; the head turned as the face."""
-        skeleton = performer.solver.rest_skeleton()
-        index = [i for i, b in enumerate(skeleton.bones) if b.name in FACE_ONLY_BONES]
-        positions = skeleton.offsets[index].copy()
-        positions[0] = [0.0, skeleton.floor_height(), 0.0]
-        rotations = np.zeros((len(index), 4))
+        skeleton = performer.solver.rest_skeleton()  # face-only never updates the solver: always the default skeleton
+        if performer.face_only_rest is None or performer.face_only_rest[0] is not skeleton:
+            index = [i for i, b in enumerate(skeleton.bones) if b.name in FACE_ONLY_BONES]
+            positions = skeleton.offsets[index].copy()
+            positions[0] = [0.0, skeleton.floor_height(), 0.0]
+            performer.face_only_rest = (skeleton, [unity_bone_name(skeleton.bones[i].name) for i in index], positions)
+        _, names, positions = performer.face_only_rest
+        rotations = np.zeros((len(names), 4))
         rotations[:, 3] = 1.0
         if face is not None and face.head_rotation is not None:
             rotations[-1] = face.head_rotation  # rig axes, relative to the calibrated neutral head
         positions, rotations = to_unity(positions, rotations)
-        return [unity_bone_name(skeleton.bones[i].name) for i in index], positions, rotations, int(face is not None)
+        return names, positions, rotations
 
     def write(self, frame: Frame) -> None:
-        for slot, person in self._cast(frame).items():
-            body, closing = self.messages(frame, self._performer(slot), person)
-            sender = self._sender(slot)
-            for payload in pack_bundles(body, tail=closing, limit=self.limit):
-                sender.send(payload)
+        self.send(self.datagrams(frame))
+
+    def datagrams(self, frame: Frame) -> list[tuple[int, list[bytes]]]:
+        """(slot, its datagrams) for one frame: the solving and encoding of `write`, without the sending
+        (`sapiens-rt stream` prepares a frame before its time comes, then sends it on time)."""
+        out = [(slot, self.pose(frame, self._performer(slot), person).datagrams(self.limit))
+               for slot, person in self._cast(frame).items()]
         self.frames += 1
+        return out
+
+    def send(self, prepared: list[tuple[int, list[bytes]]]) -> None:
+        """Send what `datagrams` prepared."""
+        for slot, datagrams in prepared:
+            sender = self._sender(slot)
+            for payload in datagrams:
+                sender.send(payload)
 
     def summary_lines(self) -> list[str]:
         return [sender.summary() for _, sender in sorted(self.senders.items())]
@@ -458,6 +565,7 @@ class OscKeypointSink:
         self.regions = keypoint_regions(self.keypoint_names)
         self.filter = Filter3D(filter_method, smoothness, len(keypoint_names))
         self.lifters: dict[int, tuple] = {}  # track id -> (Lifter, last seen): 3D between depth frames
+        self._keypoint_heads: dict[tuple[int, int], list[bytes]] = {}  # (track id, numbers per message) -> encoded heads
         self.frames = 0
 
     def _lift(self, frame: Frame, person: Person) -> Optional[np.ndarray]:
@@ -470,8 +578,12 @@ class OscKeypointSink:
         return lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
 
     def write(self, frame: Frame) -> None:
+        self.send(self.datagrams(frame))
+
+    def datagrams(self, frame: Frame) -> list[bytes]:
+        """One frame's datagrams: the work of `write` without the sending (see `VmcSink.datagrams`)."""
         people = [p for p in frame.people if p.track_id is not None and p.keypoints is not None]  # receivers key on the id
-        self.sender.send(osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(people)])]))
+        out = [osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(people)])])]
         for person in people:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
             points3d = self._lift(frame, person)
@@ -480,14 +592,28 @@ class OscKeypointSink:
             else:
                 values = np.asarray(person.best_keypoints, dtype=np.float64)
             known = np.isfinite(values).all(axis=-1)
-            prefix = f"/sapiens/person/{int(person.track_id)}/"
-            head = [(prefix + "frame", [int(frame.index)])]
+            heads = self._heads(int(person.track_id), values.shape[1] + 1)
+            rows = np.concatenate([values, np.asarray(scores, dtype=np.float64)[:, None]], axis=1)  # x y [z] score
+            opening = element_head(f"/sapiens/person/{int(person.track_id)}/frame", "i") + struct.pack(">i", int(frame.index))
             for _, indices in self.regions:
-                messages = [(prefix + self.keypoint_names[k], [*values[k], float(scores[k])]) for k in indices[known[indices]]]
-                if messages:
-                    for payload in pack_bundles(messages, head=head):
-                        self.sender.send(payload)
+                chosen = indices[known[indices]]
+                if len(chosen):
+                    out += pack_elements(float_elements(heads, rows, chosen), opening=opening)
+        for key in [key for key in self._keypoint_heads if key[0] not in self.lifters]:  # people gone for good
+            del self._keypoint_heads[key]
         self.frames += 1
+        return out
+
+    def _heads(self, track: int, columns: int) -> list[bytes]:
+        """Encoded /sapiens/person/<track>/<keypoint> (f) x `columns` message heads, one per keypoint."""
+        key = (track, columns)
+        if key not in self._keypoint_heads:
+            self._keypoint_heads[key] = [element_head(f"/sapiens/person/{track}/{name}", "f" * columns) for name in self.keypoint_names]
+        return self._keypoint_heads[key]
+
+    def send(self, datagrams: list[bytes]) -> None:
+        for payload in datagrams:
+            self.sender.send(payload)
 
     def summary_lines(self) -> list[str]:
         return [self.sender.summary()]
