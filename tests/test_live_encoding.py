@@ -124,6 +124,37 @@ def test_stream_prepares_each_frame_before_it_is_due_and_sends_on_time(tmp_path,
     kinds = [(kind, index) for kind, index, _ in sender.events]
     assert kinds == [(kind, f.index) for f in frames for kind in ("prepare", "send")]  # each frame prepared, then sent
     sent = np.array([at for kind, _, at in sender.events if kind == "send"])
-    np.testing.assert_allclose(sent - sent[0], np.arange(FRAMES) / FPS, atol=1e-9)  # on the recorded times, not late by the cost
+    np.testing.assert_allclose(sent - sent[0], np.arange(FRAMES) / FPS, atol=1e-6)  # on the recorded times (as written, 1 us), not late by the cost
     prepared = np.array([at for kind, _, at in sender.events if kind == "prepare"])
     assert (prepared[1:] >= sent[:-1]).all() and (prepared + sender.cost <= sent + 1e-9).all()
+
+
+def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtures_dir):
+    """A run (tiny fixture models) with two --vmc targets and --osc: one summary line per sender."""
+    import socket
+
+    from doubles import whole_frame_boxes
+    from media import gaussian_marker, write_video
+    from realtime.models import load_model
+    from realtime.run import RunOptions, run
+
+    listeners = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
+    for s in listeners:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in listeners]
+    sinks = [VmcSink("127.0.0.1", ports[0], NAMES), VmcSink("127.0.0.1", ports[1], NAMES), OscKeypointSink("127.0.0.1", ports[2], NAMES)]
+    frames = 4
+    src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
+    options = RunOptions(source=str(src), no_video=True, device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), progress=False,
+                         sinks=sinks)
+    summary = run(options, models=models, box_finder=whole_frame_boxes)
+    for s in listeners:
+        s.close()
+    assert summary.result.exit_code == 0, summary.result.message
+    for option, port, sink in (("--vmc", ports[0], sinks[0]), ("--vmc", ports[1], sinks[1]), ("--osc", ports[2], sinks[2])):
+        sender = sink.senders[0] if option == "--vmc" else sink.sender
+        assert sender.sent >= frames
+        line = f"{option} 127.0.0.1:{port}: {sender.sent} datagrams sent, {sender.dropped} dropped (largest {sender.largest} bytes)"
+        assert summary.lines.count(line) == 1, summary.lines

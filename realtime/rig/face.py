@@ -23,7 +23,6 @@ Names: "l_" / "left_" keypoints are the person's left, as ARKit's "Left" blendsh
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
@@ -32,6 +31,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from realtime.frames import Frame
+from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
 
@@ -147,10 +147,11 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
     def uv(name: str) -> np.ndarray:
         return table[name]
 
-    def mean_uv(names: Sequence[str]) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(np.stack([table[n] for n in names]), axis=0)
+    def mean_uv(names: Sequence[str]) -> np.ndarray:  # np.nanmean over the points, without its warnings machinery
+        values = np.stack([table[n] for n in names])
+        known = ~np.isnan(values)
+        with np.errstate(all="ignore"):  # no point known: NaN
+            return np.where(known, values, 0.0).sum(axis=0) / known.sum(axis=0)
 
     f = dict.fromkeys(FEATURES, np.nan)
     for s in ("l", "r"):
@@ -255,9 +256,7 @@ class FaceSolver:
             if self._start is None:
                 self._start = timestamp
             self._samples.append(features)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                neutral = np.nanmedian(np.stack(self._samples), axis=0)
+            neutral = nanmedian(np.stack(self._samples))
             if timestamp - self._start >= self.calibrate_seconds:
                 self.neutral, self._samples = neutral, []
                 log.info("face neutral learned from %.1f s", timestamp - self._start)

@@ -35,6 +35,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_point_index, solver_points
+from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +149,10 @@ class _Plan:
     kinds:    per second-axis kind, (its bones, their point indices).
     heads, tails: (B,) point index of each bone's head and tail (-1: no tail).
     parents:  (B,) parent bone index, -1 for the root; twins: (B,) the mirror bone (-1: none).
+    A plan is looked up once per solver: hashing a bone table costs as much as a frame's measuring.
     """
 
+    bones: int
     names: list[str]
     measured: np.ndarray
     ends: np.ndarray
@@ -172,7 +175,7 @@ def _plan(bones: tuple[Bone, ...]) -> _Plan:
         if members:
             kinds[kind] = (np.array(members), np.array([[index[n] for n in bones[i].secondary.points] for i in members]))
     bone_index = {b.name: i for i, b in enumerate(bones)}
-    return _Plan(names, measured, ends, kinds, heads=np.array([index[b.head] for b in bones]),
+    return _Plan(len(bones), names, measured, ends, kinds, heads=np.array([index[b.head] for b in bones]),
                  tails=np.array([index[b.tail] if b.tail else -1 for b in bones]), parents=bone_parents(bones),
                  twins=np.array([bone_index.get(mirror_name(b.name) or "", -1) for b in bones]))
 
@@ -182,19 +185,18 @@ def rig_points(rig: np.ndarray, keypoint_names: list[str], bones: tuple[Bone, ..
     return solver_points(rig, solver_point_index(keypoint_names, _plan(bones).names))
 
 
-def measure(P: np.ndarray, bones: tuple[Bone, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def measure(P: np.ndarray, plan: _Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each bone's measured primary and second axis and the second axis' quality.
 
-    P: the solver points (..., J, 3) in rig axes (`rig_points`).
+    P: the solver points (..., J, 3) in rig axes (`rig_points`); plan: `_plan(bones)`.
     Returns primary (..., B, 3), secondary (..., B, 3) (NaN where unknown, and for the
     toes, which have no measurement) and quality (..., B) in [0, 1] (a sine).
     """
-    plan = _plan(bones)
     measured, ends = plan.measured, plan.ends
     shape = P.shape[:-2]
-    primary = np.full(shape + (len(bones), 3), np.nan)
-    secondary = np.full(shape + (len(bones), 3), np.nan)
-    quality = np.ones(shape + (len(bones),))
+    primary = np.full(shape + (plan.bones, 3), np.nan)
+    secondary = np.full(shape + (plan.bones, 3), np.nan)
+    quality = np.ones(shape + (plan.bones,))
     primary[..., measured, :] = P[..., ends[:, 1], :] - P[..., ends[:, 0], :]
     for kind, (members, idx) in plan.kinds.items():
         v = [P[..., idx[:, j], :] for j in range(idx.shape[1])]
@@ -267,11 +269,10 @@ class RotationSolver:
         return globals_, locals_, held
 
 
-def _offset_samples(bones, heads, globals_, held, P) -> tuple[np.ndarray, np.ndarray]:
+def _offset_samples(plan: _Plan, heads, globals_, held, P) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame samples (..., B, 3) of each bone's head in its parent's rest frame, and of
     each leaf bone's end relative to its head in its own; NaN where not measured.
     heads (..., B, 3) and P (..., J, 3) the solver points."""
-    plan = _plan(bones)
     parents = plan.parents
     q = np.maximum(parents, 0)
     offsets = np.einsum("...bji,...bj->...bi", globals_[..., q, :, :], heads - heads[..., q, :])
@@ -282,26 +283,14 @@ def _offset_samples(bones, heads, globals_, held, P) -> tuple[np.ndarray, np.nda
     return offsets, np.where(held[..., None], np.nan, ends)
 
 
-def _nanmedian(samples: np.ndarray) -> np.ndarray:
-    """np.nanmedian over axis 0 of (N, B, 3), quicker: np.median (the same numbers) for the columns
-    without NaN (most of them: nanmedian's masked sort is what made the live refresh slow), NaN for
-    the columns never measured, nanmedian only for the rest."""
-    missing = np.isnan(samples)
-    out = np.median(samples, axis=0)  # NaN where a column has a NaN
-    partial = missing.any(axis=0) & ~missing.all(axis=0)
-    if partial.any():
-        out[partial] = np.nanmedian(samples[:, partial], axis=0)
-    return out
-
-
 def robust_skeleton(bones: tuple[Bone, ...], offset_samples: np.ndarray, end_samples: np.ndarray) -> Skeleton:
     """Median of the samples (N, B, 3) per bone, then left and right averaged (mirrored in X)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: bones never seen
-        offsets = _nanmedian(offset_samples) if len(offset_samples) else np.full((len(bones), 3), np.nan)
-        ends = _nanmedian(end_samples) if len(end_samples) else np.full((len(bones), 3), np.nan)
+        offsets = nanmedian(offset_samples) if len(offset_samples) else np.full((len(bones), 3), np.nan)
+        ends = nanmedian(end_samples) if len(end_samples) else np.full((len(bones), 3), np.nan)
         twins = _plan(bones).twins
         paired = twins >= 0
         mirror = np.array([-1.0, 1.0, 1.0])
@@ -352,7 +341,8 @@ def solve(points3d: np.ndarray, keypoint_names: list[str], times: Optional[np.nd
     rig = camera_to_rig(points3d) if camera_frame else points3d
     bones = bone_table(fingers)
     points = rig_points(rig, keypoint_names, bones)
-    primary, secondary, quality = measure(points, bones)
+    plan = _plan(bones)
+    primary, secondary, quality = measure(points, plan)
 
     solver = RotationSolver(bones)
     globals_ = np.empty((count, len(bones), 3, 3))
@@ -361,8 +351,8 @@ def solve(points3d: np.ndarray, keypoint_names: list[str], times: Optional[np.nd
     for t in range(count):
         globals_[t], locals_[t], held[t] = solver.step(primary[t], secondary[t], quality[t])
 
-    heads = points[..., _plan(bones).heads, :]
-    skeleton = robust_skeleton(bones, *_offset_samples(bones, heads, globals_, held, points))
+    heads = points[..., plan.heads, :]
+    skeleton = robust_skeleton(bones, *_offset_samples(plan, heads, globals_, held, points))
     root, root_held = _hold_last(heads[:, 0, :])
     first = np.flatnonzero(~root_held)
     origin = (root[first[0]] if len(first) else np.zeros(3)) - np.array([0.0, skeleton.floor_height(), 0.0])
@@ -425,8 +415,8 @@ class LiveSolver:
     def __init__(self, keypoint_names: list[str], *, fingers: bool = False, history: int = 300, refresh: int = 10):
         self.keypoint_names = list(keypoint_names)
         self.bones = bone_table(fingers)
-        self._point_index = solver_point_index(self.keypoint_names, _plan(self.bones).names)  # (J, 4), once
-        self._heads = _plan(self.bones).heads
+        self._plan = _plan(self.bones)
+        self._point_index = solver_point_index(self.keypoint_names, self._plan.names)  # (J, 4), once
         self.solver = RotationSolver(self.bones)
         self.refresh = refresh
         self._offsets: deque = deque(maxlen=history)
@@ -460,10 +450,10 @@ class LiveSolver:
         """points3d: (K, 3) camera frame metres, NaN where unknown."""
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
         points = solver_points(rig, self._point_index)
-        primary, secondary, quality = measure(points, self.bones)
+        primary, secondary, quality = measure(points, self._plan)
         globals_, locals_, held = self.solver.step(primary, secondary, quality)
-        heads = points[self._heads]
-        offsets, ends = _offset_samples(self.bones, heads, globals_, held, points)
+        heads = points[self._plan.heads]
+        offsets, ends = _offset_samples(self._plan, heads, globals_, held, points)
         self._offsets.append(offsets)
         self._ends.append(ends)
         self._since_refresh += 1
