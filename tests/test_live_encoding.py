@@ -158,3 +158,19 @@ def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtu
         assert sender.sent >= frames
         line = f"{option} 127.0.0.1:{port}: {sender.sent} datagrams sent, {sender.dropped} dropped (largest {sender.largest} bytes)"
         assert summary.lines.count(line) == 1, summary.lines
+
+
+def test_robust_nanmedian_equals_numpy():
+    import warnings
+
+    from realtime.rig.robust import nanmedian
+
+    rng = np.random.default_rng(2)
+    for trial in range(40):
+        samples = rng.normal(size=(int(rng.integers(1, 80)), 7, 3))
+        samples[rng.random(samples.shape) < 0.05] = np.nan  # scattered unknowns
+        samples[:, rng.random(7) < 0.3] = np.nan  # bones never measured
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.nanmedian(samples, axis=0)
+        np.testing.assert_array_equal(nanmedian(samples), expected)  # bit for bit, NaN where all unknown
