@@ -124,7 +124,8 @@ def test_stream_prepares_each_frame_before_it_is_due_and_sends_on_time(tmp_path,
     kinds = [(kind, index) for kind, index, _ in sender.events]
     assert kinds == [(kind, f.index) for f in frames for kind in ("prepare", "send")]  # each frame prepared, then sent
     sent = np.array([at for kind, _, at in sender.events if kind == "send"])
-    np.testing.assert_allclose(sent - sent[0], np.arange(FRAMES) / FPS, atol=1e-6)  # on the recorded times (as written, 1 us), not late by the cost
+    # on the recorded times (as written: to 1 us), not late by the cost
+    np.testing.assert_allclose(sent - sent[0], np.arange(FRAMES) / FPS, atol=1e-6)
     prepared = np.array([at for kind, _, at in sender.events if kind == "prepare"])
     assert (prepared[1:] >= sent[:-1]).all() and (prepared + sender.cost <= sent + 1e-9).all()
 

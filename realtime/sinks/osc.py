@@ -186,7 +186,8 @@ def pack_bundles(messages: Messages, *, head: Messages = (), tail: Messages = ()
                          closing=b"".join(_element(osc_message(a, v)) for a, v in tail), limit=limit)
 
 
-def pack_elements(body: Sequence[bytes], *, opening: bytes = b"", closing: bytes = b"", limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
+def pack_elements(body: Sequence[bytes], *, opening: bytes = b"", closing: bytes = b"",
+                  limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
     """`pack_bundles` for encoded bundle elements: `opening` starts every bundle, `closing` ends the last."""
     if limit is None:
         return [_BUNDLE_HEAD + opening + b"".join(body) + closing]
