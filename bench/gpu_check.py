@@ -15,6 +15,9 @@
    twice: one frame at a time (`predict`), and pipelined as the run's infer and collect
    stages do it (frame N+1 launched before frame N is collected); their ratio is the
    overlap figure (1.00: the GPU waited for Python between frames as long as ever).
+3. Times the RTMDet-m person detector (random weights, batch norms folded) per call on a
+   720p frame, eager and replayed as a CUDA graph (`cuda_graphs=True`: a call is 5 launches
+   instead of about 500, counted on the stand-in by `bench/gpu_syncs.py`).
 
 Without a CUDA GPU it says so and exits 0.
 """
@@ -89,6 +92,23 @@ def time_predictor(tasks, mode: str, frames: int, dtype: torch.dtype) -> tuple[f
     return serial, pipelined
 
 
+def time_detector(graphs: bool, calls: int, dtype: torch.dtype) -> float:
+    """Milliseconds per detector call (upload, network, decoding, the one wait, the host NMS)
+    on a 720p frame; RTMDet-m with random weights, batch norms folded as at load."""
+    from realtime.models.rtmdet import Detector, RTMDet, fold_batchnorm
+
+    model = RTMDet(widen=0.75).eval()
+    fold_batchnorm(model)
+    detector = Detector(model, device="cuda", dtype=dtype, cuda_graphs=graphs)
+    image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    for _ in range(3):
+        detector(image, rgb=True)  # graphs: captured here
+    start = time.perf_counter()
+    for _ in range(calls):
+        detector(image, rgb=True)  # each waits for its rows: the call is done
+    return 1e3 * (time.perf_counter() - start) / calls
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=50)
@@ -121,6 +141,9 @@ def main() -> int:
             mfu = f", MFU {rate / peak:5.1%}" if peak else ""
             print(f"  {label:<10} {mode:>8}: {fps:7.1f} fps pipelined ({serial:7.1f} one at a time, overlap "
                   f"x{fps / serial:4.2f}), {rate:6.1f} TFLOP/s ({tflop:.2f} TFLOP/frame){mfu}{ceiling}", flush=True)
+    print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {args.frames} calls")
+    for graphs in (False,) + (() if args.no_graphs else (True,)):
+        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {time_detector(graphs, args.frames, torch.float16):6.2f} ms per call", flush=True)
     if failed:
         print("Some GPU tests FAILED (see above).")
     return 1 if failed else 0

@@ -9,6 +9,8 @@ prints how many times each call would make the host wait for the GPU, with the r
 Every sync stalls the host until the GPU drains, so streams cannot overlap across it.
 It also checks every cross-stream read is ordered (a race raises).
 
+The detector is counted eager and with `cuda_graphs` (launches per call: kernels and copies).
+
 --launches also counts kernels and copies launched per predict (views and allocations
 excluded), per task stream, eager with and without padded person batches, and per
 transformer block; the fixture backbone has 18 blocks, the 0.4b one 24, so the 0.4b
@@ -116,12 +118,17 @@ def detector_syncs(reference: Path, verbose: bool) -> None:
     fixtures = reference / "rtmdet" / "fixtures"
     image = load_file(str(fixtures / "tiny_w025_case_a.safetensors"))["image_bgr_uint8"].numpy()
     with StandinGPU() as gpu:
-        det = load_detector(fixtures / "tiny_w025_checkpoint.pth", widen=0.25, device="cuda")
-        det(image)
-        gpu.rec.clear()
-        det(image)
-        syncs = gpu.rec.syncs()
-        print(f"Detector call: {len(syncs):2d} host syncs" + (f"  ({_reasons(syncs)})" if verbose else ""))
+        for graphs in (False, True):
+            det = load_detector(fixtures / "tiny_w025_checkpoint.pth", widen=0.25, device="cuda", cuda_graphs=graphs)
+            det(image)  # graphs: captured here
+            gpu.rec.clear()
+            det(image)
+            syncs = gpu.rec.syncs()
+            ops = [e.what for e in gpu.rec.log if e.kind == "op" and e.kernel]
+            replays = sum(what.startswith("graph replay") for what in ops)
+            label = "CUDA graph (replayed)" if graphs else "eager"
+            print(f"Detector call, {label}: {len(syncs):2d} host syncs, {len(ops):4d} launches ({replays} graph replays)"
+                  + (f"  ({_reasons(syncs)})" if verbose else ""))
 
 
 def main() -> None:

@@ -209,9 +209,10 @@ def make_box_finder(
     device: str = "cpu",
     half: bool = False,
     widen: Optional[float] = 0.75,
+    cuda_graphs: bool = False,
 ) -> BoxFinder:
     """A `BoxFinder` from CLI-style options (`--boxes-from`, `--detector`,
-    `--detect-every`, `--max-people`), loading the detector when needed.
+    `--detect-every`, `--max-people`, `--cuda-graphs`), loading the detector when needed.
 
     Raises `UserError` for invalid options, and one sentence naming
     `sapiens-rt download --tasks detector` and `--boxes-from seg|frame` when
@@ -240,5 +241,5 @@ def make_box_finder(
                     f"with `--boxes-from seg` or `--boxes-from frame`."
                 ) from None
         dtype = torch.float16 if half and device != "cpu" else torch.float32
-        detector = load_detector(detector_checkpoint, widen=widen, device=device, dtype=dtype)
+        detector = load_detector(detector_checkpoint, widen=widen, device=device, dtype=dtype, cuda_graphs=cuda_graphs)
     return BoxFinder(boxes_from, detector, detect_every=detect_every, max_people=max_people)

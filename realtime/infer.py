@@ -22,7 +22,9 @@ from torch import nn
 from realtime import codec, transforms
 from realtime import tasks as task_table
 from realtime.errors import UserError
+from realtime.models import heads
 from realtime.models.archs import INPUT_HW
+from realtime.models.cuda_graph import GraphCache
 
 log = logging.getLogger(__name__)
 
@@ -114,26 +116,6 @@ class CompiledModel(nn.Module):
             return self.compiled(x)
 
 
-class TaskGraph:
-    """One task's work captured as a CUDA graph: static input buffers, one capture, and a
-    replay per call. The first call runs the work eagerly once (lazy constants, kernel choice)
-    and then captures it on the current stream into `pool` (one pool per stream: replays on
-    one stream never overlap, so they may share memory)."""
-
-    def __init__(self, work, inputs: tuple[torch.Tensor, ...], pool) -> None:
-        self.inputs = tuple(x.clone() for x in inputs)  # the static inputs, holding real values
-        work(*self.inputs)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=pool, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
-            self.output = work(*self.inputs)
-
-    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
-        for static, x in zip(self.inputs, inputs):
-            static.copy_(x)
-        self.graph.replay()
-        return self.output.clone()  # the next replay overwrites the static output
-
-
 class Predictor:
     """Runs the task models on one frame at a time (each task as its `realtime.tasks` row says).
 
@@ -152,6 +134,12 @@ class Predictor:
                  launches frames; pads person batches. Ignored on the CPU.
     pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: only when
                  compiled; eager runs the crops there are).
+    crop_sampling: how person crops are interpolated, picked per batch on the host from the
+                 boxes (`transforms.CROP_SAMPLING`): "official" (default) bilinear for crops
+                 that shrink the image, bicubic for crops that enlarge it (small people), as
+                 the official demo and the golden fixtures; "bilinear" or "bicubic" for all.
+    channels_last: run the heads' convolutions channels_last (`heads.to_channels_last`, which
+                 changes the given models in place); default on CUDA only.
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -163,7 +151,8 @@ class Predictor:
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
-                 pad_batches: Optional[bool] = None, cuda_graphs: bool = False):
+                 pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
+                 channels_last: Optional[bool] = None):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -174,6 +163,13 @@ class Predictor:
         self.flip_test = flip_test
         self.max_batch = max_batch
         self.cuda = self.device.type == "cuda"
+        if crop_sampling not in transforms.CROP_SAMPLING:
+            raise ValueError(f"crop_sampling must be one of {transforms.CROP_SAMPLING}, got {crop_sampling!r}")
+        self.crop_sampling = crop_sampling
+        self.channels_last = self.cuda if channels_last is None else bool(channels_last)
+        if self.channels_last:  # before compiling: the graphs see the layout
+            for model in models.values():
+                heads.to_channels_last(model)
         self.compiled = bool(compile)
         if compile:
             backend = "inductor" if compile is True else compile
@@ -188,8 +184,7 @@ class Predictor:
         # Fixed batch shapes pay off only for compiled graphs; an eager run (CPU or CUDA)
         # would only compute the padding (3 people would cost 4 forwards).
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
-        self._graphs: dict[tuple, TaskGraph] = {}
-        self._pools: dict[str, object] = {}  # task (its stream) -> CUDA graph memory pool
+        self._graphs = GraphCache()  # (task, shapes) -> graph; one memory pool per task stream
         self._warming_up = False
         self.padded = (self.compiled or self.cuda_graphs) if pad_batches is None else pad_batches
         self._streams: dict[str, torch.cuda.Stream] = {}
@@ -270,10 +265,11 @@ class Predictor:
 
     # -- per task, all on the device
 
-    def _plan(self, task, boxes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    def _plan(self, task, boxes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int, Optional[str]]]]:
         """Host geometry of the person crops: (M, 4) float32 rows center | scale, per chunk of
         `max_batch` boxes (padded up to a bucket when `self.padded`), and the chunks as
-        (first box, boxes, rows)."""
+        (first box, boxes, rows, sampling): the crops' interpolation, picked here from the
+        scales (`transforms.crop_sampling`), so the device samples only what is used."""
         boxes = np.asarray(boxes, np.float32).copy()
         boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1.0)  # a degenerate box (1x1 image) still crops
         center, scale = transforms.box_to_center_scale_np(boxes, self.sizes[task.name])
@@ -283,7 +279,8 @@ class Predictor:
             part = rows[start:start + self.max_batch]
             bucket = min(b for b in self.buckets() if b >= len(part)) if self.padded else len(part)
             parts.append(np.concatenate((part, np.repeat(part[:1], bucket - len(part), axis=0))))  # copies of a real box
-            chunks.append((start, len(part), bucket))
+            sampling = transforms.crop_sampling(part[:, 2:], self.sizes[task.name], self.crop_sampling)
+            chunks.append((start, len(part), bucket, sampling))
         return np.concatenate(parts), chunks
 
     def _persons(self, task, frame: torch.Tensor, boxes: np.ndarray, plan, geometry) -> torch.Tensor:
@@ -298,18 +295,19 @@ class Predictor:
 
     def _persons_batched(self, task, frame: torch.Tensor, chunks, geometry: torch.Tensor) -> torch.Tensor:
         results, offset = [], 0
-        for _, count, bucket in chunks:
+        for _, count, bucket, sampling in chunks:
             rows = geometry[offset:offset + bucket]  # center | scale
             offset += bucket
-            key = (task.name, bucket, tuple(frame.shape))
-            results.append(self._run(key, functools.partial(self._person_work, task), frame, rows)[:count])
+            key = (task.name, bucket, sampling, tuple(frame.shape))
+            results.append(self._run(key, functools.partial(self._person_work, task, sampling), frame, rows)[:count])
         return torch.cat(results) if len(results) > 1 else results[0]
 
-    def _person_work(self, task, frame: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    def _person_work(self, task, sampling: Optional[str], frame: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """(B, K, 3) from the frame and B rows of crop geometry: crop, model, decode."""
         input_hw = self.sizes[task.name]
         center, scale = rows[:, :2], rows[:, 2:]
-        x = task.preprocess(frame, center, scale, input_hw).to(self.dtype)
+        chosen = {"sampling": sampling} if task.host_sampling else {}
+        x = task.preprocess(frame, center, scale, input_hw, **chosen).to(self.dtype)
         if self.flip_test and task.name in self._flip:
             heatmaps = codec.flip_test(self.models[task.name], x, self._flip[task.name])
         else:
@@ -328,12 +326,7 @@ class Predictor:
         `key` (task, shapes) on its first use, on the thread and stream that launch it."""
         if not self.cuda_graphs or self._warming_up:
             return work(*inputs)
-        graph = self._graphs.get(key)
-        if graph is None:
-            task = key[0]
-            graph = self._graphs[key] = TaskGraph(work, inputs, self._pools.setdefault(task, torch.cuda.graph_pool_handle()))
-            log.info("captured a CUDA graph for %s", key)
-        return graph(*inputs)
+        return self._graphs.run(key, key[0], work, *inputs)  # one memory pool per task (its stream)
 
     def _shrink_batch(self, tried: int) -> None:
         torch.cuda.empty_cache()

@@ -316,7 +316,7 @@ def _box_finder(options: RunOptions, device: str, mode: RunMode):
     """Stills are detected one by one: no boxes carried from the previous image."""
     return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
                            detect_every=options.detect_every if mode.follows_people else 1, max_people=options.max_people,
-                           half=device.startswith("cuda"))
+                           half=device.startswith("cuda"), cuda_graphs=options.cuda_graphs)
 
 
 def _viewer(options, info, device, layers, write: WriteStage, outputs, models):

@@ -59,6 +59,8 @@ class Task:
                  False: every frame.
     pane:        the preview pane this task adds to the picture (`viz.panes.Pane`), or None.
     flip_indices: mirror table for `--flip-test` (per-person tasks only).
+    host_sampling: the per-person preprocess takes `sampling=`, the crops' interpolation that
+                 `Predictor` picks on the host (`transforms.crop_sampling`).
     """
 
     model: ModelSpec
@@ -72,6 +74,7 @@ class Task:
     derived: Mapping[str, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
     pane: Optional[Pane] = None
     flip_indices: Optional[Callable[[], np.ndarray]] = None
+    host_sampling: bool = False
 
     @property
     def name(self) -> str:
@@ -91,8 +94,8 @@ class Task:
 # ----------------------------------------------------------------------------- pre/post-processing
 
 
-def _pose_preprocess(image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw) -> torch.Tensor:
-    return transforms.normalize(transforms.crop_persons(image, center, scale, input_hw))
+def _pose_preprocess(image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw, sampling=None) -> torch.Tensor:
+    return transforms.normalize(transforms.crop_persons(image, center, scale, input_hw, sampling))
 
 
 def _pose_postprocess(heatmaps: torch.Tensor, box: tuple, input_hw) -> torch.Tensor:
@@ -136,7 +139,7 @@ def _flip_indices() -> np.ndarray:
 _BUILTIN = (
     Task(registry.spec("pose"), _pose_preprocess, _pose_postprocess, "keypoints",
          aliases=("keypoints", "pose-estimation", "keypoint-detection"), follows_input_size=True, per_person=True,
-         flip_indices=_flip_indices),
+         flip_indices=_flip_indices, host_sampling=True),
     Task(registry.spec("seg"), _seg_preprocess, _seg_postprocess, "seg",
          aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True),
     Task(registry.spec("pointmap"), transforms.resize_pad, _pointmap_postprocess, "pointmap",

@@ -120,15 +120,53 @@ def udp_warp_matrix(center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[i
     return torch.stack((row0, row1), dim=1)
 
 
+# How person crops are sampled (`crop_persons(sampling=...)`, `Predictor(crop_sampling=...)`):
+#   "official": per crop, bilinear when the crop shrinks the image (a large person) and
+#               bicubic (a = -0.75) when it enlarges it (a small person), as the official
+#               demo's cv2.warpAffine (SPEC §4.2); the golden fixtures are made this way.
+#   "bilinear" / "bicubic": every crop so (faster / sharper; not the official crops).
+CROP_SAMPLING = ("official", "bilinear", "bicubic")
+
+
+def crop_shrinks_np(scale: np.ndarray, input_hw: tuple[int, int] = INPUT_HW) -> np.ndarray:
+    """(N,) bool: the crop of each (N, 2) float32 scale row shrinks the image (crop pixels per
+    image pixel below 1 along some axis), computed on the host with the same float32 operations
+    as `udp_warp_matrix` on the device (1 / scale, times size - 1), so both agree exactly."""
+    scale = np.asarray(scale, np.float32).reshape(-1, 2)
+    kx = (np.float32(1) / scale[:, 0]) * np.float32(input_hw[1] - 1)
+    ky = (np.float32(1) / scale[:, 1]) * np.float32(input_hw[0] - 1)
+    return np.minimum(np.abs(kx), np.abs(ky)) < 1
+
+
+def crop_sampling(scale: np.ndarray, input_hw: tuple[int, int] = INPUT_HW, policy: str = "official") -> Optional[str]:
+    """The sampling of one batch of crops, chosen on the host from its scale rows (N, 2), so the
+    device samples only what is used and nothing waits for it: "bilinear" or "bicubic" when
+    every crop takes that one (one person: always), None for a batch that mixes small and large
+    people under the "official" policy (`crop_persons` then samples both and picks per crop)."""
+    if policy not in CROP_SAMPLING:
+        raise ValueError(f"crop sampling must be one of {CROP_SAMPLING}, got {policy!r}")
+    if policy != "official":
+        return policy
+    shrinks = crop_shrinks_np(scale, input_hw)
+    if shrinks.all():
+        return "bilinear"
+    return "bicubic" if not shrinks.any() else None
+
+
 def crop_persons(
-    image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[int, int] = INPUT_HW
+    image: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[int, int] = INPUT_HW,
+    sampling: Optional[str] = None,
 ) -> torch.Tensor:
     """One image (3, H, W) RGB, uint8 or float 0-255 -> crops (N, 3, h, w) float32 0-255.
 
     Matches `cv2.warpAffine` with the UDP matrix and a black border: bilinear where
     the crop shrinks, bicubic (a = -0.75) where it enlarges. From uint8 the result is
     rounded and clipped like OpenCV's uint8 output; it differs from OpenCV by at most
-    a couple of grey levels (OpenCV uses fixed-point weights)."""
+    a couple of grey levels (OpenCV uses fixed-point weights).
+
+    sampling: "bilinear" or "bicubic" samples every crop so (what `crop_sampling` picks on
+    the host when all crops agree: one grid_sample); None picks per crop here (on a GPU
+    both are sampled and selected, since reading the choice would make the host wait)."""
     n = center.shape[0]
     h, w = input_hw
     H, W = image.shape[-2:]
@@ -149,18 +187,23 @@ def crop_persons(
     grid = torch.stack((2 * px / max(W - 1, 1) - 1, 2 * py / max(H - 1, 1) - 1), dim=-1)
     # All crops in one call: stack their grids vertically against the single image.
     grid = grid.reshape(1, n * h, w, 2)
-    shrink = torch.minimum(kx.abs(), ky.abs()) < 1  # (N,)
 
     def sample(mode: str) -> torch.Tensor:
         sampled = F.grid_sample(src, grid, mode=mode, padding_mode="zeros", align_corners=True)
         return sampled.view(3, n, h, w).transpose(0, 1)
 
-    if image.device.type == "cpu":  # reading the flags costs nothing here: sample only the modes used
+    if sampling is not None:  # chosen on the host
+        if sampling not in ("bilinear", "bicubic"):
+            raise ValueError(f"sampling must be 'bilinear', 'bicubic' or None, got {sampling!r}")
+        out = sample(sampling)
+    elif image.device.type == "cpu":  # reading the flags costs nothing here: sample only the modes used
+        shrink = torch.minimum(kx.abs(), ky.abs()) < 1  # (N,)
         out = torch.empty(n, 3, h, w, device=image.device)
         for mode, chosen in (("bilinear", shrink), ("bicubic", ~shrink)):
             if chosen.any():
                 out[chosen] = sample(mode)[chosen]
     else:  # on a GPU: both, then a select; reading the flags would make the host wait
+        shrink = torch.minimum(kx.abs(), ky.abs()) < 1  # (N,)
         out = torch.where(shrink[:, None, None, None], sample("bilinear"), sample("bicubic"))
     if not image.is_floating_point():
         out = out.round_().clamp_(0, 255)

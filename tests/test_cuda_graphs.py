@@ -1,14 +1,25 @@
-"""Predictor(cuda_graphs=True) on the stand-in GPU (tests/gpu_standin.py): one graph per
-(task, person bucket), captured on first use by the launching thread, replayed after;
-outputs equal eager's; a handful of launches per predict; no races with frames in flight."""
+"""CUDA graphs on the stand-in GPU (tests/gpu_standin.py). Predictor(cuda_graphs=True): one graph
+per (task, person bucket, crop sampling), captured on first use by the launching thread, replayed
+after; outputs equal eager's; a handful of launches per predict; no races with frames in flight.
+The detector (cuda_graphs=True): one graph per frame size through the same machinery
+(realtime/models/cuda_graph.py), one replay and one host wait per call, outputs equal eager's.
+Work that cannot be captured runs eagerly."""
 
 import copy
 
+import logging
+
 import numpy as np
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from realtime.infer import Predictor
+from realtime.models.cuda_graph import GraphCache
+from realtime.models.rtmdet import load_detector
 from tests.gpu_standin import StandinGPU
+
+CAPTURE = "torch.cuda.graph(): synchronize before capturing"
 
 IMAGE = np.random.default_rng(0).integers(0, 256, (96, 128, 3), dtype=np.uint8)
 BOXES = np.array([[10, 10, 60, 90], [40, 5, 120, 95], [0, 0, 127, 95], [20, 30, 90, 80], [5, 5, 50, 50]], np.float32)
@@ -22,7 +33,8 @@ def task_models(fixtures_dir):
 
 
 def test_graphed_predictions_equal_eager_with_few_launches(task_models):
-    eager = Predictor(task_models, input_hw=(128, 96), pad_batches=True)  # the same padded batches
+    # the same padded batches and head layout (channels_last: what a CUDA Predictor picks)
+    eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
     people = (1, 3, 5, 3, 1)
     wants = [eager.predict(IMAGE, BOXES[:n]) for n in people]
     with StandinGPU() as gpu:
@@ -30,15 +42,16 @@ def test_graphed_predictions_equal_eager_with_few_launches(task_models):
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
         assert predictor.padded and predictor.buckets() == (1, 2, 3, 4, 6, 8, 12, 16)
         predictor.warm_up(IMAGE.shape[:2])
-        assert not predictor._graphs  # the warm-up runs eagerly: the launching thread captures
+        assert not len(predictor._graphs)  # the warm-up runs eagerly: the launching thread captures
         got, launches, syncs = [], [], []
         for n in people:
             gpu.rec.clear()
             got.append(predictor.predict(IMAGE, BOXES[:n]))
             launches.append(gpu.rec.launches())
             syncs.append(len(gpu.rec.syncs()))
-        assert sorted(predictor._graphs) == [("pose", 1, (3, 96, 128)), ("pose", 3, (3, 96, 128)),
-                                             ("pose", 6, (3, 96, 128)), ("seg", (3, 96, 128), (96, 128))]
+        # 1 person: a small one, bicubic; 3 and 5: small and large, sampled per crop (None)
+        assert set(predictor._graphs.captured()) == {("pose", 1, "bicubic", (3, 96, 128)), ("pose", 3, None, (3, 96, 128)),
+                                                     ("pose", 6, None, (3, 96, 128)), ("seg", (3, 96, 128), (96, 128))}
         assert not gpu.rec.races
     # each capture synchronizes first (frame 1: pose and seg; then pose for 3 and for 5
     # people); a frame of known shapes only replays, with the frame's one wait
@@ -52,7 +65,7 @@ def test_graphed_predictions_equal_eager_with_few_launches(task_models):
 
 
 def test_graphed_frames_in_flight_keep_their_own_outputs(task_models):
-    eager = Predictor(task_models, input_hw=(128, 96), pad_batches=True)
+    eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
     with StandinGPU() as gpu:
         models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
@@ -70,3 +83,85 @@ def test_graphed_frames_in_flight_keep_their_own_outputs(task_models):
 def test_cuda_graphs_are_ignored_on_the_cpu(task_models):
     predictor = Predictor(task_models, input_hw=(128, 96), cuda_graphs=True)
     assert not predictor.cuda_graphs and not predictor.padded
+
+
+# -- the detector, through the same machinery
+
+
+@pytest.fixture(scope="module")
+def detector_case(rtmdet_fixtures_dir):
+    image = load_file(str(rtmdet_fixtures_dir / "tiny_w025_case_a.safetensors"))["image_bgr_uint8"].numpy()
+    return rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors", image
+
+
+def _calls(gpu, det, images) -> list[dict]:
+    """Per call: the (boxes, scores), host syncs, captures, launches (kernels and copies), replays."""
+    out = []
+    for image in images:
+        gpu.rec.clear()
+        got = det.raw(image)
+        ops = [e.what for e in gpu.rec.log if e.kind == "op" and e.kernel]
+        out.append({"got": got, "syncs": len(gpu.rec.syncs()), "captures": sum(e.what == CAPTURE for e in gpu.rec.log),
+                    "launches": len(ops), "replays": sum(w.startswith("graph replay") for w in ops)})
+    return out
+
+
+def test_graphed_detector_equals_eager_with_one_replay_and_one_wait_per_call(detector_case):
+    weights, image = detector_case
+    images = [image, np.ascontiguousarray(image[::-1]), image, np.ascontiguousarray(image[:, ::-1])]
+    with StandinGPU() as gpu:
+        eager = _calls(gpu, load_detector(weights, widen=0.25, device="cuda"), images)
+        det = load_detector(weights, widen=0.25, device="cuda", cuda_graphs=True)
+        assert det.cuda_graphs
+        graphed = _calls(gpu, det, images)
+        assert det._graphs.captured() == [(image.shape, False)]  # one frame size
+        assert not gpu.rec.races
+    assert [c["syncs"] for c in eager] == [1, 1, 1, 1] and not any(c["replays"] for c in eager)
+    assert [c["captures"] for c in graphed] == [1, 0, 0, 0]  # captured once, by the first call
+    # the first call: the capture's synchronize, then the call's wait; after it the one wait
+    assert [c["syncs"] for c in graphed] == [2, 1, 1, 1]
+    assert [c["replays"] for c in graphed] == [1, 1, 1, 1]
+    # replayed: the frame up, into the graph's static input, the replay, out of its static
+    # output, the rows down; eager launches every layer
+    assert [c["launches"] for c in graphed[1:]] == [5, 5, 5]
+    assert min(c["launches"] for c in eager) > 100
+    for g, w in zip(graphed, eager):
+        for got, want in zip(g["got"], w["got"]):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_graphed_detector_captures_per_frame_size_and_channel_order(detector_case):
+    weights, image = detector_case
+    smaller = np.ascontiguousarray(image[: image.shape[0] // 2])
+    with StandinGPU() as gpu:
+        eager = load_detector(weights, widen=0.25, device="cuda")
+        det = load_detector(weights, widen=0.25, device="cuda", cuda_graphs=True)
+        for im, rgb in ((image, False), (smaller, False), (image, True), (image, False), (smaller, False)):
+            for g, w in zip(det(im, rgb=rgb), eager(im, rgb=rgb)):
+                np.testing.assert_array_equal(g, w)
+        assert sorted(det._graphs.captured()) == [(smaller.shape, False), (image.shape, False), (image.shape, True)]
+        assert sum(e.what == CAPTURE for e in gpu.rec.log) == 3
+        assert not gpu.rec.races
+
+
+def test_the_detector_runs_eagerly_without_graphs_or_on_the_cpu(detector_case):
+    weights, image = detector_case
+    det = load_detector(weights, widen=0.25, cuda_graphs=True)
+    assert not det.cuda_graphs
+    det(image)
+    assert not len(det._graphs)
+
+
+def test_work_that_cannot_be_captured_runs_eagerly_with_a_warning(caplog):
+    with StandinGPU(), caplog.at_level(logging.WARNING, logger="realtime.models.cuda_graph"):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            cache = GraphCache()
+            x = torch.arange(4.0, device="cuda")
+            work = lambda t: t * t.sum().item()  # noqa: E731  a host read: not capturable
+            got = [cache.run(("k",), "pool", work, x).cpu().tolist() for _ in range(2)]
+            fine = cache.run(("ok",), "pool", lambda t: t * 2, x).cpu().tolist()
+    assert got == [[0.0, 6.0, 12.0, 18.0]] * 2 and fine == [0.0, 2.0, 4.0, 6.0]
+    assert cache.captured() == [("ok",)] and cache.graphs[("k",)] is None
+    assert "could not capture a CUDA graph for ('k',)" in caplog.text

@@ -4,6 +4,10 @@ albedo head), so `decode_head.*` keys load unchanged.
 
 InstanceNorm2d is PyTorch's default: eps 1e-5, no affine parameters, always
 per-sample statistics. Deconvolutions have no bias; every Conv2d/Linear has one.
+
+`to_channels_last(model)` switches the heads inside a model to channels_last (NHWC)
+convolutions, which cuDNN runs on tensor cores without transposing; `infer.Predictor`
+does it on CUDA. Outputs keep the default (contiguous) layout either way.
 """
 
 from __future__ import annotations
@@ -18,20 +22,68 @@ from torch import nn
 _DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}  # kernel -> (padding, output_padding): exactly 2x
 
 
+def _is_channels_last(x: torch.Tensor) -> bool:
+    return x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+
+
+class InstanceNorm2d(nn.InstanceNorm2d):
+    """`nn.InstanceNorm2d` (no affine, no running statistics) that keeps a channels_last input
+    channels_last: PyTorch's makes it contiguous, which in a channels_last head would cost a
+    transpose before and after every norm. The same statistics (biased variance, `eps`) from
+    `var_mean`, which reads either layout; a contiguous input takes PyTorch's own kernel."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not _is_channels_last(x):
+            return super().forward(x)
+        var, mean = torch.var_mean(x, dim=(2, 3), keepdim=True, correction=0)
+        return (x - mean) * torch.rsqrt(var + self.eps)
+
+
+class PixelShuffle(nn.PixelShuffle):
+    """`nn.PixelShuffle` that hands a channels_last input on channels_last (PyTorch's CUDA kernel
+    returns NCHW; the next convolution would transpose it back anyway)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x)
+        return out.contiguous(memory_format=torch.channels_last) if _is_channels_last(x) else out
+
+
+class _Layout(nn.Module):
+    """Base of the heads: `channels_last` (set by `to_channels_last`) makes `forward` take its
+    input in that layout; outputs go back to the default layout."""
+
+    channels_last = False
+
+    def _in(self, x: torch.Tensor) -> torch.Tensor:
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
+
+
+def to_channels_last(model: nn.Module) -> int:
+    """Switch every Sapiens2 head inside `model` to channels_last convolutions, in place: the
+    4-d weights are stored NHWC and the head converts its input once; returns how many heads.
+    Worth it on CUDA (cuDNN's tensor-core convolutions and deconvolutions work in NHWC and
+    transpose NCHW operands themselves); see docs/gpu-performance.md for the CPU measurement."""
+    heads = [m for m in model.modules() if isinstance(m, _Layout)]
+    for head in heads:
+        head.to(memory_format=torch.channels_last)
+        head.channels_last = True
+    return len(heads)
+
+
 def _deconv_stack(in_channels: int, out_channels: Sequence[int], kernel: int = 4) -> nn.Sequential:
     padding, output_padding = _DECONV_PADDING[kernel]
     layers: list[nn.Module] = []
     for c in out_channels:
         layers += [
             nn.ConvTranspose2d(in_channels, c, kernel, stride=2, padding=padding, output_padding=output_padding, bias=False),
-            nn.InstanceNorm2d(c),
+            InstanceNorm2d(c),
             nn.SiLU(),
         ]
         in_channels = c
     return nn.Sequential(*layers)
 
 
-def _conv_stack(in_channels: int, out_channels: Sequence[int], kernel: int, norm=nn.InstanceNorm2d) -> nn.Sequential:
+def _conv_stack(in_channels: int, out_channels: Sequence[int], kernel: int, norm=InstanceNorm2d) -> nn.Sequential:
     layers: list[nn.Module] = []
     for c in out_channels:
         layers += [nn.Conv2d(in_channels, c, kernel, padding=(kernel - 1) // 2), norm(c), nn.SiLU()]
@@ -50,7 +102,7 @@ class RMSNorm2d(nn.Module):
         return self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
-class PoseHeatmapHead(nn.Module):
+class PoseHeatmapHead(_Layout):
     """featmap (B, E, h, w) -> heatmaps (B, 308, 4h, 4w): 2 deconvs, 1x1 convs, conv_pose."""
 
     output_channels_arg = "out_channels"  # the keyword that sets the output layer's width
@@ -62,10 +114,10 @@ class PoseHeatmapHead(nn.Module):
         self.conv_pose = nn.Conv2d(conv_out_channels[-1], out_channels, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv_pose(self.conv_layers(self.deconv_layers(x)))
+        return self.conv_pose(self.conv_layers(self.deconv_layers(self._in(x)))).contiguous()
 
 
-class SegHead(nn.Module):
+class SegHead(_Layout):
     """featmap (B, E, h, w) -> class logits (B, 29, 16h, 16w): 4 deconvs, 1x1 convs, conv_seg."""
 
     output_channels_arg = "num_classes"
@@ -77,25 +129,25 @@ class SegHead(nn.Module):
         self.conv_seg = nn.Conv2d(conv_out_channels[-1], num_classes, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv_seg(self.conv_layers(self.deconv_layers(x)))
+        return self.conv_seg(self.conv_layers(self.deconv_layers(self._in(x)))).contiguous()
 
 
-class _DenseHead(nn.Module):
+class _DenseHead(_Layout):
     """Shared trunk of the normal / pointmap / albedo heads (SPEC §3.3): a 3x3 input conv,
     4 upsample blocks [conv3 -> 4c, PixelShuffle(2), norm, SiLU] (16x in all), then 3x3 convs."""
 
-    def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int], norm=nn.InstanceNorm2d) -> None:
+    def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int], norm=InstanceNorm2d) -> None:
         super().__init__()
         self.input_conv = _conv_stack(in_channels, (in_channels,), 3, norm)
         blocks, c_in = [], in_channels
         for c in upsample_channels:
-            blocks.append(nn.Sequential(nn.Conv2d(c_in, 4 * c, 3, padding=1), nn.PixelShuffle(2), norm(c), nn.SiLU()))
+            blocks.append(nn.Sequential(nn.Conv2d(c_in, 4 * c, 3, padding=1), PixelShuffle(2), norm(c), nn.SiLU()))
             c_in = c
         self.upsample_blocks = nn.ModuleList(blocks)
         self.conv_layers = _conv_stack(c_in, conv_out_channels, 3, norm)
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.input_conv(x)
+        x = self.input_conv(self._in(x))
         for block in self.upsample_blocks:
             x = block(x)
         return self.conv_layers(x)
@@ -109,7 +161,7 @@ class NormalHead(_DenseHead):
         self.conv_normal = nn.Conv2d(conv_out_channels[-1], 3, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv_normal(self.trunk(x))
+        return self.conv_normal(self.trunk(x)).contiguous()
 
 
 class AlbedoHead(_DenseHead):
@@ -120,7 +172,7 @@ class AlbedoHead(_DenseHead):
         self.conv_albedo = nn.Conv2d(conv_out_channels[-1], 3, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv_albedo(self.trunk(x))
+        return self.conv_albedo(self.trunk(x)).contiguous()
 
 
 class PointmapHead(_DenseHead):
@@ -143,7 +195,7 @@ class PointmapHead(_DenseHead):
         layers: list[nn.Module] = []
         c_in = in_channels
         for c in scale_conv_out_channels:
-            layers += [nn.Conv2d(c_in, c, 1, stride=2), nn.InstanceNorm2d(c), nn.SiLU()]
+            layers += [nn.Conv2d(c_in, c, 1, stride=2), InstanceNorm2d(c), nn.SiLU()]
             c_in = c
         self.scale_conv_layers = nn.Sequential(*layers)
         mlp: list[nn.Module] = [nn.Flatten()]
@@ -152,12 +204,13 @@ class PointmapHead(_DenseHead):
         self.scale_final_layer = nn.Sequential(*mlp)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self._in(x)
         grid = self.scale_grid(tuple(x.shape[-2:]))
         # Another input size than trained: the scale branch reads the featmap resized to its
         # trained grid (an approximation the official code does not offer: it fails there).
         xs = x if tuple(x.shape[-2:]) == grid else F.interpolate(x, size=grid, mode="bilinear", align_corners=False)
         scale = self.scale_final_layer(self.scale_conv_layers(xs))
-        return self.conv_pointmap(self.trunk(x)), scale
+        return self.conv_pointmap(self.trunk(x)).contiguous(), scale
 
     def scale_grid(self, featmap_hw: tuple[int, int]) -> tuple[int, int]:
         """The featmap grid the scale MLP was trained on: its first Linear takes C x h x w values

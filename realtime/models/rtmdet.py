@@ -8,6 +8,7 @@ Facts and pitfalls: `shared/reference/rtmdet/SPEC.md` (sections in comments belo
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 from realtime.errors import UserError
 from realtime.models import rtmdet_post as post
 from realtime.models.checkpoint import load_strict, read_state_dict
+from realtime.models.cuda_graph import GraphCache
 from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO, resolve_file
 
 log = logging.getLogger(__name__)
@@ -241,13 +243,22 @@ class Detector:
     xyxy image pixels, scores (N,) float32, after the Sapiens2 demo's selection
     (score > 0.3, greedy NMS at IoU 0.3). When nothing passes, both are empty
     ((0, 4) and (0,)); the demo's whole-frame fallback is the box finder's job.
+
+    cuda_graphs: on CUDA, replay one CUDA graph per frame size from the uploaded frame to
+    the top-100 candidates (letterbox, the network at its fixed 640x640 input, decoding),
+    captured on the first call by the calling thread (`realtime.models.cuda_graph`); a call
+    is then the upload, a copy into the graph's input, the replay, and the download.
+    Ignored on the CPU.
     """
 
-    def __init__(self, model: RTMDet, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, model: RTMDet, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
+                 cuda_graphs: bool = False) -> None:
         self.model = model.to(device=device, dtype=dtype).eval()
         self.device = torch.device(device)
         self.dtype = dtype
         self.cuda = self.device.type == "cuda"
+        self.cuda_graphs = bool(cuda_graphs) and self.cuda
+        self._graphs = GraphCache()  # (frame shape, rgb) -> graph, in one memory pool (the detector's stream)
         # Its own stream, so a detection overlaps the task models' streams instead of
         # queueing behind them on the default stream.
         self.stream = torch.cuda.Stream(self.device) if self.cuda else None
@@ -262,8 +273,7 @@ class Detector:
 
         Exact cv2 letterbox on the CPU; on other devices the frame is uploaded
         and resized there (within +-1 grey level of cv2)."""
-        if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-            raise ValueError(f"expected an (H, W, 3) uint8 image, got {image.shape} {image.dtype}")
+        _check_image(image)
         if self.device.type == "cpu":
             padded, w_scale, h_scale = post.letterbox_cv2(image)
             padded = torch.from_numpy(padded)
@@ -296,15 +306,28 @@ class Detector:
             x, w_scale, h_scale = self.preprocess(image, rgb=rgb)
             return post.top_candidates(*self.model(x), w_scale, h_scale).numpy()
         self.stream.wait_stream(torch.cuda.current_stream(self.device))  # weights written on the default stream
+        _check_image(image)
         with torch.cuda.stream(self.stream):
-            x, w_scale, h_scale = self.preprocess(image, rgb=rgb)
-            rows = post.top_candidates(*self.model(x), w_scale, h_scale)
+            work = functools.partial(self._rows, rgb)
+            frame = self._upload(image)
+            if self.cuda_graphs:
+                rows = self._graphs.run((tuple(image.shape), rgb), "detector", work, frame)
+            else:
+                rows = work(frame)
             host = self._host_buffer("rows", rows.shape, rows.dtype)
             host.copy_(rows, non_blocking=True)
             done = torch.cuda.Event(blocking=True)  # the host sleeps on it instead of spinning
             done.record(self.stream)
         done.synchronize()
         return host.numpy().copy()
+
+    def _rows(self, rgb: bool, frame: torch.Tensor) -> torch.Tensor:
+        """(100, 5) candidate rows of a frame (H, W, 3) uint8 already on the device: the
+        letterbox, the network at 640x640 and the decoding, all on the device with shapes
+        fixed by the frame size (what a CUDA graph captures)."""
+        padded, w_scale, h_scale = post.letterbox_torch(frame)
+        x = post.normalize(padded, rgb=rgb).to(self.dtype)
+        return post.top_candidates(*self.model(x), w_scale, h_scale)
 
     def _upload(self, image: np.ndarray) -> torch.Tensor:
         """The frame on the device through a pinned buffer (a pageable copy would block).
@@ -320,6 +343,11 @@ class Detector:
         if buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype:
             buf = self._pinned[name] = torch.empty(tuple(shape), dtype=dtype, pin_memory=True)
         return buf
+
+
+def _check_image(image: np.ndarray) -> None:
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"expected an (H, W, 3) uint8 image, got {image.shape} {image.dtype}")
 
 
 def filter_state_dict(state_dict: dict[str, torch.Tensor], model: RTMDet) -> dict[str, torch.Tensor]:
@@ -376,6 +404,7 @@ def load_detector(
     widen: Optional[float] = 0.75,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    cuda_graphs: bool = False,
 ) -> Detector:
     """Load the RTMDet person detector and return a callable `Detector`.
 
@@ -384,6 +413,7 @@ def load_detector(
     then the Hugging Face cache, then downloads from `facebook/sapiens-pose-bbox-detector`.
     widen: width factor (0.75 = RTMDet-m, the released model); None reads it from the
     file's stem width (e.g. the narrow test fixtures).
+    cuda_graphs: on CUDA, replay the detector as a CUDA graph (see `Detector`).
     """
     path = detector_path(checkpoint)
     raw = read_state_dict(path)
@@ -404,4 +434,4 @@ def load_detector(
         )
     folded = fold_batchnorm(model.eval())  # in fp32, before any cast to the run's dtype
     log.info("loaded %s from %s (%d batch norms folded into their convs)", what, path, folded)
-    return Detector(model, device=device, dtype=dtype)
+    return Detector(model, device=device, dtype=dtype, cuda_graphs=cuda_graphs)
