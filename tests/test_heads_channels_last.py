@@ -75,8 +75,9 @@ def test_channels_last_albedo_head_equals_the_fixture(fixtures_dir):
     _check(out, io["albedo_raw"], 1e-4, 1e-5)
 
 
-def test_the_instance_norm_keeps_the_layout_and_the_numbers():
-    x = torch.randn(3, 8, 10, 7) * 3 + 2
+@pytest.mark.parametrize("batch", [1, 3])  # one image: batch norm's kernel; a batch: var_mean
+def test_the_instance_norm_keeps_the_layout_and_the_numbers(batch):
+    x = torch.randn(batch, 8, 10, 7) * 3 + 2
     norm = heads.InstanceNorm2d(8)
     fast = norm(x.contiguous(memory_format=torch.channels_last))
     assert fast.is_contiguous(memory_format=torch.channels_last) and not fast.is_contiguous()

@@ -29,12 +29,15 @@ def _is_channels_last(x: torch.Tensor) -> bool:
 class InstanceNorm2d(nn.InstanceNorm2d):
     """`nn.InstanceNorm2d` (no affine, no running statistics) that keeps a channels_last input
     channels_last: PyTorch's makes it contiguous, which in a channels_last head would cost a
-    transpose before and after every norm. The same statistics (biased variance, `eps`) from
+    transpose before and after every norm. The same statistics (biased variance, `eps`): for one
+    image from batch norm (NHWC kernels on CPU and CUDA, float statistics), for a batch from
     `var_mean`, which reads either layout; a contiguous input takes PyTorch's own kernel."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not _is_channels_last(x):
             return super().forward(x)
+        if x.shape[0] == 1:  # one image: batch norm's per-channel statistics are its own, in one NHWC kernel
+            return F.batch_norm(x, None, None, training=True, eps=self.eps)
         var, mean = torch.var_mean(x, dim=(2, 3), keepdim=True, correction=0)
         return (x - mean) * torch.rsqrt(var + self.eps)
 
