@@ -17,7 +17,7 @@
    overlap figure (1.00: the GPU waited for Python between frames as long as ever).
 3. Times the RTMDet-m person detector (random weights, batch norms folded) per call on a
    720p frame, eager and replayed as a CUDA graph (`cuda_graphs=True`: a call is 5 launches
-   instead of about 500, counted on the stand-in by `bench/gpu_syncs.py`).
+   instead of about 350, counted on the stand-in by `bench/gpu_syncs.py`).
 
 Without a CUDA GPU it says so and exits 0.
 """

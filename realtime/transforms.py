@@ -15,6 +15,7 @@ of the pixels (see tests).
 
     center, scale = box_to_center_scale(boxes)                  # person crops
     crops = normalize(crop_persons(image, center, scale))       # (N, 3, 1024, 768)
+    sampling = crop_sampling(scale_np)                          # bilinear / bicubic, picked on the host
     keypoints = keypoints_to_image(kpts_in_crop, center, scale)
     x, pad = resize_pad(image)                                  # whole image, aspect kept
     xyz = pointmap_postprocess(points, scale, pad, (h, w))
