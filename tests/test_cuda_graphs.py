@@ -165,3 +165,30 @@ def test_work_that_cannot_be_captured_runs_eagerly_with_a_warning(caplog):
     assert got == [[0.0, 6.0, 12.0, 18.0]] * 2 and fine == [0.0, 2.0, 4.0, 6.0]
     assert cache.captured() == [("ok",)] and cache.graphs[("k",)] is None
     assert "could not capture a CUDA graph for ('k',)" in caplog.text
+
+
+def test_a_graphed_run_captures_the_detector_on_the_detect_thread(tmp_path, task_models, rtmdet_fixtures_dir):
+    """`run(cuda_graphs=True)` with the detector on the stand-in: the detect stage's thread
+    captures the detector's graph once and replays it on every detection, the infer thread its
+    own graphs, and nothing races."""
+    from media import gaussian_marker, write_video
+    from realtime.detect import make_box_finder
+    from realtime.run import RunOptions, run
+
+    frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(4)]
+    src = write_video(tmp_path / "clip.mp4", frames, fps=25)
+    options = RunOptions(source=str(src), tracks=str(tmp_path / "t.jsonl"), device="cuda", dtype="fp32",
+                         input_hw=(128, 96), tasks=("pose",), smooth="none", progress=False, cuda_graphs=True)
+    with StandinGPU() as gpu:
+        models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}
+        finder = make_box_finder("detector", detector_checkpoint=str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"),
+                                 device="cuda", widen=None, cuda_graphs=True)
+        summary = run(options, models=models, box_finder=finder)
+        log = gpu.rec.log
+    assert summary.result.exit_code == 0, summary.result.message
+    assert finder.sources["detector"] + finder.sources["frame"] == 4  # a file: the detector every frame
+    assert not gpu.rec.races
+    replays = [e.thread for e in log if e.kind == "op" and e.what.startswith("graph replay")]
+    assert replays.count("stage-detect") == 4 and replays.count("stage-infer") == 4
+    captures = [e.thread for e in log if e.what == CAPTURE]
+    assert sorted(captures) == ["stage-detect", "stage-infer"]  # one graph each: one frame size, one person
