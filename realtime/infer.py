@@ -129,9 +129,10 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
-    cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket) from crop to decoded
-                 keypoints (and from resize to the map), captured on first use by the thread that
-                 launches frames; pads person batches. Ignored on the CPU.
+    cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket, crop sampling) from
+                 crop to decoded keypoints (and from resize to the map), captured on first use by
+                 the thread that launches frames (`realtime.models.cuda_graph`, which the detector
+                 shares); pads person batches. Ignored on the CPU.
     pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: only when
                  compiled; eager runs the crops there are).
     crop_sampling: how person crops are interpolated, picked per batch on the host from the
