@@ -48,7 +48,8 @@ class ModelOptions:
     flip_test: bool = False
     compile: bool = False
     fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
-    cuda_graphs: bool = False  # replay a CUDA graph per (task, person bucket); CUDA only
+    cuda_graphs: bool = False  # replay a CUDA graph per (task, person bucket) and for the detector; CUDA only
+    crop_sampling: str = "official"  # person-crop interpolation, realtime.transforms.CROP_SAMPLING
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=options.cuda_graphs)
+                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
     log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     smoother = None

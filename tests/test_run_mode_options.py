@@ -90,3 +90,14 @@ def test_building_the_parser_imports_no_exporter_or_numpy():
            "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('realtime.export.to_')))"
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_gpu_switches_reach_the_run_options():
+    from realtime.cli import _run_options, build_parser
+
+    args = build_parser().parse_args(["run", "a.mp4", "--cuda-graphs", "--crop-sampling", "bilinear"])
+    options = _run_options(args)
+    assert options.models.cuda_graphs and options.crop_sampling == "bilinear"
+    assert _run_options(build_parser().parse_args(["run", "a.mp4"])).crop_sampling == "official"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "a.mp4", "--crop-sampling", "nearest"])

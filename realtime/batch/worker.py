@@ -63,7 +63,7 @@ class UnitRunner:
         # The detector is loaded once; each video gets a fresh box finder (it keeps per-video state).
         finder = make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
                                  detect_every=options.detect_every, max_people=options.max_people,
-                                 half=device.startswith("cuda"))
+                                 half=device.startswith("cuda"), cuda_graphs=options.cuda_graphs)
         self._detector = finder.detector
 
     def _box_finder(self):
