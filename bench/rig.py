@@ -1,20 +1,25 @@
-"""Grounded body every frame on synthetic ground truth: lifting between depth frames, the floor,
-foot contact and foot locking.
+"""Grounded body every frame on synthetic ground truth: lifting between depth frames, the metric
+scale, the floor, foot contact and foot locking.
 
 Ground truth: `tests/ground_synthetic.py`'s walker (exact foot plants) seen by a camera tilted
 15 degrees down. Measurements: 2D keypoints every frame with NOISE_PX pixel noise; 3D keypoints
 (the pointmap's) with NOISE_M metres of noise per point and SCALE_JITTER of per-frame scale
-jitter, either every frame ("depth every frame") or every DEPTH_EVERY-th frame, lifted in
-between (`realtime.rig.lift.Lifter`). Then, on the lifted stream, all causal, frame by frame:
-the floor from the lowest foot points of the depth frames of the first FLOOR_SECONDS (`fit_floor`),
-the sinks' live filter (one euro, smoothness 0.5), contacts (`ContactDetector`), foot locking (`FootLock`).
+jitter, either every frame ("depth every frame") or every DEPTH_EVERY-th frame. The pipeline's
+`GroundStage` runs on those frames, causal, frame by frame: each depth frame's scale stabilised
+against the person's bone lengths (`realtime.rig.scale`), 3D lifted in between
+(`realtime.rig.lift.Lifter`), the floor from the depth frames' feet (`FloorEstimator`: first
+fitted after 30 depth frames = 5 s, then refitted every 10), contacts (`ContactDetector`). Then
+what the VMC sink does with them: its live filter (one euro, smoothness 0.5) and foot locking
+(`FootLock`).
 
-Reported: joint error (mean over the 24 body and foot points) of the lifted 3D against the
-truth and against depth-every-frame, on the frames without depth; the floor normal's angle to
-the true up; contact precision / recall against the planted frames; foot sliding during the
-true contacts (the ankle's travel along the floor per frame, mm, and per contact, cm) before
-and after locking.
-Run: python bench/rig.py [--frames 300]
+Reported: joint error (mean over the 24 body and foot points) of the stage's 3D on the frames
+without depth against the truth and against depth-every-frame; the per-frame scale error (std of
+each depth frame's least-squares scale against the truth, from the second second on) of the raw
+pointmap and of the stage's output; the floor normal's angle to the true up when first fitted
+(5 s) and at the end; contact precision / recall against the planted frames once the floor is
+known; foot sliding during the true contacts (the ankle's travel along the floor per frame, mm,
+and per contact, cm) before and after locking, on the same frames.
+Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise]
 """
 
 from __future__ import annotations
@@ -27,62 +32,73 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realtime.rig.ground import ContactDetector, FootLock, fit_floor, lowest_foot_points  # noqa: E402
-from realtime.rig.lift import Lifter  # noqa: E402
+from realtime.frames import Frame, Person  # noqa: E402
+from realtime.rig.ground import FootLock, GroundStage  # noqa: E402
 from realtime.sinks.osc import Filter3D  # noqa: E402
 from tests.ground_synthetic import walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
 
 DEPTH_EVERY = 5
 NOISE_PX, NOISE_M, SCALE_JITTER = 1.0, 0.015, 0.02
-FLOOR_SECONDS = 5.0
+FPS = 30.0
+_IMAGE = np.zeros((2, 2, 3), np.uint8)
 
 
-def evaluate(frames: int = 300, seed: int = 0) -> dict[str, float]:
+def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True) -> dict[str, float]:
     truth = walk(frames)
     rng = np.random.default_rng(seed)
     body = np.flatnonzero(np.isfinite(truth.camera[0]).all(axis=1))
     pixels = truth.pixels + rng.normal(0, NOISE_PX, truth.pixels.shape)
     scale = 1.0 + rng.normal(0, SCALE_JITTER, (frames, 1, 1))
     depth = truth.camera * scale + rng.normal(0, NOISE_M, truth.camera.shape)
+    scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
 
-    lifter = Lifter(NAMES)
-    lifted = np.full_like(depth, np.nan)
-    floor_frames = int(FLOOR_SECONDS * 30)
-    floor = None
+    stage = GroundStage(NAMES, stabilise_scale=stabilise)
+    live_filter, lock = Filter3D("one_euro", 0.5, len(NAMES)), FootLock(NAMES)  # what the VMC sink does
+    lifted, filtered, locked = (np.full_like(depth, np.nan) for _ in range(3))
+    contacts = np.zeros((frames, 2), bool)
+    grounded = np.zeros(frames, bool)  # frames with contacts (the floor known)
+    floor_first = None
     for t in range(frames):
-        if t == floor_frames:  # the floor from the depth frames seen so far
-            floor = fit_floor(lowest_foot_points(lifted[:t:DEPTH_EVERY], NAMES))
-        measured = depth[t] if t % DEPTH_EVERY == 0 else None
-        out = lifter.update(pixels[t], measured)
-        if out is not None:
-            lifted[t] = out
-    between = np.array([t % DEPTH_EVERY != 0 for t in range(frames)]) & np.isfinite(lifted[:, body]).all(axis=(1, 2))
+        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=pixels[t].astype(np.float32),
+                        keypoint_scores=scores[t], keypoints3d=depth[t].astype(np.float32) if t % DEPTH_EVERY == 0 else None)
+        out = stage.process(Frame(index=t, timestamp=truth.times[t], image=_IMAGE, people=(person,))).people[0]
+        if floor_first is None and stage.floor is not None:
+            floor_first = stage.floor
+        if out.keypoints3d is None:
+            continue
+        lifted[t] = out.keypoints3d
+        filtered[t] = live_filter(truth.times[t], 1, lifted[t], None)
+        locked[t] = filtered[t]
+        if out.contacts is not None:
+            grounded[t], contacts[t] = True, out.contacts
+            locked[t] = lock.apply(filtered[t], out.contacts)
+    depth_frame = np.arange(frames) % DEPTH_EVERY == 0
+    between = ~depth_frame & np.isfinite(lifted[:, body]).all(axis=(1, 2))
 
     def joint_error(a, b):
         return float(np.linalg.norm(a[between][:, body] - b[between][:, body], axis=2).mean())
 
-    cosine = float(np.clip(floor.normal @ truth.up, -1, 1))
+    def scale_error(points):
+        rows = depth_frame & (truth.times >= 1.0)
+        p, q = points[rows][:, body], truth.camera[rows][:, body]
+        return 100 * float(np.std((p * q).sum(axis=(1, 2)) / (q * q).sum(axis=(1, 2))))
 
-    detector, lock = ContactDetector(floor, NAMES), FootLock(NAMES)
-    live_filter = Filter3D("one_euro", 0.5, len(NAMES))  # what the VMC / OSC sinks run on the 3D keypoints
-    contacts = np.zeros((frames, 2), bool)
-    filtered = np.full_like(lifted, np.nan)
-    locked = np.full_like(lifted, np.nan)
-    for t in range(frames):
-        if np.isfinite(lifted[t, body]).all():
-            filtered[t] = live_filter(truth.times[t], 1, lifted[t], None)
-            contacts[t] = detector.update(truth.times[t], filtered[t])
-            locked[t] = lock.apply(filtered[t], contacts[t])
-    truth_contacts = truth.contacts
+    def angle(floor):
+        return float(np.degrees(np.arccos(np.clip(floor.normal @ truth.up, -1, 1))))
+
+    truth_contacts = truth.contacts & grounded[:, None]
     tp = (contacts & truth_contacts).sum()
-    slide_before, per_contact_before = _sliding(filtered, truth_contacts, floor.normal)
-    slide_after, per_contact_after = _sliding(locked, truth_contacts, floor.normal)
+    slide_before, per_contact_before = _sliding(filtered, truth_contacts, stage.floor.normal)
+    slide_after, per_contact_after = _sliding(locked, truth_contacts, stage.floor.normal)
     return {
         "joint_error_lifted_mm": 1000 * joint_error(lifted, truth.camera),
         "joint_error_depth_every_frame_mm": 1000 * joint_error(depth, truth.camera),
         "lifted_vs_depth_every_frame_mm": 1000 * joint_error(lifted, depth),
-        "floor_up_error_deg": float(np.degrees(np.arccos(cosine))),
+        "scale_error_raw_pct": scale_error(depth),
+        "scale_error_stabilised_pct": scale_error(lifted),
+        "floor_up_error_5s_deg": angle(floor_first),
+        "floor_up_error_end_deg": angle(stage.floor),
         "contact_precision": float(tp / max(contacts.sum(), 1)),
         "contact_recall": float(tp / max(truth_contacts.sum(), 1)),
         "slide_before_mm_per_frame": slide_before,
@@ -113,9 +129,14 @@ def _sliding(points: np.ndarray, contacts: np.ndarray, up: np.ndarray) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     args = parser.parse_args()
-    for name, value in evaluate(args.frames).items():
-        print(f"{name:36s} {value:8.2f}")
+    results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
+    print(f"{'seed':36s} " + " ".join(f"{s:8d}" for s in args.seeds) + "     mean")
+    for name in results[0]:
+        values = [r[name] for r in results]
+        print(f"{name:36s} " + " ".join(f"{v:8.2f}" for v in values) + f" {np.mean(values):8.2f}")
 
 
 if __name__ == "__main__":

@@ -82,18 +82,30 @@ def test_a_locked_foot_does_not_slide():
     np.testing.assert_allclose(np.array(held), np.repeat(held[:1], 10, axis=0), atol=1e-9)
 
 
+SEEDS = (0, 1, 2, 3, 4, 5)
+SCALE_PCT, PRECISION, RECALL, SLIDE_RATIO = 0.8, 0.85, 0.7, 0.5  # bench/RESULTS.md
+
+
 @pytest.fixture(scope="module")
 def results():
-    return bench.evaluate(300, seed=0)
+    return {seed: bench.evaluate(300, seed=seed) for seed in SEEDS}
 
 
 def test_the_walker_meets_the_stated_thresholds(results):
-    # bench/RESULTS.md, "Grounded body every frame": the thresholds asserted here
-    assert results["joint_error_lifted_mm"] < 110
-    assert results["joint_error_lifted_mm"] < 1.4 * results["joint_error_depth_every_frame_mm"]
-    assert results["floor_up_error_deg"] < 3.5
-    assert results["contact_precision"] > 0.7 and results["contact_recall"] > 0.3
-    assert results["slide_after_mm_per_frame"] < 0.9 * results["slide_before_mm_per_frame"]
+    # bench/RESULTS.md, "Grounded body every frame": the thresholds asserted here, on every seed
+    for seed, r in results.items():
+        assert r["joint_error_lifted_mm"] < 110, seed
+        assert r["joint_error_lifted_mm"] < 1.4 * r["joint_error_depth_every_frame_mm"], seed
+        assert r["scale_error_stabilised_pct"] < SCALE_PCT and r["scale_error_raw_pct"] > 1.5, seed
+        assert r["floor_up_error_5s_deg"] < 2.0 and r["floor_up_error_end_deg"] < 2.0, seed
+        assert r["contact_precision"] >= PRECISION and r["contact_recall"] > RECALL, seed
+        assert r["slide_after_mm_per_frame"] < SLIDE_RATIO * r["slide_before_mm_per_frame"], seed
+
+
+def test_the_scale_filter_is_what_steadies_the_walker():
+    steady, raw = bench.evaluate(300, seed=0), bench.evaluate(300, seed=0, stabilise=False)
+    assert steady["scale_error_stabilised_pct"] < raw["scale_error_stabilised_pct"] / 2
+    assert steady["joint_error_lifted_mm"] < raw["joint_error_lifted_mm"]
 
 
 def test_without_noise_the_lifted_body_and_floor_are_close():
@@ -107,8 +119,9 @@ def test_without_noise_the_lifted_body_and_floor_are_close():
         for k, v in saved.items():
             setattr(bench, k, v)
     assert results["joint_error_lifted_mm"] < 40
-    assert results["floor_up_error_deg"] < 0.5
+    assert results["floor_up_error_5s_deg"] < 0.5
     assert results["slide_after_mm_per_frame"] < 0.7 * results["slide_before_mm_per_frame"]
+
 
 
 def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
@@ -149,7 +162,7 @@ def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
             found.append(frame.people[0].contacts)
             w.write(frame)
     first = next(t for t, c in enumerate(found) if c is not None)
-    assert first == 5 * (GroundStage.MIN_CANDIDATES - 1)  # the floor after 30 depth frames
+    assert first == 5 * (GroundStage.MIN_FRAMES - 1)  # the floor after 30 depth frames
     assert np.degrees(np.arccos(stage.floor.normal @ truth.up)) < 1.0
     contacts = np.array(found[first:])
     planted = truth.contacts[first:]
@@ -157,3 +170,8 @@ def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
     track = read_tracks(path).person(4)
     np.testing.assert_array_equal(track.contacts[first:], contacts)
     assert not track.contacts[:first].any()
+    # 3D at pose rate: every frame, the 4 between depth frames lifted, in the file as the stage wrote it
+    body = np.isfinite(truth.camera[0]).all(axis=1)
+    assert np.isfinite(track.keypoints3d[:, body]).all()
+    between = np.arange(240) % 5 != 0
+    assert np.linalg.norm(track.keypoints3d[between][:, body] - truth.camera[between][:, body], axis=2).mean() < 0.04

@@ -1,16 +1,19 @@
 """Grounded feet: the floor plane, foot contact with hysteresis, and foot locking.
 
-Floor: a plane through the lowest foot points over time (camera frame). Each frame's
-lowest foot point (heels, toes) is a candidate; a plane is fitted to them by least
-squares (SVD), the candidates more than BAND above it are dropped, and the fit is
-repeated. Its normal, turned to point away from the ground, is the world's up (gravity),
-so the rig's up is right even with a tilted camera. A person who walks about gives
-candidates spread over the floor; one who stands still gives a small patch, whose tilt
-is less certain.
+Floor: a plane through where the feet stand, over time (camera frame). On each depth frame
+each foot's centre (the mean of its heel and toes) is a candidate; `fit_floor` fits a plane
+to them by least squares (SVD), keeps the candidates within K_SIGMA robust deviations
+(1.4826 MAD) of it, and refits until that set stops changing, starting from the lower half:
+feet in the air lie above the band and drop out. Its normal, turned to point away from the
+ground, is the world's up (gravity), so the rig's up is right even with a tilted camera.
+`FloorEstimator` keeps refitting as candidates come in (a running estimate over the last
+frames). A person who walks about gives candidates spread over the floor; one who stands
+still gives a small patch, whose tilt is less certain.
 
-Contact, per foot: the foot's height above the floor (its lowest point) and its speed
-(mean of its points), with hysteresis: on below ON_HEIGHT and ON_SPEED, off above
-OFF_HEIGHT or OFF_SPEED.
+Contact, per foot: the height of the foot's centre above the floor and its speed along the
+floor (the slope of a least-squares line through its positions over the last SPEED_WINDOW
+seconds), with hysteresis: on below ON_HEIGHT and ON_SPEED, off above OFF_HEIGHT or
+OFF_SPEED.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where they were when the contact began, and the knee follows by two-bone IK
@@ -27,10 +30,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import Frame
+from realtime.rig.lift import Lifter
 
 log = logging.getLogger(__name__)
 
-BAND = 0.03  # m: candidates this far above the fitted floor are feet in the air
+K_SIGMA = 2.5  # candidates within this many robust deviations of the plane are on the floor
+MIN_SIGMA = 0.005  # m: the band never narrows below this (noise-free input)
 ON_HEIGHT, OFF_HEIGHT = 0.05, 0.08  # m
 ON_SPEED, OFF_SPEED = 0.35, 0.7  # m/s
 SPEED_WINDOW = 0.15  # s
@@ -50,27 +55,34 @@ class Floor:
         return (np.asarray(points) - self.point) @ self.normal
 
 
-def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 4) -> Floor:
-    """A floor plane through (N, 3) candidate contact points (NaN rows ignored); camera y down by default."""
-    pts = candidates[np.isfinite(candidates).all(axis=1)]
+def _plane(points: np.ndarray, up: np.ndarray) -> Floor:
+    """The least-squares plane through (N, 3) points, its normal on the side of `up`."""
+    centre = points.mean(axis=0)
+    _, _, vt = np.linalg.svd(points - centre, full_matrices=False)
+    return Floor(vt[-1] if vt[-1] @ up > 0 else -vt[-1], centre)
+
+
+def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10) -> Floor:
+    """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default."""
+    pts = np.asarray(candidates, dtype=np.float64)
+    pts = pts[np.isfinite(pts).all(axis=1)]
     if len(pts) < 3:
         raise ValueError("a floor needs at least 3 foot points")
     up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
-    keep = np.ones(len(pts), bool)
-    floor = Floor(up, pts.mean(axis=0))
+    floor = _plane(pts, up)
+    heights = floor.height(pts)
+    keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
+    if keep.sum() < 3:
+        keep = np.ones(len(pts), bool)
     for _ in range(iterations):
-        centre = pts[keep].mean(axis=0)
-        _, _, vt = np.linalg.svd(pts[keep] - centre, full_matrices=False)
-        normal = vt[-1] if vt[-1] @ up > 0 else -vt[-1]
-        floor = Floor(normal, centre)
+        floor = _plane(pts[keep], up)
         heights = floor.height(pts)
-        base = np.percentile(heights, 10)
-        new = heights - base < BAND
+        sigma = max(1.4826 * float(np.median(np.abs(heights[keep]))), MIN_SIGMA)
+        new = np.abs(heights) < K_SIGMA * sigma
         if new.sum() < 3 or (new == keep).all():
             break
         keep = new
-    # put the plane at the contact points, not their mean over the band
-    return Floor(floor.normal, floor.point + floor.normal * float(np.median(floor.height(pts[keep]))))
+    return floor
 
 
 def foot_indices(keypoint_names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -79,20 +91,48 @@ def foot_indices(keypoint_names: Sequence[str]) -> dict[str, np.ndarray]:
     return {side: np.array([index[f"{side}_{p}"] for p in FOOT_POINTS]) for side in SIDES}
 
 
-def lowest_foot_points(points3d: np.ndarray, keypoint_names: Sequence[str], up: Sequence[float] = (0.0, -1.0, 0.0)) -> np.ndarray:
-    """(T, K, 3) -> (T, 3): each frame's lowest foot point along `up` (NaN where no foot point is known)."""
-    feet = np.concatenate(list(foot_indices(keypoint_names).values()))
-    pts = points3d[:, feet]
-    h = np.where(np.isfinite(pts).all(axis=2), pts @ np.asarray(up, dtype=np.float64), np.inf)
-    best = np.argmin(h, axis=1)
-    out = pts[np.arange(len(pts)), best]
-    out[~np.isfinite(h.min(axis=1))] = np.nan
-    return out
+def foot_centres(points3d: np.ndarray, feet: dict[str, np.ndarray]) -> np.ndarray:
+    """(..., K, 3) -> (..., 2, 3): each foot's centre, the mean of its known heel and toe points (NaN if none)."""
+    out = []
+    for side in SIDES:
+        pts = np.asarray(points3d, dtype=np.float64)[..., feet[side], :]
+        known = np.isfinite(pts).all(axis=-1, keepdims=True)
+        count = known.sum(axis=-2)
+        total = np.where(known, pts, 0.0).sum(axis=-2)
+        out.append(np.where(count > 0, total / np.maximum(count, 1), np.nan))
+    return np.stack(out, axis=-2)
+
+
+class FloorEstimator:
+    """The camera's floor, refined as depth frames come in: each frame gives its feet's centres as
+    candidates; after `min_frames` frames the floor is fitted to the last `max_frames` frames'
+    candidates, and refitted every `refit_every` frames (a running estimate)."""
+
+    def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30, max_frames: int = 600, refit_every: int = 10):
+        self.feet = foot_indices(keypoint_names)
+        self.min_frames, self.refit_every = min_frames, refit_every
+        self._candidates: deque = deque(maxlen=max_frames)  # (2, 3) per frame
+        self._since_fit = 0
+        self.floor: Optional[Floor] = None
+
+    def add(self, points3d: np.ndarray) -> bool:
+        """One depth frame's (K, 3) camera metres; True when the floor was (re)fitted."""
+        centres = foot_centres(points3d, self.feet)
+        if not np.isfinite(centres).all(axis=1).any():
+            return False
+        self._candidates.append(centres)
+        self._since_fit += 1
+        if len(self._candidates) < self.min_frames or (self.floor is not None and self._since_fit < self.refit_every):
+            return False
+        self.floor = fit_floor(np.concatenate(self._candidates))
+        self._since_fit = 0
+        return True
 
 
 class ContactDetector:
-    """Foot contact per side with hysteresis, frame by frame. The foot's speed is its travel over
-    the last SPEED_WINDOW seconds (a single frame's step is mostly keypoint noise)."""
+    """Foot contact per side with hysteresis, frame by frame, from each foot's centre: its height
+    above the floor and its speed along it, the slope of a least-squares line through its
+    positions over the last SPEED_WINDOW seconds (a single frame's step is mostly keypoint noise)."""
 
     def __init__(self, floor: Floor, keypoint_names: Sequence[str]):
         self.floor = floor
@@ -100,23 +140,31 @@ class ContactDetector:
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}
 
+    def _speed(self, history: deque) -> float:
+        """m/s along the floor: the least-squares slope of the positions in `history` over time."""
+        if len(history) < 2:
+            return 0.0
+        times = np.array([t for t, _ in history])
+        positions = np.stack([c for _, c in history])
+        dt = times - times.mean()
+        velocity = (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
+        normal = self.floor.normal
+        return float(np.linalg.norm(velocity - (velocity @ normal) * normal))
+
     def update(self, timestamp: float, points3d: np.ndarray) -> np.ndarray:
         """(K, 3) camera metres -> (2,) bool contact (left, right)."""
-        for side in SIDES:
-            pts = points3d[self.feet[side]]
-            known = np.isfinite(pts).all(axis=1)
+        centres = foot_centres(points3d, self.feet)
+        for side, centre in zip(SIDES, centres):
             history = self._history[side]
-            if not known.any():
+            if not np.isfinite(centre).all():
                 self.state[side] = False
                 history.clear()
                 continue
-            height = float(self.floor.height(pts[known]).min())
-            centre = pts[known].mean(axis=0)
             history.append((timestamp, centre))
-            while len(history) > 2 and timestamp - history[1][0] >= SPEED_WINDOW:
+            while timestamp - history[0][0] > SPEED_WINDOW + 1e-9:
                 history.popleft()
-            (t0, c0) = history[0]
-            speed = float(np.linalg.norm(centre - c0) / (timestamp - t0)) if timestamp > t0 else 0.0
+            height = float(self.floor.height(centre))
+            speed = self._speed(history)
             if self.state[side]:
                 self.state[side] = height <= OFF_HEIGHT and speed <= OFF_SPEED
             else:
@@ -170,40 +218,31 @@ class FootLock:
 
 
 class GroundStage:
-    """Pipeline stage after smooth: foot contact per tracked person (`Person.contacts`).
+    """Pipeline stage after smooth: each tracked person's 3D keypoints on every frame, on a steady
+    metric scale, and their foot contact.
 
-    The floor is the camera's, shared by everyone: fitted to the lowest foot points of the depth
-    frames (at least MIN_CANDIDATES of them, the last MAX_CANDIDATES, refitted every
-    REFIT_EVERY new ones). Between depth frames each person's 3D comes from a `Lifter`.
-    Contacts are None until the floor is known.
+    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
+    person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
+    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate. Left None
+    before the person's first depth frame.
+    `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
+    everyone (`FloorEstimator` on the depth frames); None until the floor is known.
     """
 
     name = "ground"
-    MIN_CANDIDATES, MAX_CANDIDATES, REFIT_EVERY = 30, 600, 10
+    MIN_FRAMES, MAX_FRAMES, REFIT_EVERY = 30, 600, 10
 
-    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0):
-        from realtime.rig.lift import Lifter
-
+    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True):
         self.keypoint_names = list(keypoint_names)
         self.forget_after = forget_after
-        self._new_lifter = lambda: Lifter(self.keypoint_names)
+        self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
-        self._candidates: deque = deque(maxlen=self.MAX_CANDIDATES)
-        self._since_fit = 0
-        self.floor: Optional[Floor] = None
+        self.floors = FloorEstimator(self.keypoint_names, min_frames=self.MIN_FRAMES, max_frames=self.MAX_FRAMES,
+                                     refit_every=self.REFIT_EVERY)
 
-    def _add_candidate(self, points3d: np.ndarray) -> None:
-        point = lowest_foot_points(np.asarray(points3d, dtype=np.float64)[None], self.keypoint_names)[0]
-        if not np.isfinite(point).all():
-            return
-        self._candidates.append(point)
-        self._since_fit += 1
-        if len(self._candidates) >= self.MIN_CANDIDATES and (self.floor is None or self._since_fit >= self.REFIT_EVERY):
-            self.floor = fit_floor(np.stack(self._candidates))
-            self._since_fit = 0
-            for _, detector, _ in self._people.values():
-                if detector is not None:
-                    detector.floor = self.floor
+    @property
+    def floor(self) -> Optional[Floor]:
+        return self.floors.floor
 
     def process(self, frame: Frame) -> Frame:
         people = []
@@ -212,15 +251,18 @@ class GroundStage:
                 people.append(person)
                 continue
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
-            lifter = lifter or self._new_lifter()
-            if person.keypoints3d is not None:
-                self._add_candidate(person.keypoints3d)
+            lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
             points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
+            if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
+                self.floors.add(points)
             if detector is None and self.floor is not None:
                 detector = ContactDetector(self.floor, self.keypoint_names)
             self._people[person.track_id] = (lifter, detector, frame.timestamp)
-            if detector is not None and points is not None:
-                person = person.replace(contacts=detector.update(frame.timestamp, points))
+            if points is not None:
+                person = person.replace(keypoints3d=points.astype(np.float32))
+                if detector is not None:
+                    detector.floor = self.floor  # the latest refit
+                    person = person.replace(contacts=detector.update(frame.timestamp, points))
             people.append(person)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]

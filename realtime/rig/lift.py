@@ -13,9 +13,9 @@ between them each frame's 2D keypoints are lifted:
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
    instead was tried: near-fronto-parallel bones make it ill-conditioned, 1 px of noise
    moved joints by centimetres.)
-Not done: stabilising the pointmap's per-frame scale by the ratio of a depth frame's bone
-lengths to the clip's (tried: with 1.5 cm of per-point noise the ratio's own noise is as
-large as a 2 % scale jitter, and bench/rig.py measured it worse).
+With `stabilise_scale` (the ground stage), each depth frame is first divided by its pointmap
+scale against the person's own bone lengths (`realtime.rig.scale.ScaleFilter`, the bones measured
+along the fitted rays), so lifted frames inherit a steady scale too.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import logging
 from typing import Optional, Sequence
 
 import numpy as np
+
+from realtime.rig.scale import ScaleFilter
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ def rays(pixels: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
 class Lifter:
     """One person's 3D keypoints on every frame from 2D keypoints and the depth frames among them."""
 
-    def __init__(self, keypoint_names: Sequence[str]):
+    def __init__(self, keypoint_names: Sequence[str], *, stabilise_scale: bool = False):
         self.names = list(keypoint_names)
         index = {n: i for i, n in enumerate(self.names)}
         self.root = index[ROOT]
@@ -76,10 +78,13 @@ class Lifter:
         self.intrinsics = Intrinsics()
         self._last3d: Optional[np.ndarray] = None
         self._last_size: float = np.nan
+        self.scale = ScaleFilter(self.names) if stabilise_scale else None
 
     def reset(self) -> None:
         """Forget the person (the intrinsics stay: they are the camera's)."""
         self._last3d, self._last_size = None, np.nan
+        if self.scale is not None:
+            self.scale.reset()
 
     def _torso_size(self, pixels: np.ndarray) -> float:
         """The torso's sides in the image (hip to shoulder, left and right): its scale."""
@@ -88,13 +93,16 @@ class Lifter:
 
     def update(self, pixels: np.ndarray, points3d: Optional[np.ndarray] = None, scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """pixels (K, 2), points3d (K, 3) camera metres on a depth frame (else None), scores (K,).
-        Returns (K, 3) camera metres (NaN where unknown), or None before the first depth frame."""
+        Returns (K, 3) camera metres (NaN where unknown; on a depth frame the measured points, divided
+        by the frame's scale with `stabilise_scale`), or None before the first depth frame."""
         pixels = np.asarray(pixels, dtype=np.float64)
         if scores is not None:
             pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
         if points3d is not None and np.isfinite(points3d[self.root]).all():
             points3d = np.asarray(points3d, dtype=np.float64)
             self.intrinsics.add(pixels, points3d)
+            if self.scale is not None:
+                points3d = self.scale.update(points3d, rays(pixels, self.intrinsics.solve()) if self.intrinsics.ready else None)
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
             return points3d
         if self._last3d is None or not self.intrinsics.ready:

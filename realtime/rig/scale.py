@@ -1,0 +1,80 @@
+"""Metric scale stabilised over time: the pointmap's per-frame scale error, taken out.
+
+The pointmap's metric scale wobbles from frame to frame (sapiens2#11): all of a frame's points
+are scaled about the camera by ~2 %, so a person standing still 4 m away moves ~8 cm to and
+fro along the view and grows and shrinks. A person's bones keep their length, so a depth
+frame's scale against the person's usual one is the median over bones of (the bone's length
+in this frame / its running median over the last WINDOW depth frames). The frame's points are
+divided by that scale: a scaling about the camera centre, so every point stays on its pixel's
+ray. Causal, no added latency: a real change of distance leaves the bone lengths alone and
+passes through on the frame it happens; the running medians learn the person over the first
+depth frames (the first one is taken as it is).
+
+Bone lengths are measured on points rebuilt along their pixels' rays at the pointmap's depth
+when the rays are given (the image fixes a bone's extent across the view to about a pixel;
+only its extent along the view comes from the pointmap), else on the 3D points as they are.
+Bones that point more than STEEP_DEG into the view are left out of a frame (their length is
+mostly depth noise), and a frame's scale is taken only from at least MIN_BONES bones.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import deque
+from typing import Optional, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+BONES = (
+    ("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"), ("right_knee", "right_ankle"),
+    ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"), ("right_shoulder", "right_elbow"),
+    ("right_elbow", "right_wrist"), ("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"),
+    ("left_hip", "right_hip"), ("left_shoulder", "right_shoulder"),
+)
+WINDOW = 90  # depth frames (15 s at 6 depth frames a second)
+STEEP_DEG = 50.0
+MIN_BONES = 3
+MAX_CORRECTION = 0.3  # a frame's scale is clipped to 1 +- this
+
+
+class ScaleFilter:
+    """One person's pointmap scale per depth frame, against the person's own bone lengths."""
+
+    def __init__(self, keypoint_names: Sequence[str], *, window: int = WINDOW):
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self.bones = np.array([(index[a], index[b]) for a, b in BONES])
+        self._lengths: deque = deque(maxlen=window)  # (B,) metres per depth frame, NaN where not measured
+        self.scale = 1.0  # the last depth frame's
+
+    def reset(self) -> None:
+        self._lengths.clear()
+        self.scale = 1.0
+
+    def bone_lengths(self, points3d: np.ndarray, rays: Optional[np.ndarray] = None) -> np.ndarray:
+        """(K, 3) camera metres (and (K, 3) pixel rays with z = 1) -> (B,) metres, NaN where not measured."""
+        points = np.asarray(points3d, dtype=np.float64)
+        if rays is not None:
+            rebuilt = rays * points[:, 2:3]
+            points = np.where(np.isfinite(rebuilt).all(axis=1, keepdims=True), rebuilt, points)
+        vectors = points[self.bones[:, 1]] - points[self.bones[:, 0]]
+        lengths = np.linalg.norm(vectors, axis=1)
+        along_view = np.abs(vectors[:, 2]) / np.maximum(lengths, 1e-9)
+        return np.where(along_view < np.sin(np.radians(STEEP_DEG)), lengths, np.nan)
+
+    def update(self, points3d: np.ndarray, rays: Optional[np.ndarray] = None) -> np.ndarray:
+        """One depth frame: (K, 3) camera metres -> (K, 3) divided by the frame's scale (self.scale)."""
+        lengths = self.bone_lengths(points3d, rays)
+        self.scale = 1.0
+        if self._lengths:
+            with warnings.catch_warnings():  # a bone never measured: an all-NaN column
+                warnings.simplefilter("ignore", RuntimeWarning)
+                usual = np.nanmedian(np.stack(self._lengths), axis=0)
+            ratios = (lengths / usual)[np.isfinite(lengths / usual)]
+            if len(ratios) >= MIN_BONES:
+                self.scale = float(np.clip(np.median(ratios), 1 - MAX_CORRECTION, 1 + MAX_CORRECTION))
+        self._lengths.append(lengths)
+        return np.asarray(points3d, dtype=np.float64) / self.scale
+

@@ -1,0 +1,35 @@
+"""3D keypoints at pose rate in a real run: with the pointmap every 3rd frame, the ground stage
+lifts the frames in between, so the tracks file has `kpts3d` on every frame of a tracked person
+from its first depth frame on (the fixture models, as in test_pipeline_e2e)."""
+
+import json
+
+import numpy as np
+
+from doubles import whole_frame_boxes
+from media import gaussian_marker, write_video
+from realtime.run import RunOptions, run
+
+
+def test_kpts3d_on_every_frame_after_the_first_depth_frame(tmp_path, fixtures_dir):
+    from realtime.models import load_model
+
+    frames = [gaussian_marker(120, 160, 60 + 3 * i, 60, 12) for i in range(9)]
+    src = write_video(tmp_path / "clip.mp4", frames, fps=10)
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
+    tracks = tmp_path / "t.jsonl"
+    options = RunOptions(source=str(src), tracks=str(tracks), device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128),
+                         dense_every=3, progress=False)
+    summary = run(options, models=models, box_finder=whole_frame_boxes)
+    assert summary.result.exit_code == 0, summary.result.message
+    rows = [json.loads(line) for line in tracks.read_text().splitlines()]
+    rows = [r for r in rows if r["type"] == "frame"]
+    assert len(rows) == 9
+    tracked = [(r["frame"], p) for r in rows for p in r["people"] if p.get("id") is not None]
+    depth_frames = [f for f, p in tracked if f % 3 == 0 and p.get("kpts3d") is not None]
+    assert depth_frames, "no tracked depth frame: the fixture run changed"
+    after = [(f, p) for f, p in tracked if f >= depth_frames[0]]
+    assert [f for f, _ in after] == list(range(depth_frames[0], 9))  # the person is followed to the end
+    assert all(p.get("kpts3d") is not None for _, p in after)  # lifted on the 2 of every 3 frames without depth
+    lifted = [np.array([[np.nan if v is None else v for v in xyz] for xyz in p["kpts3d"]], float) for f, p in after if f % 3]
+    assert lifted and all(np.isfinite(points).any() for points in lifted)

@@ -1,0 +1,85 @@
+"""The pointmap's per-frame scale, stabilised against the person's own bone lengths
+(`realtime.rig.scale`, run by the lifter of the ground stage): a still person no longer
+breathes in and out, and a real change of distance passes through on the frame it happens."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from realtime.rig.lift import Lifter
+from realtime.rig.scale import ScaleFilter
+from tests.ground_synthetic import CENTRE, FOCAL, walk
+from tests.mocap_synthetic import NAMES
+
+FRAMES, JITTER = 120, 0.02
+
+
+def _still(noise_m: float, seed: int = 0, step_at: int | None = None, step: float = 1.5):
+    """A person standing still (the walker's first pose) seen FRAMES times: (truth (T, K, 3), measured 3D, pixels)."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(walk(1).camera, FRAMES, axis=0)
+    if step_at is not None:
+        truth[step_at:] += [0.0, 0.0, step]  # stepped back along the view
+    pixels = FOCAL * truth[..., :2] / truth[..., 2:] + CENTRE + rng.normal(0, 1.0, truth[..., :2].shape)
+    measured = truth * (1 + rng.normal(0, JITTER, (FRAMES, 1, 1))) + rng.normal(0, noise_m, truth.shape)
+    return truth, measured, pixels
+
+
+def _run(measured: np.ndarray, pixels: np.ndarray, stabilise: bool) -> np.ndarray:
+    lifter = Lifter(NAMES, stabilise_scale=stabilise)
+    return np.stack([lifter.update(p, m) for p, m in zip(pixels, measured)])
+
+
+def _height(points: np.ndarray) -> np.ndarray:
+    """Nose above the ankles' midpoint, metres."""
+    ankles = points[:, [NAMES.index("left_ankle"), NAMES.index("right_ankle")]].mean(axis=1)
+    return np.linalg.norm(points[:, NAMES.index("nose")] - ankles, axis=1)
+
+
+def _scale_error(points: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Each frame's least-squares scale against the truth, minus 1."""
+    known = np.isfinite(truth[0]).all(axis=1)
+    p, q = points[:, known], truth[:, known]
+    return (p * q).sum(axis=(1, 2)) / (q * q).sum(axis=(1, 2)) - 1
+
+
+def test_a_still_person_does_not_breathe():
+    truth, measured, pixels = _still(noise_m=0.005)
+    raw, steady = _run(measured, pixels, False), _run(measured, pixels, True)
+    warm = slice(10, None)  # the bones' running medians learn the person over the first depth frames
+    root = NAMES.index("left_hip")
+    for measure in (_height, lambda p: p[:, root, 2]):  # the person's height; the root's distance
+        raw_std, steady_std = np.diff(measure(raw)[warm]).std(), np.diff(measure(steady)[warm]).std()
+        assert steady_std < raw_std / 4, (raw_std, steady_std)
+    assert _scale_error(raw[warm], truth[warm]).std() > 0.015
+    assert _scale_error(steady[warm], truth[warm]).std() < 0.004
+
+
+def test_with_the_bench_noise_the_scale_error_drops_fourfold():
+    truth, measured, pixels = _still(noise_m=0.015, seed=1)  # bench/rig.py's 1.5 cm per point
+    raw, steady = _run(measured, pixels, False), _run(measured, pixels, True)
+    warm = slice(10, None)
+    assert _scale_error(steady[warm], truth[warm]).std() < _scale_error(raw[warm], truth[warm]).std() / 4
+
+
+def test_a_real_step_back_is_followed_on_the_frame_it_happens():
+    truth, measured, pixels = _still(noise_m=0.005, step_at=60)
+    steady = _run(measured, pixels, True)
+    root = NAMES.index("left_hip")
+    error = np.abs(steady[:, root, 2] - truth[:, root, 2])
+    assert error[60] < 0.03 and error[60:].max() < 0.05  # 1.5 m further at once; within 1 % of 5 m after
+    assert np.abs(measured[:, root, 2] - truth[:, root, 2])[60:].max() > 0.15  # the raw 2 % jitter at 5 m
+
+
+def test_the_first_frame_passes_and_a_bone_seen_end_on_is_left_out():
+    scale = ScaleFilter(NAMES)
+    points = walk(1).camera[0]
+    np.testing.assert_array_equal(scale.update(points), points)
+    assert scale.scale == 1.0
+    end_on = points.copy()
+    knee, ankle = NAMES.index("left_knee"), NAMES.index("left_ankle")
+    end_on[ankle] = end_on[knee] + [0.0, 0.0, 0.46]  # the shin straight along the view
+    lengths = scale.bone_lengths(end_on)
+    assert np.isnan(lengths[1]) and np.isfinite(np.delete(lengths, 1)).all()
+    np.testing.assert_allclose(scale.update(points * 1.05), points, atol=1e-12)  # 5 % too big: taken out
+    assert abs(scale.scale - 1.05) < 1e-9
