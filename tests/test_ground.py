@@ -49,6 +49,21 @@ def test_the_floor_of_a_tilted_plane_with_feet_in_the_air():
     assert abs(floor.height(ground).max()) < 1e-6
 
 
+def test_feet_kept_in_one_spot_take_the_unknown_tilt_from_the_body():
+    rng = np.random.default_rng(2)
+    up = np.array([0.0, -np.cos(np.radians(15)), -np.sin(np.radians(15))])
+    a = np.cross(up, [1.0, 0, 0])
+    a /= np.linalg.norm(a)
+    b = np.cross(up, a)
+    stance = np.array([0, 1.5, 4.0]) + np.repeat([[0.1], [-0.1]], 50, axis=0) * a  # two feet, 20 cm apart, still
+    feet = stance + rng.normal(0, 0.015, stance.shape)
+    body_up = up + 0.05 * a + 0.05 * b  # the body's up, about 3 degrees off each way
+    floor = fit_floor(feet, body_up)
+    assert abs(floor.normal @ a) < 0.03  # the slope along the feet is the data's
+    expected = (up + 0.05 * b) / np.linalg.norm(up + 0.05 * b)  # the tilt across them the body's
+    assert np.degrees(np.arccos(np.clip(floor.normal @ expected, -1, 1))) < 1.0
+
+
 def test_contact_has_hysteresis():
     floor = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))
     detector = ContactDetector(floor, NAMES)

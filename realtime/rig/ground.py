@@ -8,7 +8,8 @@ feet in the air lie above the band and drop out. Its normal, turned to point awa
 ground, is the world's up (gravity), so the rig's up is right even with a tilted camera.
 `FloorEstimator` keeps refitting as candidates come in (a running estimate over the last
 frames). A person who walks about gives candidates spread over the floor; one who stands
-still gives a small patch, whose tilt is less certain.
+still gives two feet: the slope along them is the data's, the tilt across them (for a single
+spot, all of it) comes from the body's up (mid-hip to neck, averaged over the frames).
 
 Contact, per foot: the height of the foot's centre above the floor and its speed along the
 floor (the slope of a least-squares line through its positions over the last SPEED_WINDOW
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 K_SIGMA = 2.5  # candidates within this many robust deviations of the plane are on the floor
 MIN_SIGMA = 0.005  # m: the band never narrows below this (noise-free input)
+MIN_SPREAD = 0.08  # m: candidates spread less than this across a direction do not fix the tilt about it
 ON_HEIGHT, OFF_HEIGHT = 0.05, 0.08  # m
 ON_SPEED, OFF_SPEED = 0.35, 0.7  # m/s
 SPEED_WINDOW = 0.15  # s
@@ -56,10 +58,21 @@ class Floor:
 
 
 def _plane(points: np.ndarray, up: np.ndarray) -> Floor:
-    """The least-squares plane through (N, 3) points, its normal on the side of `up`."""
+    """The least-squares plane through (N, 3) points, its normal on the side of `up`. Where the points
+    spread less than MIN_SPREAD across a direction (a person standing still: two feet), the tilt about
+    it is unknown: the normal is then `up` made perpendicular to the directions that are known."""
     centre = points.mean(axis=0)
-    _, _, vt = np.linalg.svd(points - centre, full_matrices=False)
-    return Floor(vt[-1] if vt[-1] @ up > 0 else -vt[-1], centre)
+    _, s, vt = np.linalg.svd(points - centre, full_matrices=False)
+    spread = np.zeros(3)
+    spread[: len(s)] = s / np.sqrt(len(points))  # RMS extent along vt's rows
+    if spread[1] >= MIN_SPREAD:
+        normal = vt[-1]
+    elif spread[0] >= MIN_SPREAD:  # a line of candidates: turn `up` about it
+        normal = up - (up @ vt[0]) * vt[0]
+    else:
+        normal = up
+    normal = normal / np.linalg.norm(normal)
+    return Floor(normal if normal @ up > 0 else -normal, centre)
 
 
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10) -> Floor:
@@ -106,13 +119,18 @@ def foot_centres(points3d: np.ndarray, feet: dict[str, np.ndarray]) -> np.ndarra
 class FloorEstimator:
     """The camera's floor, refined as depth frames come in: each frame gives its feet's centres as
     candidates; after `min_frames` frames the floor is fitted to the last `max_frames` frames'
-    candidates, and refitted every `refit_every` frames (a running estimate)."""
+    candidates, and refitted every `refit_every` frames (a running estimate). The body's up
+    (mid-hip to neck, averaged over the frames) is the fit's `up_guess`: it orients the normal and
+    stands in for the tilt that feet kept in one spot cannot give."""
 
     def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30, max_frames: int = 600, refit_every: int = 10):
         self.feet = foot_indices(keypoint_names)
         self.min_frames, self.refit_every = min_frames, refit_every
         self._candidates: deque = deque(maxlen=max_frames)  # (2, 3) per frame
         self._since_fit = 0
+        self._up = np.zeros(3)  # sum of the unit body-up vectors seen
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self.floor: Optional[Floor] = None
 
     def add(self, points3d: np.ndarray) -> bool:
@@ -121,10 +139,14 @@ class FloorEstimator:
         if not np.isfinite(centres).all(axis=1).any():
             return False
         self._candidates.append(centres)
+        body_up = points3d[self._neck] - np.mean(points3d[self._hips], axis=0)
+        if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
+            self._up += body_up / np.linalg.norm(body_up)
         self._since_fit += 1
         if len(self._candidates) < self.min_frames or (self.floor is not None and self._since_fit < self.refit_every):
             return False
-        self.floor = fit_floor(np.concatenate(self._candidates))
+        up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
+        self.floor = fit_floor(np.concatenate(self._candidates), up)
         self._since_fit = 0
         return True
 
