@@ -3,8 +3,9 @@
 The pointmap's metric scale wobbles from frame to frame (sapiens2#11): all of a frame's points
 are scaled about the camera by ~2 %, so a person standing still 4 m away moves ~8 cm to and
 fro along the view and grows and shrinks. A person's bones keep their length, so a depth
-frame's scale against the person's usual one is the median over bones of (the bone's length
-in this frame / its running median over the last WINDOW depth frames). The frame's points are
+frame's scale against the person's usual one is a robust mean over bones (`huber_mean` of
+log(the bone's length in this frame / its running median over the last WINDOW depth frames),
+long bones weighted more: their relative error is smaller). The frame's points are
 divided by that scale: a scaling about the camera centre, so every point stays on its pixel's
 ray. Causal, no added latency: a real change of distance leaves the bone lengths alone and
 passes through on the frame it happens; the running medians learn the person over the first
@@ -38,6 +39,7 @@ WINDOW = 90  # depth frames (15 s at 6 depth frames a second)
 STEEP_DEG = 50.0
 MIN_BONES = 3
 MAX_CORRECTION = 0.3  # a frame's scale is clipped to 1 +- this
+HUBER = 1.5  # robust deviations: bones further off count less
 
 
 class ScaleFilter:
@@ -72,9 +74,22 @@ class ScaleFilter:
             with warnings.catch_warnings():  # a bone never measured: an all-NaN column
                 warnings.simplefilter("ignore", RuntimeWarning)
                 usual = np.nanmedian(np.stack(self._lengths), axis=0)
-            ratios = (lengths / usual)[np.isfinite(lengths / usual)]
-            if len(ratios) >= MIN_BONES:
-                self.scale = float(np.clip(np.median(ratios), 1 - MAX_CORRECTION, 1 + MAX_CORRECTION))
+            ratios = np.log(lengths / usual)
+            seen = np.isfinite(ratios)
+            if seen.sum() >= MIN_BONES:  # long bones are measured more precisely: weights by length squared
+                scale = np.exp(huber_mean(ratios[seen], usual[seen] ** 2))
+                self.scale = float(np.clip(scale, 1 - MAX_CORRECTION, 1 + MAX_CORRECTION))
         self._lengths.append(lengths)
         return np.asarray(points3d, dtype=np.float64) / self.scale
 
+
+def huber_mean(values: np.ndarray, weights: np.ndarray, *, iterations: int = 5) -> float:
+    """A weighted Huber M-estimate of location: the weighted mean, with values more than HUBER robust
+    deviations (1.4826 MAD about the median) from it weighted down, so one wrong bone cannot pull it far."""
+    centre = float(np.median(values))
+    spread = max(1.4826 * float(np.median(np.abs(values - centre))), 1e-4)
+    for _ in range(iterations):
+        distance = np.abs(values - centre) / (HUBER * spread)
+        w = weights * np.minimum(1.0, 1.0 / np.maximum(distance, 1e-12))
+        centre = float((w * values).sum() / w.sum())
+    return centre
