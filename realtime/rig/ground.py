@@ -41,6 +41,7 @@ MIN_SPREAD = 0.08  # m: candidates spread less than this across a direction do n
 ON_HEIGHT, OFF_HEIGHT = 0.05, 0.08  # m
 ON_SPEED, OFF_SPEED = 0.35, 0.7  # m/s
 SPEED_WINDOW = 0.15  # s
+RAY_WEIGHT = 0.3  # the foot's speed along the line of sight counts this much: the depth noise and scale jitter lie there
 SIDES = ("left", "right")
 FOOT_POINTS = ("heel", "big_toe", "small_toe")
 
@@ -170,6 +171,8 @@ class ContactDetector:
         positions = np.stack([c for _, c in history])
         dt = times - times.mean()
         velocity = (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
+        ray = positions[-1] / max(float(np.linalg.norm(positions[-1])), 1e-9)  # the camera's line of sight to the foot
+        velocity = velocity - (1 - RAY_WEIGHT) * (velocity @ ray) * ray
         normal = self.floor.normal
         return float(np.linalg.norm(velocity - (velocity @ normal) * normal))
 
