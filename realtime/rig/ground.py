@@ -39,8 +39,9 @@ K_SIGMA = 2.5  # candidates within this many robust deviations of the plane are 
 MIN_SIGMA = 0.005  # m: the band never narrows below this (noise-free input)
 MIN_SPREAD = 0.08  # m: candidates spread less than this across a direction do not fix the tilt about it
 ON_HEIGHT, OFF_HEIGHT = 0.05, 0.08  # m
-ON_SPEED, OFF_SPEED = 0.35, 0.7  # m/s
-SPEED_WINDOW = 0.15  # s
+ON_SPEED, OFF_SPEED = 0.35, 0.5  # m/s
+SPEED_WINDOW = 0.1  # s
+OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 RAY_WEIGHT = 0.3  # the foot's speed along the line of sight counts this much: the depth noise and scale jitter lie there
 SIDES = ("left", "right")
 FOOT_POINTS = ("heel", "big_toe", "small_toe")
@@ -161,6 +162,7 @@ class ContactDetector:
         self.floor = floor
         self.feet = foot_indices(keypoint_names)
         self.state = dict.fromkeys(SIDES, False)
+        self._leaving = dict.fromkeys(SIDES, 0)  # frames in a row the foot has looked off the floor while in contact
         self._history: dict[str, deque] = {side: deque() for side in SIDES}
 
     def _speed(self, history: deque) -> float:
@@ -182,7 +184,7 @@ class ContactDetector:
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
             if not np.isfinite(centre).all():
-                self.state[side] = False
+                self.state[side], self._leaving[side] = False, 0
                 history.clear()
                 continue
             history.append((timestamp, centre))
@@ -190,10 +192,12 @@ class ContactDetector:
                 history.popleft()
             height = float(self.floor.height(centre))
             speed = self._speed(history)
-            if self.state[side]:
-                self.state[side] = height <= OFF_HEIGHT and speed <= OFF_SPEED
+            if self.state[side]:  # off once the foot has been up or moving for OFF_FRAMES frames in a row
+                self._leaving[side] = 0 if height <= OFF_HEIGHT and speed <= OFF_SPEED else self._leaving[side] + 1
+                self.state[side] = self._leaving[side] < OFF_FRAMES
             else:
                 self.state[side] = height < ON_HEIGHT and speed < ON_SPEED
+                self._leaving[side] = 0
         return np.array([self.state[s] for s in SIDES])
 
 
