@@ -1,6 +1,7 @@
 """3D keypoints at pose rate in a real run: with the pointmap every 3rd frame, the ground stage
 lifts the frames in between, so the tracks file has `kpts3d` on every frame of a tracked person
-from its first depth frame on (the fixture models, as in test_pipeline_e2e)."""
+from its first depth frame on (the first with the lifter's root known; the fixture models, as in
+test_pipeline_e2e)."""
 
 import json
 
@@ -8,6 +9,8 @@ import numpy as np
 
 from doubles import whole_frame_boxes
 from media import gaussian_marker, write_video
+from realtime.data import keypoint_names
+from realtime.rig.lift import ROOT
 from realtime.run import RunOptions, run
 
 
@@ -26,8 +29,9 @@ def test_kpts3d_on_every_frame_after_the_first_depth_frame(tmp_path, fixtures_di
     rows = [r for r in rows if r["type"] == "frame"]
     assert len(rows) == 9
     tracked = [(r["frame"], p) for r in rows for p in r["people"] if p.get("id") is not None]
-    depth_frames = [f for f, p in tracked if f % 3 == 0 and p.get("kpts3d") is not None]
-    assert depth_frames, "no tracked depth frame: the fixture run changed"
+    root = keypoint_names().index(ROOT)  # the lifter anchors on a depth frame with its root known
+    depth_frames = [f for f, p in tracked if f % 3 == 0 and p.get("kpts3d") is not None and p["kpts3d"][root][0] is not None]
+    assert depth_frames and depth_frames[0] < 6, "no tracked depth frame to anchor on: the fixture run changed"
     after = [(f, p) for f, p in tracked if f >= depth_frames[0]]
     assert [f for f, _ in after] == list(range(depth_frames[0], 9))  # the person is followed to the end
     assert all(p.get("kpts3d") is not None for _, p in after)  # lifted on the 2 of every 3 frames without depth

@@ -97,6 +97,14 @@ def test_all_dense_tasks_with_3d_keypoints_in_the_tracks(tmp_path, fixtures_dir)
     assert len(video) == 6 and video[0].shape[1] > 160  # overlay plus the depth/normal panes beside it
     _, rows = _read_jsonl(tracks)
     with_3d = [r["frame"] for r in rows if r["people"][0].get("kpts3d") is not None]
-    assert with_3d == [0, 2, 4]  # only frames whose pointmap was computed, not reused
+    # the frames whose pointmap was computed (not reused), and, lifted between them by the ground stage, every
+    # frame of a tracked person from their first depth frame with the lifter's root known (test_ground_pipeline.py)
+    from realtime.data import keypoint_names
+    from realtime.rig.lift import ROOT
+
+    root = keypoint_names().index(ROOT)
+    first = min(r["frame"] for r in rows if r["frame"] % 2 == 0 and r["people"][0].get("id") is not None
+                and r["people"][0]["kpts3d"][root][0] is not None)
+    assert with_3d == sorted({0, 2, 4} | set(range(first, 6)))
     points = np.array([[np.nan if v is None else v for v in p] for p in rows[0]["people"][0]["kpts3d"]], float)
     assert points.shape == (308, 3) and np.isfinite(points).any()
