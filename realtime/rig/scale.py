@@ -74,7 +74,8 @@ class ScaleFilter:
             with warnings.catch_warnings():  # a bone never measured: an all-NaN column
                 warnings.simplefilter("ignore", RuntimeWarning)
                 usual = np.nanmedian(np.stack(self._lengths), axis=0)
-            ratios = np.log(lengths / usual)
+            with np.errstate(divide="ignore", invalid="ignore"):  # a bone of length 0: left out below
+                ratios = np.log(lengths / usual)
             seen = np.isfinite(ratios)
             if seen.sum() >= MIN_BONES:  # long bones are measured more precisely: weights by length squared
                 scale = np.exp(huber_mean(ratios[seen], usual[seen] ** 2))
