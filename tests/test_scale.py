@@ -5,6 +5,7 @@ breathes in and out, and a real change of distance passes through on the frame i
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from realtime.rig.lift import Lifter
 from realtime.rig.scale import ScaleFilter
@@ -85,5 +86,18 @@ def test_the_first_frame_passes_and_a_bone_seen_end_on_is_left_out():
     end_on[ankle] = end_on[knee] + [0.0, 0.0, 0.46]  # the shin straight along the view
     lengths = scale.bone_lengths(end_on)
     assert np.isnan(lengths[1]) and np.isfinite(np.delete(lengths, 1)).all()
-    np.testing.assert_allclose(scale.update(points * 1.05), points, atol=1e-12)  # 5 % too big: taken out
-    assert abs(scale.scale - 1.05) < 1e-9
+
+
+def test_the_gain_takes_out_jitter_only_where_there_is_some():
+    points = walk(1).camera[0]
+    exact, steady = ScaleFilter(NAMES), ScaleFilter(NAMES)
+    jitter = 1 + np.random.default_rng(3).normal(0, 0.05, 30)
+    for t, s in enumerate(jitter):  # bones measured exactly: all of the jitter is the pointmap's
+        out = exact.update(points * s)
+        assert steady.update(points) is not None and steady.gain() == 0.0  # never jittered: nothing to take out
+        if t < 10:
+            assert exact.gain() == 0.0  # not before MIN_HISTORY measured frames
+    assert exact.gain() == 1.0
+    # the frame's scale against the running median of the ones before: the output keeps that median's scale
+    assert exact.scale == pytest.approx(jitter[-1] / np.median(jitter[:-1]), abs=1e-12)
+    np.testing.assert_allclose(out, points * np.median(jitter[:-1]), atol=1e-9)

@@ -40,6 +40,8 @@ STEEP_DEG = 50.0
 MIN_BONES = 3
 MAX_CORRECTION = 0.3  # a frame's scale is clipped to 1 +- this
 HUBER = 1.5  # robust deviations: bones further off count less
+SHARED_JOINTS = 2.0  # most joints end two bones, so their errors are not independent: the variance is about twice
+MIN_HISTORY = 10  # measured depth frames before any scale is taken out
 
 
 class ScaleFilter:
@@ -49,10 +51,12 @@ class ScaleFilter:
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.bones = np.array([(index[a], index[b]) for a, b in BONES])
         self._lengths: deque = deque(maxlen=window)  # (B,) metres per depth frame, NaN where not measured
+        self._estimates: deque = deque(maxlen=window)  # (log scale, its variance) per measured depth frame
         self.scale = 1.0  # the last depth frame's
 
     def reset(self) -> None:
         self._lengths.clear()
+        self._estimates.clear()
         self.scale = 1.0
 
     def bone_lengths(self, points3d: np.ndarray, rays: Optional[np.ndarray] = None) -> np.ndarray:
@@ -78,19 +82,35 @@ class ScaleFilter:
                 ratios = np.log(lengths / usual)
             seen = np.isfinite(ratios)
             if seen.sum() >= MIN_BONES:  # long bones are measured more precisely: weights by length squared
-                scale = np.exp(huber_mean(ratios[seen], usual[seen] ** 2))
+                self._estimates.append(huber_mean(ratios[seen], usual[seen] ** 2))
+                scale = np.exp(self.gain() * self._estimates[-1][0])
                 self.scale = float(np.clip(scale, 1 - MAX_CORRECTION, 1 + MAX_CORRECTION))
         self._lengths.append(lengths)
         return np.asarray(points3d, dtype=np.float64) / self.scale
 
+    def gain(self) -> float:
+        """How much of a frame's measured log scale to take out: var(jitter) / var(measured), where
+        var(measured) = var(jitter) + var(measurement); 0 until MIN_HISTORY frames were measured."""
+        if len(self._estimates) < MIN_HISTORY:
+            return 0.0
+        values, noise = np.array(self._estimates).T
+        spread = 1.4826 * float(np.median(np.abs(values - np.median(values))))
+        if spread <= 0:
+            return 0.0
+        return float(np.clip(1.0 - SHARED_JOINTS * float(np.median(noise)) / spread ** 2, 0.0, 1.0))
 
-def huber_mean(values: np.ndarray, weights: np.ndarray, *, iterations: int = 5) -> float:
+
+def huber_mean(values: np.ndarray, weights: np.ndarray, *, iterations: int = 5) -> tuple[float, float]:
     """A weighted Huber M-estimate of location: the weighted mean, with values more than HUBER robust
-    deviations (1.4826 MAD about the median) from it weighted down, so one wrong bone cannot pull it far."""
+    deviations (1.4826 MAD about the median) from it weighted down, so one wrong bone cannot pull it far.
+    Returns (the estimate, its variance from the weighted residuals)."""
     centre = float(np.median(values))
     spread = max(1.4826 * float(np.median(np.abs(values - centre))), 1e-4)
+    w = np.asarray(weights, dtype=np.float64)
     for _ in range(iterations):
         distance = np.abs(values - centre) / (HUBER * spread)
         w = weights * np.minimum(1.0, 1.0 / np.maximum(distance, 1e-12))
         centre = float((w * values).sum() / w.sum())
-    return centre
+    n = len(values)
+    variance = float((w * w * (values - centre) ** 2).sum() / w.sum() ** 2) * n / max(n - 1, 1)
+    return centre, variance
