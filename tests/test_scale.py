@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from realtime.rig.lift import Lifter
-from realtime.rig.scale import ScaleFilter
+from realtime.rig.scale import ScaleFilter, column_medians
 from tests.ground_synthetic import CENTRE, FOCAL, walk
 from tests.mocap_synthetic import NAMES
 
@@ -101,3 +101,14 @@ def test_the_gain_takes_out_jitter_only_where_there_is_some():
     # the frame's scale against the running median of the ones before: the output keeps that median's scale
     assert exact.scale == pytest.approx(jitter[-1] / np.median(jitter[:-1]), abs=1e-12)
     np.testing.assert_allclose(out, points * np.median(jitter[:-1]), atol=1e-9)
+
+
+def test_column_medians_are_nanmedians():
+    rng = np.random.default_rng(0)
+    for rows in (1, 2, 5, 90):
+        values = rng.normal(size=(rows, 12))
+        values[rng.random(values.shape) < 0.3] = np.nan
+        values[:, 3] = np.nan  # a bone never measured
+        with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
+            expected = np.nanmedian(values, axis=0)
+        np.testing.assert_allclose(column_medians(values), expected, equal_nan=True)
