@@ -6,8 +6,10 @@ fro along the view and grows and shrinks. A person's bones keep their length, so
 frame's scale against the person's usual one is a robust mean over bones (`huber_mean` of
 log(the bone's length in this frame / its running median over the last WINDOW depth frames),
 long bones weighted more: their relative error is smaller). The frame's points are
-divided by that scale: a scaling about the camera centre, so every point stays on its pixel's
-ray. Causal, no added latency: a real change of distance leaves the bone lengths alone and
+divided by the part of that scale that is jitter, not measurement noise (`ScaleFilter.gain`:
+var(jitter) / var(measured scale), from the spread of the frames' estimates and each estimate's
+own variance; none for the first MIN_HISTORY frames): a scaling about the camera centre, so every
+point stays on its pixel's ray; a pointmap without jitter is left nearly as it is. Causal, no added latency: a real change of distance leaves the bone lengths alone and
 passes through on the frame it happens; the running medians learn the person over the first
 depth frames (the first one is taken as it is).
 
