@@ -10,7 +10,7 @@ own fields; nobody mutates another stage's fields:
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, head_rotation)
-    ground   people (contacts)
+    ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames)
     render   overlay
 
 Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
@@ -42,7 +42,9 @@ class Person:
     keypoints_smoothed: (K, 2) float32 pixels after temporal filtering, or None.
     predicted:          (K,) bool, True where the filter predicted instead of measuring
                         (set together with keypoints_smoothed).
-    keypoints3d:        (K, 3) float32 metres in the camera frame, NaN where unknown.
+    keypoints3d:        (K, 3) float32 metres in the camera frame, NaN where unknown. Infer sets it
+                        on depth frames; the ground stage (when it runs) steadies its scale and
+                        fills the frames between depth frames by lifting the 2D keypoints.
     face:               (F,) float32 expression weights in [0, 1], ARKit blendshapes in the order of
                         `realtime.rig.face.ARKIT_NAMES`; None where the face could not be read.
     head_rotation:      (4,) float32 quaternion x, y, z, w of the head relative to the person's
