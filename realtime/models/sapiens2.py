@@ -403,11 +403,10 @@ class Sapiens2(nn.Module):
         for block in self.blocks:
             x = block(x, sin, cos)
         x = self.ln1(x)
-        featmap = x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2)  # an NHWC view
-        # On a CPU, contiguous (B, E, h, w): a channels-last input would make the heads' first
-        # deconv reorder its weight on every call. On a GPU the heads run channels_last
-        # (heads.to_channels_last) and take the view with at most one copy, not two.
-        return featmap.contiguous() if featmap.device.type == "cpu" else featmap
+        # Contiguous (B, E, h, w): a channels-last view would make the heads' first deconv
+        # reorder its weight on every call (on a GPU the channels_last heads then make their one
+        # NHWC copy; a model whose heads are not channels_last gets the same floats on any device).
+        return x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2).contiguous()
 
     def set_input_size(self, height: int, width: int) -> None:
         """Make the RoPE tables of an input size now, eagerly (a forward at a new size makes
