@@ -50,6 +50,7 @@ def export_tracks(
     smooth: Optional[str] = None,
     fingers: bool = False,
     rig: Optional[str] = None,
+    foot_lock: bool = True,
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
@@ -60,6 +61,8 @@ def export_tracks(
             none); default none, but rts for BVH and glTF.
     fingers: BVH / glTF / FBX / VRMA: add the 30 finger bones.
     rig:    BVH / glTF / FBX: "vrm" (default), "mixamo", "unreal" or "smpl" (realtime.rig.retarget).
+    foot_lock: BVH / glTF / FBX / VRMA: hold each foot still while the tracks' `contacts` say it is
+            on the floor (realtime.rig.leg_ik); False leaves the feet as measured.
     """
     if to not in FORMATS:
         raise UserError(f"unknown export format '{to}'; use one of {', '.join(FORMATS)}.")
@@ -71,6 +74,8 @@ def export_tracks(
         smooth = MOTION_SMOOTH
     if fingers and to not in MOTION_FORMATS:
         raise UserError(f"--fingers only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
+    if not foot_lock and to not in MOTION_FORMATS:
+        raise UserError(f"--no-foot-lock only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
     if rig not in (None, "vrm") and to not in ("bvh", "gltf", "fbx"):
         raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has {'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
     if subset is not None and to in MOTION_FORMATS:
@@ -99,7 +104,7 @@ def export_tracks(
             _check_somebody(chosen, tracks_path, to)
         chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
-        return _export_motion(chosen, to, out, smooth=smooth, fingers=fingers, rig=rig or "vrm")
+        return _export_motion(chosen, to, out, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock)
 
     tracks = read_tracks(tracks_path)
     if to in ONE_PERSON and person is None:
@@ -172,7 +177,8 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
 
 
-def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str], fingers: bool, rig: str) -> Path:
+def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str], fingers: bool, rig: str,
+                   foot_lock: bool = True) -> Path:
     """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
     every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
     from realtime.export.curves import curves_path, performance_curves, write_curves
@@ -186,7 +192,7 @@ def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str],
         raise UserError(f"the {rig} rig has no finger bones; drop --fingers for --rig {rig}.")
     if to == "fbx":
         check_blender()  # before the work: one sentence with the install line
-    motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers)
+    motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers, foot_lock=foot_lock)
     curves = performance_curves(chosen, MOTION_FORMATS[to])  # face and contacts: beside the file (realtime.export.curves)
     motion = retarget(motion, rig)
     if to in ("gltf", "vrma"):

@@ -4,6 +4,8 @@ The tracks' `kpts3d` are smoothed with a zero-phase offline smoother (default RT
 cut to the frames between the person's first and last appearance, and sampled on a
 grid of 1/fps steps from the first of them (nearest tracks frame, so frames a live
 source dropped repeat their neighbour and the clip keeps its real duration).
+When the tracks carry foot `contacts`, each foot in contact is then held still and the leg
+follows by two-bone IK (`realtime.rig.leg_ik`), before the rig solve (`foot_lock=False`: not).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
+from realtime.rig.leg_ik import lock_feet
 from realtime.rig.solver import Motion, solve
 from realtime.export.tracks import PersonTrack, Tracks
 
@@ -25,11 +28,13 @@ NO_3D = ("these tracks have no 3D keypoints (kpts3d), which {what} needs; record
          "e.g. `sapiens-rt run VIDEO --tasks pose,depth --tracks TRACKS.jsonl`, then export again.")
 
 
-def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rts", fingers: bool = False) -> tuple[Motion, float]:
+def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rts", fingers: bool = False,
+                       foot_lock: bool = True) -> tuple[Motion, float]:
     """Solve the one person of `tracks` (select it first with `Tracks.select`).
 
     what:   the format, for messages ("a BVH file").
     smooth: "rts", "savgol", "butterworth" or None (the keypoints as recorded).
+    foot_lock: hold the feet still during the tracks' `contacts` (no effect without them).
     Returns the motion on a uniform grid and its frame rate (Hz).
     """
     person = tracks.single_person(what)
@@ -40,6 +45,10 @@ def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rt
         from trackers.offline import smooth_track
 
         points = smooth_track(times, points, person.scores[rows], method=smooth)
+    if foot_lock and person.contacts is not None:
+        contacts = person.contacts[rows] & person.present[rows, None]
+        points = lock_feet(points, tracks.keypoint_names, contacts)
+        log.info("feet locked over %d + %d contact frames (left + right)", *contacts.sum(axis=0))
     if len(grid) != len(times):
         log.info("%d tracks frames resampled to %d frames at %.3f fps", len(times), len(grid), fps)
     motion = solve(points[nearest], tracks.keypoint_names, grid, fingers=fingers)

@@ -1,0 +1,125 @@
+"""Offline foot locking for the motion exports: a foot in contact stays put, the leg follows by two-bone IK.
+
+Per foot and contact span (a run of frames with the foot on the floor), on the whole clip:
+- the ankle's target is the span's median ankle position;
+- over BLEND frames before and after the span the target blends linearly from the measured
+  ankle to it (weight 1/(BLEND+1), 2/(BLEND+1), ...), so nothing pops; where two spans' windows
+  meet, the larger weight wins;
+- the leg is solved analytically (`solve_leg`): hip fixed, the knee in the plane of the measured
+  bend (hip, measured knee, target), thigh and shin of constant length (the clip's median of each,
+  averaged between the legs as the rig solver's skeleton is; in the blend windows the lengths blend
+  from the measured ones too, so a weight of 0 gives back the measured leg); a target out of reach
+  gets the leg stretched (or folded) to its limit towards it;
+- the heel and toes move rigidly with the ankle (the same translation).
+Frames outside the spans and their windows are left as they are. Pure numpy, any frame of axes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+BLEND = 2  # frames of blend before and after each contact span
+SIDES = ("left", "right")
+FOOT_POINTS = ("heel", "big_toe", "small_toe")  # moved with the ankle
+_EPS = 1e-9
+
+
+def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(..., 3) -> unit vectors (zero where the length is ~0) and lengths (...,)."""
+    length = np.linalg.norm(v, axis=-1)
+    return v / np.maximum(length, _EPS)[..., None], length
+
+
+def solve_leg(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh, shin) -> tuple[np.ndarray, np.ndarray]:
+    """Two-bone IK: (..., 3) hip, measured knee and ankle target, thigh and shin lengths (m, scalars or (...,))
+    -> (knee, ankle) (..., 3) with |knee - hip| = thigh and |ankle - knee| = shin.
+
+    The ankle is the target when in reach, else the nearest reachable point on the line from the hip
+    through it (|ankle - hip| clamped to [|thigh - shin|, thigh + shin]). The knee lies in the plane of
+    hip, measured knee and target, on the measured knee's side; a measured leg with no bend (knee on
+    the hip-target line) bends towards the axis least aligned with that line.
+    """
+    hip, knee, target = (np.asarray(a, dtype=np.float64) for a in (hip, knee, target))
+    thigh, shin = np.asarray(thigh, dtype=np.float64), np.asarray(shin, dtype=np.float64)
+    u, reach = _unit(target - hip)
+    d = np.clip(reach, np.maximum(np.abs(thigh - shin), _EPS), thigh + shin)
+    along = knee - hip
+    bend = along - np.sum(along * u, axis=-1, keepdims=True) * u
+    w, bend_len = _unit(bend)
+    straight = bend_len < 1e-9
+    if np.any(straight):  # no bend plane measured: any perpendicular of u
+        axis = np.eye(3)[np.argmin(np.abs(u), axis=-1)]
+        fallback, _ = _unit(np.cross(u, axis))
+        w = np.where(straight[..., None], fallback, w)
+    cos_a = np.clip((thigh * thigh + d * d - shin * shin) / (2 * thigh * d), -1.0, 1.0)  # law of cosines at the hip
+    sin_a = np.sqrt(1.0 - cos_a * cos_a)
+    new_knee = hip + thigh[..., None] * (cos_a[..., None] * u + sin_a[..., None] * w)
+    return new_knee, hip + d[..., None] * u
+
+
+def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:
+    """(T,) bool -> [(first, last), ...] inclusive runs of True."""
+    edges = np.diff(np.concatenate([[0], np.asarray(contact, dtype=np.int8), [0]]))
+    return [(int(a), int(b) - 1) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+
+
+def lock_weights(ankle: np.ndarray, contact: np.ndarray, blend: int = BLEND) -> tuple[np.ndarray, np.ndarray]:
+    """One foot: ankle (T, 3), contact (T,) bool -> weight (T,) in [0, 1] (1 in the spans, ramping over
+    `blend` frames outside them, 0 elsewhere) and the anchor (T, 3) each frame is pulled to (NaN where 0)."""
+    count = len(ankle)
+    weight, anchor = np.zeros(count), np.full((count, 3), np.nan)
+    for first, last in contact_spans(contact):
+        span = ankle[first:last + 1]
+        known = np.isfinite(span).all(axis=1)
+        if not known.any():
+            continue
+        point = np.median(span[known], axis=0)
+        frames = np.arange(max(first - blend, 0), min(last + blend, count - 1) + 1)
+        outside = np.maximum(first - frames, frames - last)  # frames before / after the span, 0 inside
+        ramp = np.where(outside <= 0, 1.0, 1.0 - outside / (blend + 1))
+        better = ramp > weight[frames]
+        weight[frames[better]], anchor[frames[better]] = ramp[better], point
+    return weight, anchor
+
+
+def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.ndarray, *, blend: int = BLEND) -> np.ndarray:
+    """(T, K, 3) metres (NaN where unknown), the K names, contacts (T, 2) bool (left, right)
+    -> (T, K, 3) with each foot held during its contacts (see the module docstring)."""
+    out = np.array(points3d, dtype=np.float64)
+    contacts = np.asarray(contacts, dtype=bool)
+    if contacts.shape != (len(out), 2):
+        raise ValueError(f"expected contacts ({len(out)}, 2), got {contacts.shape}")
+    index = {n: i for i, n in enumerate(keypoint_names)}
+    legs = {side: (index[f"{side}_hip"], index[f"{side}_knee"], index[f"{side}_ankle"]) for side in SIDES}
+    thighs, shins = [], []
+    for hip, knee, ankle in legs.values():
+        thighs.append(np.linalg.norm(out[:, knee] - out[:, hip], axis=-1))
+        shins.append(np.linalg.norm(out[:, ankle] - out[:, knee], axis=-1))
+    if not np.isfinite(np.concatenate(thighs + shins)).any():
+        return out
+    thigh = float(np.nanmean([np.nanmedian(t) if np.isfinite(t).any() else np.nan for t in thighs]))
+    shin = float(np.nanmean([np.nanmedian(s) if np.isfinite(s).any() else np.nan for s in shins]))
+    for s, side in enumerate(SIDES):
+        hip, knee, ankle = legs[side]
+        foot = [index[f"{side}_{p}"] for p in FOOT_POINTS if f"{side}_{p}" in index]
+        weight, anchor = lock_weights(out[:, ankle], contacts[:, s], blend)
+        rows = np.flatnonzero((weight > 0) & np.isfinite(out[:, [hip, knee, ankle]]).all(axis=(1, 2)))
+        if len(rows) == 0:
+            continue
+        w = weight[rows]
+        measured = out[rows, ankle]
+        target = measured + w[:, None] * (anchor[rows] - measured)
+        row_thigh = thighs[s][rows] + w * (thigh - thighs[s][rows])
+        row_shin = shins[s][rows] + w * (shin - shins[s][rows])
+        new_knee, new_ankle = solve_leg(out[rows, hip], out[rows, knee], target, row_thigh, row_shin)
+        out[rows, knee] = new_knee
+        out[rows, ankle] = new_ankle
+        if foot:
+            out[np.ix_(rows, foot)] += (new_ankle - measured)[:, None, :]
+        log.debug("%s foot: %d contact spans locked over %d frames", side, len(contact_spans(contacts[:, s])), len(rows))
+    return out
