@@ -2,9 +2,10 @@
 
 Per foot and contact span (a run of frames with the foot on the floor), on the whole clip:
 - the ankle's target is the span's median ankle position;
-- over BLEND frames before and after the span the target blends linearly from the measured
-  ankle to it (weight 1/(BLEND+1), 2/(BLEND+1), ...), so nothing pops; where two spans' windows
-  meet, the larger weight wins;
+- over BLEND frames before and after the span the ankle keeps its measured motion plus the
+  span's edge offset (target minus the ankle at the span's first / last frame) times a weight
+  ramping linearly to 0 away from the span (2/3, 1/3 for BLEND 2), so nothing pops; where two
+  spans' windows meet, the larger weight wins;
 - the leg is solved analytically (`solve_leg`): hip fixed, the knee in the plane of the measured
   bend (hip, measured knee, target), thigh and shin of constant length (the clip's median of each,
   averaged between the legs as the rig solver's skeleton is; in the blend windows the lengths blend
@@ -69,22 +70,27 @@ def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:
 
 
 def lock_weights(ankle: np.ndarray, contact: np.ndarray, blend: int = BLEND) -> tuple[np.ndarray, np.ndarray]:
-    """One foot: ankle (T, 3), contact (T,) bool -> weight (T,) in [0, 1] (1 in the spans, ramping over
-    `blend` frames outside them, 0 elsewhere) and the anchor (T, 3) each frame is pulled to (NaN where 0)."""
+    """One foot: ankle (T, 3), contact (T,) bool -> weight (T,) in [0, 1] and shift (T, 3), the ankle's
+    target being ankle + weight * shift. In a span: weight 1, shift to the span's median ankle. In the
+    `blend` frames before (after) it: weight ramping down linearly away from the span, shift the one
+    of the span's first (last) frame, so the foot keeps its measured motion there plus a fading
+    offset. Elsewhere weight 0 (shift NaN)."""
     count = len(ankle)
-    weight, anchor = np.zeros(count), np.full((count, 3), np.nan)
+    weight, shift = np.zeros(count), np.full((count, 3), np.nan)
     for first, last in contact_spans(contact):
         span = ankle[first:last + 1]
-        known = np.isfinite(span).all(axis=1)
-        if not known.any():
+        known = np.flatnonzero(np.isfinite(span).all(axis=1))
+        if len(known) == 0:
             continue
-        point = np.median(span[known], axis=0)
+        anchor = np.median(span[known], axis=0)
         frames = np.arange(max(first - blend, 0), min(last + blend, count - 1) + 1)
-        outside = np.maximum(first - frames, frames - last)  # frames before / after the span, 0 inside
+        outside = np.maximum(first - frames, frames - last)  # frames before / after the span, <= 0 inside
         ramp = np.where(outside <= 0, 1.0, 1.0 - outside / (blend + 1))
+        edge = np.where(frames < first, first + known[0], np.where(frames > last, first + known[-1], frames))
         better = ramp > weight[frames]
-        weight[frames[better]], anchor[frames[better]] = ramp[better], point
-    return weight, anchor
+        weight[frames[better]] = ramp[better]
+        shift[frames[better]] = anchor - ankle[edge[better]]
+    return weight, shift
 
 
 def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.ndarray, *, blend: int = BLEND) -> np.ndarray:
@@ -107,13 +113,13 @@ def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.
     for s, side in enumerate(SIDES):
         hip, knee, ankle = legs[side]
         foot = [index[f"{side}_{p}"] for p in FOOT_POINTS if f"{side}_{p}" in index]
-        weight, anchor = lock_weights(out[:, ankle], contacts[:, s], blend)
+        weight, shift = lock_weights(out[:, ankle], contacts[:, s], blend)
         rows = np.flatnonzero((weight > 0) & np.isfinite(out[:, [hip, knee, ankle]]).all(axis=(1, 2)))
         if len(rows) == 0:
             continue
         w = weight[rows]
         measured = out[rows, ankle]
-        target = measured + w[:, None] * (anchor[rows] - measured)
+        target = measured + w[:, None] * shift[rows]
         row_thigh = thighs[s][rows] + w * (thigh - thighs[s][rows])
         row_shin = shins[s][rows] + w * (shin - shins[s][rows])
         new_knee, new_ankle = solve_leg(out[rows, hip], out[rows, knee], target, row_thigh, row_shin)
