@@ -179,3 +179,22 @@ def test_locked_glb_passes_the_khronos_validator(walk_exports):
     (report,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert report["errors"] == 0 and report["warnings"] == 0, report
     assert {code for code, _, _, _ in report["messages"]} <= ACCEPTED_INFOS, report["messages"]
+
+
+def test_lock_feet_with_missing_points_locks_what_it_can():
+    """Unknown frames inside a span keep NaN and do not move the anchor; a leg never seen is left alone."""
+    count = 12
+    index = {n: i for i, n in enumerate(NAMES)}
+    points = np.full((count, len(NAMES), 3), np.nan)
+    t = np.arange(count)[:, None]
+    points[:, index["left_hip"]] = [0.1, 0.9, 0.0]
+    points[:, index["left_knee"]] = [0.1, 0.45, 0.1]
+    points[:, index["left_ankle"]] = np.array([0.1, 0.05, 0.0]) + t * [0.0, 0.0, 0.01]
+    points[5, index["left_ankle"]] = np.nan
+    contacts = np.zeros((count, 2), bool)
+    contacts[3:9] = True
+    locked = lock_feet(points, NAMES, contacts)
+    known = [3, 4, 6, 7, 8]
+    np.testing.assert_allclose(locked[known, index["left_ankle"]], np.tile([0.1, 0.05, 0.06], (5, 1)), atol=1e-9)
+    assert np.isnan(locked[5, index["left_ankle"]]).all() and np.isnan(locked[:, index["right_knee"]]).all()
+    np.testing.assert_array_equal(locked[[0, 11]], points[[0, 11]])  # outside the span and its blend windows
