@@ -8,12 +8,13 @@ only when the tracks carry `face` or `contacts` for the person:
      "times": [0.0, 0.0333, ...],            s from the clip's start: the animation's frame times
      "blendshapes": {"names": [27 ARKit names], "weights": [[27 weights in [0, 1]] or null, ...]},
      "head": [[x, y, z, w] or null, ...],    head rotation quaternion, relative to the neutral head
-     "contacts": {"left": [0/1, ...], "right": [0/1, ...]}}
+     "contacts": {"left": [0/1 or null, ...], "right": [0/1 or null, ...]}}
 
 Frame f is the tracks frame the animation's frame f was sampled from (`clip_frames`), so the
 curves line up with the glTF animation / BVH frames. Axes of `head`: the rig's, which are
 glTF's (Y up, the character facing +Z, +X its left). null: the face was not read in that
-frame; contacts are 0 where the foot was off the floor or the floor not known yet. Keys
+frame; a contact is 1 on the floor, 0 off it, null where not known (the floor not found yet,
+or the person not seen in that frame). Keys
 whose data the tracks lack are left out.
 
 Why not glTF morph-target weights: a `weights` animation channel must target a node with a
@@ -57,8 +58,9 @@ def performance_curves(tracks: Tracks, what: str) -> Optional[dict]:
     if person.head_rotation is not None:
         curves["head"] = _rows(person.head_rotation[picked], 4)
     if person.contacts is not None:
-        contacts = person.contacts[picked] & person.present[picked, None]
-        curves["contacts"] = {"left": contacts[:, 0].astype(int).tolist(), "right": contacts[:, 1].astype(int).tolist()}
+        known = person.present[picked] & person.contacts_known[picked]
+        curves["contacts"] = {side: [int(c) if k else None for c, k in zip(person.contacts[picked, i].tolist(), known.tolist())]
+                              for i, side in enumerate(("left", "right"))}
     return curves
 
 

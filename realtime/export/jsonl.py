@@ -260,10 +260,12 @@ def read_tracks(path: str | Path) -> Tracks:
             from realtime.rig.face import ARKIT_NAMES
 
             face, head = np.full((T, len(ARKIT_NAMES)), np.nan), np.full((T, 4), np.nan)
-        contacts = np.zeros((T, 2), dtype=bool) if any(entry[8] is not None for entry in seen[track_id]) else None
+        contacts = contacts_known = None
+        if any(entry[8] is not None for entry in seen[track_id]):
+            contacts, contacts_known = np.zeros((T, 2), dtype=bool), np.zeros(T, dtype=bool)
         for row, kpts, box, was_smoothed, xyz, was_predicted, row_face, row_head, row_contacts in seen[track_id]:
             if row_contacts is not None:
-                contacts[row] = row_contacts
+                contacts[row], contacts_known[row] = row_contacts, True
             if row_face is not None:
                 face[row] = row_face
             if row_head is not None and head is not None:
@@ -274,7 +276,8 @@ def read_tracks(path: str | Path) -> Tracks:
                 points3d[row] = xyz
             if was_predicted is not None and was_predicted.shape == (num_keypoints,):
                 predicted[row] = was_predicted
-        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head, contacts)
+        people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head,
+                                       contacts, contacts_known)
 
     return Tracks(
         header=header,

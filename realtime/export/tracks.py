@@ -41,6 +41,8 @@ class PersonTrack:
                  head), NaN where not read, or None with `face`.
     contacts:    (T, 2) bool, left / right foot on the floor (False where not known), or None when
                  no frame carried `contacts`.
+    contacts_known: (T,) bool, True in frames whose record carried `contacts` (the floor was
+                 known), or None with `contacts`.
     """
 
     id: int
@@ -54,6 +56,7 @@ class PersonTrack:
     face: Optional[np.ndarray] = None
     head_rotation: Optional[np.ndarray] = None
     contacts: Optional[np.ndarray] = None
+    contacts_known: Optional[np.ndarray] = None
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)
