@@ -54,6 +54,18 @@ def rebuild_rtmdet_safetensors(pth: Path, out: Path) -> None:
     save_file({k: v.contiguous().clone() for k, v in state_dict.items()}, str(out), metadata=metadata)
 
 
+@pytest.fixture(scope="module")
+def standin_task_models(fixtures_dir):
+    """The pose and seg fixture models with channels_last heads, as a CUDA Predictor makes
+    them, so a CPU reference computes the same floats as the stand-in GPU."""
+    from realtime.models import heads, load_model
+
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg")}
+    for model in models.values():
+        heads.to_channels_last(model)
+    return models
+
+
 @pytest.fixture(autouse=True)
 def _no_hub_downloads(monkeypatch):
     """Tests never reach the network; code that would download must say so clearly."""

@@ -82,28 +82,18 @@ def test_detector_on_gpu_waits_once_and_uses_its_own_stream(rtmdet_fixtures_dir,
 # -- the Predictor: pose + seg on their own streams, one host wait per frame
 
 
-@pytest.fixture(scope="module")
-def task_models(fixtures_dir):
-    from realtime.models import heads, load_model
-
-    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg")}
-    for model in models.values():  # as a CUDA Predictor makes them: the CPU reference computes the same floats
-        heads.to_channels_last(model)
-    return models
-
-
 IMAGE = np.random.default_rng(0).integers(0, 256, (96, 128, 3), dtype=np.uint8)
 BOXES = np.array([[10, 10, 60, 90], [40, 5, 120, 95], [0, 0, 127, 95]], np.float32)
 
 
 @pytest.mark.parametrize("flip", [False, True])
-def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip):
+def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(standin_task_models, flip):
     from realtime.infer import Predictor
 
-    cpu = Predictor(task_models, input_hw=(128, 96), flip_test=flip)  # eager: unpadded on both
+    cpu = Predictor(standin_task_models, input_hw=(128, 96), flip_test=flip)  # eager: unpadded on both
     wants = {n: cpu.predict(IMAGE, BOXES[:n]) for n in (1, 3)}
     with StandinGPU() as gpu:
-        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in standin_task_models.items()}
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), flip_test=flip)
         pose_stream, seg_stream = predictor._streams["pose"].name, predictor._streams["seg"].name
         for n in (1, 3):
@@ -129,13 +119,13 @@ def test_predictor_waits_once_per_frame_and_seg_overlaps_pose(task_models, flip)
             np.testing.assert_array_equal(got.seg, want.seg)
 
 
-def test_a_frame_is_launched_before_the_previous_one_is_collected(task_models):
+def test_a_frame_is_launched_before_the_previous_one_is_collected(standin_task_models):
     from realtime.infer import Predictor
 
-    cpu = Predictor(task_models, input_hw=(128, 96))
+    cpu = Predictor(standin_task_models, input_hw=(128, 96))
     wants = [cpu.predict(IMAGE, BOXES[:n]) for n in (1, 3, 2)]
     with StandinGPU() as gpu:
-        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in standin_task_models.items()}
         predictor = Predictor(models, device="cuda", input_hw=(128, 96))
         gpu.rec.clear()
         first = predictor.launch(IMAGE, BOXES[:1])
@@ -167,12 +157,12 @@ class OutOfMemory(torch.nn.Module):
         return self.inner(x)
 
 
-def test_out_of_memory_is_handled_for_every_task(task_models):
+def test_out_of_memory_is_handled_for_every_task(standin_task_models):
     from realtime.errors import UserError
     from realtime.infer import Predictor
 
-    want = Predictor(task_models, input_hw=(128, 96)).predict(IMAGE, BOXES)
-    flaky = Predictor({task: OutOfMemory(m, 1) for task, m in task_models.items()}, input_hw=(128, 96))
+    want = Predictor(standin_task_models, input_hw=(128, 96)).predict(IMAGE, BOXES)
+    flaky = Predictor({task: OutOfMemory(m, 1) for task, m in standin_task_models.items()}, input_hw=(128, 96))
     got = flaky.predict(IMAGE, BOXES)  # pose retries with smaller batches, seg once after freeing the cache
     assert flaky.max_batch == 1
     # batch 1 blocks the matmuls differently: close, not bit-equal (the DARK step amplifies it)
@@ -180,8 +170,8 @@ def test_out_of_memory_is_handled_for_every_task(task_models):
     sure = want.keypoint_scores > 0.3
     np.testing.assert_allclose(got.keypoints[sure], want.keypoints[sure], atol=0.2, rtol=1e-2)
     np.testing.assert_array_equal(got.seg, want.seg)
-    for task in task_models:
-        broken = Predictor({task: OutOfMemory(task_models[task], 99)}, input_hw=(128, 96))
+    for task in standin_task_models:
+        broken = Predictor({task: OutOfMemory(standin_task_models[task], 99)}, input_hw=(128, 96))
         with pytest.raises(UserError, match="out of memory"):
             broken.predict(IMAGE, BOXES)
 

@@ -36,12 +36,17 @@ def test_a_body_moved_sideways_is_lifted_within_a_centimetre():
     assert np.linalg.norm(out[known] - shifted[known], axis=1).max() < 0.01  # the torso's image size barely changes
 
 
-def test_the_floor_of_a_tilted_plane_with_feet_in_the_air():
-    rng = np.random.default_rng(1)
+def _tilted_floor_axes() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The up of a floor seen by a camera tilted 15 degrees down, and two unit axes along the floor."""
     up = np.array([0.0, -np.cos(np.radians(15)), -np.sin(np.radians(15))])
     a = np.cross(up, [1.0, 0, 0])
     a /= np.linalg.norm(a)
-    b = np.cross(up, a)
+    return up, a, np.cross(up, a)
+
+
+def test_the_floor_of_a_tilted_plane_with_feet_in_the_air():
+    rng = np.random.default_rng(1)
+    up, a, b = _tilted_floor_axes()
     ground = np.array([0, 1.5, 4.0]) + rng.uniform(-1, 1, (200, 1)) * a + rng.uniform(-1, 1, (200, 1)) * b
     air = ground[:60] + up * rng.uniform(0.05, 0.3, (60, 1))  # swinging feet
     floor = fit_floor(np.concatenate([ground, air]))
@@ -51,10 +56,7 @@ def test_the_floor_of_a_tilted_plane_with_feet_in_the_air():
 
 def test_feet_kept_in_one_spot_take_the_unknown_tilt_from_the_body():
     rng = np.random.default_rng(2)
-    up = np.array([0.0, -np.cos(np.radians(15)), -np.sin(np.radians(15))])
-    a = np.cross(up, [1.0, 0, 0])
-    a /= np.linalg.norm(a)
-    b = np.cross(up, a)
+    up, a, b = _tilted_floor_axes()
     stance = np.array([0, 1.5, 4.0]) + np.repeat([[0.1], [-0.1]], 300, axis=0) * a  # two feet, 20 cm apart, 10 s still
     feet = stance + rng.normal(0, 0.015, stance.shape)
     body_up = up + 0.15 * a + 0.05 * b  # the body's up, 8.5 degrees off along the feet and 3 across

@@ -22,16 +22,6 @@ def _boxes(image, index, previous=(), seg=None):
     return boxes, np.ones(len(boxes), np.float32), "detector"
 
 
-@pytest.fixture(scope="module")
-def task_models(fixtures_dir):
-    from realtime.models import heads, load_model
-
-    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg")}
-    for model in models.values():  # as a CUDA Predictor makes them: the CPU reference computes the same floats
-        heads.to_channels_last(model)
-    return models
-
-
 def _run(tmp_path, name, models, device, cuda_graphs=False):
     frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(FRAMES)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=25)
@@ -45,15 +35,15 @@ def _run(tmp_path, name, models, device, cuda_graphs=False):
 
 
 @pytest.fixture(scope="module")
-def cpu_rows(tmp_path_factory, task_models):
-    return _run(tmp_path_factory.mktemp("cpu"), "cpu", task_models, "cpu")
+def cpu_rows(tmp_path_factory, standin_task_models):
+    return _run(tmp_path_factory.mktemp("cpu"), "cpu", standin_task_models, "cpu")
 
 
 @pytest.mark.parametrize("cuda_graphs", [False, True])
-def test_a_file_runs_through_launch_and_collect_stages_on_the_standin(tmp_path, task_models, cpu_rows, cuda_graphs):
+def test_a_file_runs_through_launch_and_collect_stages_on_the_standin(tmp_path, standin_task_models, cpu_rows, cuda_graphs):
     want = cpu_rows
     with StandinGPU() as gpu:
-        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in standin_task_models.items()}
         got = _run(tmp_path, "gpu", models, "cuda", cuda_graphs)
         log = gpu.rec.log
     assert not gpu.rec.races
