@@ -54,6 +54,17 @@ def rebuild_rtmdet_safetensors(pth: Path, out: Path) -> None:
     save_file({k: v.contiguous().clone() for k, v in state_dict.items()}, str(out), metadata=metadata)
 
 
+@pytest.fixture
+def no_tf32():
+    """fp32 matmuls and convolutions on a real GPU without TF32, so they meet fp32 tolerances."""
+    import torch
+
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
 @pytest.fixture(scope="module")
 def standin_task_models(fixtures_dir):
     """The pose and seg fixture models with channels_last heads, as a CUDA Predictor makes

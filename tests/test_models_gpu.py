@@ -10,15 +10,8 @@ from realtime.codec import decode_heatmaps
 from realtime.transforms import box_to_center_scale, crop_persons
 from realtime.models import load_model
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
-
-
-@pytest.fixture(autouse=True)
-def _no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+              pytest.mark.usefixtures("no_tf32")]
 
 
 @pytest.mark.parametrize("task,key", [("pose", "heatmaps"), ("seg", "seg_logits"), ("normal", "normal_raw")])
