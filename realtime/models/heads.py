@@ -4,6 +4,7 @@ albedo head), so `decode_head.*` keys load unchanged.
 
 InstanceNorm2d is PyTorch's default: eps 1e-5, no affine parameters, always
 per-sample statistics. Deconvolutions have no bias; every Conv2d/Linear has one.
+SiLU runs in place on the norm's fresh output (the same bits, one temporary fewer).
 
 `to_channels_last(model)` switches the heads inside a model to channels_last (NHWC)
 convolutions, which cuDNN runs on tensor cores without transposing; `infer.Predictor`
@@ -18,6 +19,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from realtime.models.cpu_fp32 import cpu_fp32_inference
 
 _DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}  # kernel -> (padding, output_padding): exactly 2x
 
@@ -73,14 +76,73 @@ def to_channels_last(model: nn.Module) -> int:
     return len(heads)
 
 
+class ConvTranspose2d(nn.ConvTranspose2d):
+    """`nn.ConvTranspose2d` that keeps its weight in oneDNN's packed layout between fp32 CPU
+    inference calls.
+
+    PyTorch's CPU deconvolution (oneDNN) reorders the weight into that layout on every call,
+    about 50 ms per call for the 0.4B pose head's 67 MB and 50 MB weights on a 2-core AVX2
+    CPU. The packed weight runs the same oneDNN primitive, so the output is bit-identical
+    (tests/test_heads_packed.py); it costs one more copy of the weight. It is packed for the
+    input's channel and spatial size (oneDNN chooses the layout for it) and packed again when
+    those or the weight change. Autograd, other devices and dtypes, tracing, export,
+    `torch.compile` and channels_last inputs run the plain op."""
+
+    _packed: tuple | None = None  # (key, packed weight): not a buffer, never saved
+
+    def forward(self, x: torch.Tensor, output_size: Sequence[int] | None = None) -> torch.Tensor:
+        if output_size is None and self._packable(x):
+            return self._forward_packed(x)
+        return super().forward(x, output_size)
+
+    def _packable(self, x: torch.Tensor) -> bool:
+        return (
+            cpu_fp32_inference(x)
+            and x.dim() == 4
+            and x.is_contiguous()
+            and self.weight.dtype == torch.float32
+            and self.weight.is_contiguous()
+            and self.padding_mode == "zeros"
+            and torch.backends.mkldnn.is_available()
+            and torch.backends.mkldnn.enabled
+        )
+
+    def _forward_packed(self, x: torch.Tensor) -> torch.Tensor:
+        geometry = (list(self.padding), list(self.output_padding), list(self.stride), list(self.dilation), self.groups)
+        key = (self.weight.data_ptr(), _version(self.weight), tuple(x.shape[1:]))
+        if self._packed is None or self._packed[0] != key:
+            packed = torch.ops.mkldnn._reorder_convolution_transpose_weight(self.weight, *geometry, list(x.shape))
+            self._packed = (key, packed)
+        out = torch.ops.mkldnn._convolution_transpose_pointwise(x, self._packed[1], self.bias, *geometry, "none", [], "")
+        return out.contiguous()  # oneDNN hands back NHWC; the plain op copies to NCHW too
+
+    def _apply(self, fn, recurse=True):
+        self._packed = None  # moved or cast: the packed copy is stale
+        return super()._apply(fn, recurse)
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        state.pop("_packed", None)  # a oneDNN tensor neither pickles nor deep-copies
+        return state
+
+
+def _version(t: torch.Tensor) -> int:
+    """The tensor's in-place write counter; -1 for an inference tensor, which has none (and
+    cannot be written to outside inference mode either)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return -1
+
+
 def _deconv_stack(in_channels: int, out_channels: Sequence[int], kernel: int = 4) -> nn.Sequential:
     padding, output_padding = _DECONV_PADDING[kernel]
     layers: list[nn.Module] = []
     for c in out_channels:
         layers += [
-            nn.ConvTranspose2d(in_channels, c, kernel, stride=2, padding=padding, output_padding=output_padding, bias=False),
+            ConvTranspose2d(in_channels, c, kernel, stride=2, padding=padding, output_padding=output_padding, bias=False),
             InstanceNorm2d(c),
-            nn.SiLU(),
+            nn.SiLU(inplace=True),
         ]
         in_channels = c
     return nn.Sequential(*layers)
@@ -89,7 +151,7 @@ def _deconv_stack(in_channels: int, out_channels: Sequence[int], kernel: int = 4
 def _conv_stack(in_channels: int, out_channels: Sequence[int], kernel: int, norm=InstanceNorm2d) -> nn.Sequential:
     layers: list[nn.Module] = []
     for c in out_channels:
-        layers += [nn.Conv2d(in_channels, c, kernel, padding=(kernel - 1) // 2), norm(c), nn.SiLU()]
+        layers += [nn.Conv2d(in_channels, c, kernel, padding=(kernel - 1) // 2), norm(c), nn.SiLU(inplace=True)]
         in_channels = c
     return nn.Sequential(*layers)
 
@@ -144,7 +206,7 @@ class _DenseHead(_Layout):
         self.input_conv = _conv_stack(in_channels, (in_channels,), 3, norm)
         blocks, c_in = [], in_channels
         for c in upsample_channels:
-            blocks.append(nn.Sequential(nn.Conv2d(c_in, 4 * c, 3, padding=1), PixelShuffle(2), norm(c), nn.SiLU()))
+            blocks.append(nn.Sequential(nn.Conv2d(c_in, 4 * c, 3, padding=1), PixelShuffle(2), norm(c), nn.SiLU(inplace=True)))
             c_in = c
         self.upsample_blocks = nn.ModuleList(blocks)
         self.conv_layers = _conv_stack(c_in, conv_out_channels, 3, norm)
@@ -198,7 +260,7 @@ class PointmapHead(_DenseHead):
         layers: list[nn.Module] = []
         c_in = in_channels
         for c in scale_conv_out_channels:
-            layers += [nn.Conv2d(c_in, c, 1, stride=2), InstanceNorm2d(c), nn.SiLU()]
+            layers += [nn.Conv2d(c_in, c, 1, stride=2), InstanceNorm2d(c), nn.SiLU(inplace=True)]
             c_in = c
         self.scale_conv_layers = nn.Sequential(*layers)
         mlp: list[nn.Module] = [nn.Flatten()]

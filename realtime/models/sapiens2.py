@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from realtime.models.archs import PATCH_SIZE, BackboneArch
+from realtime.models.cpu_fp32 import cpu_fp32_inference
 
 NUM_STORAGE_TOKENS = 8
 NUM_PREFIX_TOKENS = 1 + NUM_STORAGE_TOKENS  # cls + storage ("register") tokens
@@ -264,21 +265,10 @@ def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:
 CPU_GEMM_COLUMNS = 1024  # output columns per GEMM on a CPU (see SwiGLUFFN._hidden_in_column_blocks)
 
 
-def _cpu_fp32_inference(x: torch.Tensor) -> bool:
-    """An eager fp32 forward on a CPU without autograd (not traced, exported or compiled)."""
-    return (
-        x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and not torch.is_grad_enabled()
-        and not torch.jit.is_tracing()
-        and not torch.compiler.is_compiling()
-    )
-
-
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """`F.linear`; in fp32 CPU inference a wide output is made CPU_GEMM_COLUMNS columns at a
     time, into one tensor (bit-identical, faster: see SwiGLUFFN._hidden_in_column_blocks)."""
-    if not _cpu_fp32_inference(x) or weight.shape[0] <= CPU_GEMM_COLUMNS:
+    if not cpu_fp32_inference(x) or weight.shape[0] <= CPU_GEMM_COLUMNS:
         return F.linear(x, weight, bias)
     out = x.new_empty(*x.shape[:-1], weight.shape[0])
     rows, out_rows = x.reshape(-1, x.shape[-1]), out.view(-1, weight.shape[0])
@@ -301,7 +291,7 @@ class SwiGLUFFN(nn.Module):
         self.w3 = nn.Linear(hidden, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _cpu_fp32_inference(x) and type(self.w12) is nn.Linear:
+        if cpu_fp32_inference(x) and type(self.w12) is nn.Linear:
             return self.w3(self._hidden_in_column_blocks(x))
         a, b = self.w12(x).chunk(2, dim=-1)
         if torch.is_grad_enabled() and a.requires_grad:
