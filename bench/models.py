@@ -11,7 +11,8 @@ depend on weight values).
 
 `--peers` is what a user choosing an implementation would measure: in one process, fp32,
 the same random weights (ours copied into each peer) and input, alternating rounds at
-256x192 and 512x384, medians and ratios. Peers: the official standalone backbone (a path to
+256x192 and 512x384 (every other round in reverse order), medians and ratios. The ratio to
+read is the median of the per-round ratios: each round runs the pair back to back. Peers: the official standalone backbone (a path to
 sapiens/backbones/standalone/sapiens2.py of facebookresearch/sapiens2, kept outside this repo)
 and Hugging Face transformers' `Sapiens2ForPoseEstimation` when transformers is installed
 (benchmark-only, not a dependency of this project).
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import platform
 import re
+import resource
 import statistics
 import sys
 import time
@@ -241,15 +243,26 @@ def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
         for m in models.values():
             m(x)  # warm each
         times = {label: [] for label in models}
-        for _ in range(rounds):
-            for label, m in models.items():
+        faults = {label: [] for label in models}
+        for r in range(rounds):
+            order = list(models.items())  # every other round backwards: a drift in the VM's
+            for label, m in order if r % 2 == 0 else order[::-1]:  # speed favours nobody
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 times[label] += _time(lambda: m(x), 1)
+                faults[label].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     medians = {label: statistics.median(t) for label, t in times.items()}
     print(f"  {name:>20}: " + ", ".join(f"{label} {ms:8.1f} ms" for label, ms in medians.items()))
+    # Fresh pages the allocator asked the kernel for (each zeroed on first touch): they cost
+    # time too, and how many depends on the allocator's state as much as on the code.
+    print(f"  {'':>20}  page faults per forward (median): "
+          + ", ".join(f"{label} {statistics.median(f):.0f}" for label, f in faults.items()))
     for label, t in times.items():
         if label != "ours":
-            per_round = ", ".join(f"{a / b:.2f}" for a, b in zip(times["ours"], t))
-            print(f"  {'':>20}  ours/{label} {medians['ours'] / medians[label]:.2f} (medians; per round {per_round})")
+            # Each round times the pair back to back, so its ratio is immune to the slow drift
+            # of a shared VM's speed that moves the medians of times by 10-20 %.
+            per_round = [a / b for a, b in zip(times["ours"], t)]
+            print(f"  {'':>20}  ours/{label} {statistics.median(per_round):.2f} (median of per-round ratios; "
+                  f"ratio of medians {medians['ours'] / medians[label]:.2f}; per round {', '.join(f'{r:.2f}' for r in per_round)})")
 
 
 def bench_cpu(model, iters: int, emulated_bf16: bool, others: dict) -> None:
