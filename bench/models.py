@@ -30,10 +30,14 @@ from __future__ import annotations
 import argparse
 import platform
 import re
-import resource
 import statistics
 import sys
 import time
+
+try:
+    import resource  # page faults per forward (Unix only)
+except ImportError:
+    resource = None
 
 import torch
 
@@ -238,6 +242,10 @@ def _check_same(backbones: dict, poses: dict, x: torch.Tensor) -> None:
         print(f"  transformers pose heatmaps vs ours: max |diff| {diff:.3g}")
 
 
+def _page_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
+
+
 def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
     with torch.inference_mode():
         for m in models.values():
@@ -247,15 +255,16 @@ def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
         for r in range(rounds):
             order = list(models.items())  # every other round backwards: a drift in the VM's
             for label, m in order if r % 2 == 0 else order[::-1]:  # speed favours nobody
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                before = _page_faults()
                 times[label] += _time(lambda: m(x), 1)
-                faults[label].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+                faults[label].append(_page_faults() - before)
     medians = {label: statistics.median(t) for label, t in times.items()}
     print(f"  {name:>20}: " + ", ".join(f"{label} {ms:8.1f} ms" for label, ms in medians.items()))
     # Fresh pages the allocator asked the kernel for (each zeroed on first touch): they cost
     # time too, and how many depends on the allocator's state as much as on the code.
-    print(f"  {'':>20}  page faults per forward (median): "
-          + ", ".join(f"{label} {statistics.median(f):.0f}" for label, f in faults.items()))
+    if resource is not None:
+        print(f"  {'':>20}  page faults per forward (median): "
+              + ", ".join(f"{label} {statistics.median(f):.0f}" for label, f in faults.items()))
     for label, t in times.items():
         if label != "ours":
             # Each round times the pair back to back, so its ratio is immune to the slow drift
