@@ -12,7 +12,8 @@ depend on weight values).
 `--peers` is what a user choosing an implementation would measure: in one process, fp32,
 the same random weights (ours copied into each peer) and input, alternating rounds at
 256x192 and 512x384 (every other round in reverse order), medians and ratios. The ratio to
-read is the median of the per-round ratios: each round runs the pair back to back. Peers: the official standalone backbone (a path to
+read is the median of the per-round ratios: each round runs the pair back to back. Peers:
+the official standalone backbone (a path to
 sapiens/backbones/standalone/sapiens2.py of facebookresearch/sapiens2, kept outside this repo)
 and Hugging Face transformers' `Sapiens2ForPoseEstimation` when transformers is installed
 (benchmark-only, not a dependency of this project).

@@ -98,3 +98,12 @@ def test_heads_use_the_packing_deconvolution_and_in_place_silu():
     kinds = [type(m) for m in model.decode_head.deconv_layers]
     assert kinds.count(heads.ConvTranspose2d) == 4 and nn.ConvTranspose2d not in kinds
     assert all(m.inplace for m in model.decode_head.modules() if isinstance(m, nn.SiLU))
+
+
+def test_a_build_without_the_packed_ops_runs_the_plain_op(monkeypatch):
+    monkeypatch.setattr(heads, "_packed_deconvolution_ops", lambda: False)
+    m = _deconv(32, 24, 4, 1, 0)
+    x = torch.randn(1, 32, 8, 6)
+    with torch.inference_mode():
+        assert torch.equal(m(x), _plain(m, x))
+    assert m._packed is None

@@ -13,6 +13,7 @@ does it on CUDA. Outputs keep the default (contiguous) layout either way.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -103,8 +104,8 @@ class ConvTranspose2d(nn.ConvTranspose2d):
             and self.weight.dtype == torch.float32
             and self.weight.is_contiguous()
             and self.padding_mode == "zeros"
-            and torch.backends.mkldnn.is_available()
             and torch.backends.mkldnn.enabled
+            and _packed_deconvolution_ops()
         )
 
     def _forward_packed(self, x: torch.Tensor) -> torch.Tensor:
@@ -124,6 +125,15 @@ class ConvTranspose2d(nn.ConvTranspose2d):
         state = dict(super().__getstate__())
         state.pop("_packed", None)  # a oneDNN tensor neither pickles nor deep-copies
         return state
+
+
+@functools.cache
+def _packed_deconvolution_ops() -> bool:
+    """Whether this PyTorch build has oneDNN and its packed-weight deconvolution ops (private
+    ops, present since PyTorch 2.0 for inductor's CPU freezing); without them the plain op runs."""
+    return torch.backends.mkldnn.is_available() and all(
+        hasattr(torch.ops.mkldnn, op) for op in ("_reorder_convolution_transpose_weight", "_convolution_transpose_pointwise")
+    )
 
 
 def _version(t: torch.Tensor) -> int:
