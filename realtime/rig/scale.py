@@ -28,6 +28,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.rig.robust import nanmedian
+
 log = logging.getLogger(__name__)
 
 BONES = (
@@ -76,7 +78,7 @@ class ScaleFilter:
         lengths = self.bone_lengths(points3d, rays)
         self.scale = 1.0
         if self._lengths:
-            usual = column_medians(np.stack(self._lengths))
+            usual = nanmedian(np.stack(self._lengths))
             with np.errstate(divide="ignore", invalid="ignore"):  # a bone of length 0: left out below
                 ratios = np.log(lengths / usual)
             seen = np.isfinite(ratios)
@@ -114,13 +116,3 @@ def huber_mean(values: np.ndarray, weights: np.ndarray, *, iterations: int = 5) 
     variance = float((w * w * (values - centre) ** 2).sum() / w.sum() ** 2) * n / max(n - 1, 1)
     return centre, variance
 
-
-def column_medians(values: np.ndarray) -> np.ndarray:
-    """(N, B) -> (B,) the median of each column's finite values (NaN for a column with none); as
-    np.nanmedian(values, axis=0), which goes through masked arrays and is ten times slower here."""
-    ordered = np.sort(values, axis=0)  # NaN sorts last
-    count = np.isfinite(values).sum(axis=0)
-    low, high = np.maximum((count - 1) // 2, 0), np.maximum(count // 2, 0)
-    columns = np.arange(values.shape[1])
-    out = (ordered[low, columns] + ordered[high, columns]) / 2
-    return np.where(count > 0, out, np.nan)
