@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.rig.leg_ik import lock_feet
+from realtime.rig.leg_ik import contact_spans, lock_feet
 from realtime.rig.solver import Motion, solve
 from realtime.export.tracks import PersonTrack, Tracks
 
@@ -77,9 +77,8 @@ def clip_frames(tracks: Tracks, person: PersonTrack, what: str) -> tuple[slice, 
 
 
 def frame_ranges(mask: np.ndarray) -> list[list[int]]:
-    """(T,) bool -> [[first, last], ...] inclusive runs of True."""
-    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-    return [[int(a), int(b) - 1] for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+    """(T,) bool -> [[first, last], ...] inclusive runs of True (as JSON lists)."""
+    return [[first, last] for first, last in contact_spans(mask)]
 
 
 def held_marks(motion: Motion, fps: float) -> dict:

@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import Frame
+from realtime.rig.leg_ik import FOOT_POINTS, SIDES, solve_leg
 from realtime.rig.lift import Lifter
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ ON_SPEED, OFF_SPEED = 0.35, 0.5  # m/s
 SPEED_WINDOW = 0.1  # s
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 RAY_WEIGHT = 0.3  # the foot's speed along the line of sight counts this much: the depth noise and scale jitter lie there
-SIDES = ("left", "right")
-FOOT_POINTS = ("heel", "big_toe", "small_toe")
 
 
 @dataclass(frozen=True)
@@ -203,15 +202,8 @@ class ContactDetector:
 
 def two_bone_ik(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.ndarray) -> np.ndarray:
     """The knee that puts the ankle at `target` with the thigh and shin lengths of (hip, knee, ankle),
-    bending in the plane of the current knee."""
-    l1, l2 = np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee)
-    reach = target - hip
-    d = float(np.clip(np.linalg.norm(reach), abs(l1 - l2) + 1e-6, l1 + l2 - 1e-6))
-    u = reach / max(np.linalg.norm(reach), 1e-9)
-    bend = (knee - hip) - ((knee - hip) @ u) * u
-    w = bend / max(np.linalg.norm(bend), 1e-9)
-    cos_a = np.clip((l1 * l1 + d * d - l2 * l2) / (2 * l1 * d), -1.0, 1.0)
-    return hip + l1 * (cos_a * u + np.sqrt(1 - cos_a * cos_a) * w)
+    bending in the plane of the current knee (`leg_ik.solve_leg`)."""
+    return solve_leg(hip, knee, target, np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee))[0]
 
 
 class FootLock:
@@ -235,14 +227,10 @@ class FootLock:
             if self._anchor[side] is None:
                 self._anchor[side] = out[ankle].copy()
                 continue
-            shift = self._anchor[side] - out[ankle]
-            out[knee] = two_bone_ik(out[hip], out[knee], out[ankle], self._anchor[side])
-            # the ankle lands where the legs reach (at the anchor unless the leg is too short)
-            reach = self._anchor[side] - out[hip]
-            length = np.linalg.norm(points3d[knee] - points3d[hip]) + np.linalg.norm(points3d[ankle] - points3d[knee])
-            reach_len = np.linalg.norm(reach)
-            target = out[hip] + reach * min(1.0, (length - 1e-6) / max(reach_len, 1e-9))
-            out[foot] = points3d[foot] + (target - points3d[ankle]) if np.isfinite(shift).all() else points3d[foot]
+            # the ankle lands where the leg reaches: at the anchor unless the leg is too short
+            thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
+            out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
+            out[foot] = points3d[foot] + (reached - points3d[ankle])
         return out
 
 

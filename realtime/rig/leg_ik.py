@@ -64,7 +64,8 @@ def solve_leg(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh, shin
 
 
 def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:
-    """(T,) bool -> [(first, last), ...] inclusive runs of True."""
+    """(T,) bool -> [(first, last), ...] inclusive runs of True (contact spans; also the held-bone
+    ranges of the exports' marks sidecar)."""
     edges = np.diff(np.concatenate([[0], np.asarray(contact, dtype=np.int8), [0]]))
     return [(int(a), int(b) - 1) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
 
