@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.export import export_tracks  # noqa: E402
+from rig import print_per_seed  # noqa: E402  (bench/rig.py)
 from tests.foot_lock_synthetic import bvh_ankles, slide, write_walk_tracks  # noqa: E402
 
 
@@ -50,10 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         results = [evaluate(args.frames, seed, Path(folder)) for seed in args.seeds]
-    print(f"{'seed':30s} " + " ".join(f"{s:8d}" for s in args.seeds) + "     mean")
-    for name in results[0]:
-        values = [r[name] for r in results]
-        print(f"{name:30s} " + " ".join(f"{v:8.2f}" for v in values) + f" {np.mean(values):8.2f}")
+    print_per_seed(results, args.seeds, 30)
 
 
 if __name__ == "__main__":

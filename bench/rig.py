@@ -133,10 +133,15 @@ def main() -> None:
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     args = parser.parse_args()
     results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
-    print(f"{'seed':36s} " + " ".join(f"{s:8d}" for s in args.seeds) + "     mean")
+    print_per_seed(results, args.seeds, 36)
+
+
+def print_per_seed(results: list[dict], seeds: list[int], width: int) -> None:
+    """One row per measure (the dicts' keys), one column per seed, then their mean."""
+    print(f"{'seed':{width}s} " + " ".join(f"{s:8d}" for s in seeds) + "     mean")
     for name in results[0]:
         values = [r[name] for r in results]
-        print(f"{name:36s} " + " ".join(f"{v:8.2f}" for v in values) + f" {np.mean(values):8.2f}")
+        print(f"{name:{width}s} " + " ".join(f"{v:8.2f}" for v in values) + f" {np.mean(values):8.2f}")
 
 
 if __name__ == "__main__":
