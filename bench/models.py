@@ -29,6 +29,7 @@ multiply-adds; the GPU lines also give the rate in that convention.
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import re
 import statistics
@@ -247,6 +248,21 @@ def _page_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource is not None else 0
 
 
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of the population `values` were drawn from
+    (the sign test's order statistics): the k-th smallest and k-th largest value, with the
+    largest k that still covers the median with at least `confidence`; None for too few values
+    (fewer than 6 at 95 %)."""
+    n, ordered = len(values), sorted(values)
+    k, tail = 0, 0.0  # tail: P(X < k) for X ~ Binomial(n, 1/2), the chance the median lies below the k-th
+    while k < n // 2:
+        p = math.comb(n, k) / 2**n
+        if 2 * (tail + p) > 1 - confidence:
+            break
+        tail, k = tail + p, k + 1
+    return (ordered[k - 1], ordered[n - k]) if k else None
+
+
 def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
     with torch.inference_mode():
         for m in models.values():
@@ -271,7 +287,9 @@ def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
             # Each round times the pair back to back, so its ratio is immune to the slow drift
             # of a shared VM's speed that moves the medians of times by 10-20 %.
             per_round = [a / b for a, b in zip(times["ours"], t)]
-            print(f"  {'':>20}  ours/{label} {statistics.median(per_round):.2f} (median of per-round ratios; "
+            interval = median_interval(per_round)
+            spread = f", 95 % interval {interval[0]:.2f}-{interval[1]:.2f}" if interval else ""
+            print(f"  {'':>20}  ours/{label} {statistics.median(per_round):.2f} (median of per-round ratios{spread}; "
                   f"ratio of medians {medians['ours'] / medians[label]:.2f}; per round {', '.join(f'{r:.2f}' for r in per_round)})")
 
 

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from realtime.models import build_model, sapiens2
+from realtime.models.archs import ARCHS
 from realtime.models.sapiens2 import GroupedQueryAttention, SwiGLUFFN
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -77,24 +78,56 @@ def _wide_swiglu(ffn: SwiGLUFFN, x: torch.Tensor) -> torch.Tensor:
     return F.linear(F.silu(a) * b, ffn.w3.weight, ffn.w3.bias)
 
 
-@pytest.mark.parametrize(
-    "embed_dim, hidden, columns",
-    [(1024, 4096, sapiens2.CPU_GEMM_COLUMNS), (32, 128, 48)],  # the 0.4B's widths; a ragged last block
-    ids=["0.4b-widths", "ragged"],
-)
-def test_swiglu_in_column_blocks_is_bit_identical_to_one_wide_gemm(monkeypatch, embed_dim, hidden, columns):
-    monkeypatch.setattr(sapiens2, "CPU_GEMM_COLUMNS", columns)
-    blocks = []
-    monkeypatch.setattr(F, "linear", lambda x, w, b=None, _linear=F.linear: blocks.append(w.shape[0]) or _linear(x, w, b))
-    torch.manual_seed(0)
-    ffn = SwiGLUFFN(embed_dim, hidden).eval()
-    x = torch.randn(1, sapiens2.NUM_PREFIX_TOKENS + 192, embed_dim)  # the tokens of a 256x192 crop
+@pytest.fixture(params=["batched", "one-by-one"])
+def block_path(request, monkeypatch):
+    """Run the column blocks as one batched GEMM (as many blocks as threads, or more) or one
+    GEMM after another (more threads than blocks, faked); count the GEMM calls of each kind."""
+    threads = 2 if request.param == "batched" else 1024  # the dev machine's 2 cores: as many as w3's blocks
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    calls = {"baddbmm": 0, "addmm": 0}
+    for name in calls:
+        def counted(*args, _op=getattr(torch, name), _name=name, **kwargs):
+            calls[_name] += 1
+            return _op(*args, **kwargs)
+        monkeypatch.setattr(torch, name, counted)
+    return request.param, calls
+
+
+TOKENS = [sapiens2.NUM_PREFIX_TOKENS + 192, sapiens2.NUM_PREFIX_TOKENS + 768]  # a 256x192 and a 512x384 crop
+
+
+@pytest.mark.parametrize("tokens", TOKENS)
+@pytest.mark.parametrize("out_features, in_features", [(8192, 1024), (3072, 1024), (2048, 1024)],
+                         ids=["w12", "qkv-mha", "qkv-gqa"])  # the 0.4B's wide layers
+def test_linear_in_column_blocks_is_bit_identical_to_one_wide_gemm(block_path, tokens, out_features, in_features):
+    path, calls = block_path
+    torch.manual_seed(out_features + tokens)
+    weight, bias = torch.randn(out_features, in_features) / 32, torch.randn(out_features)
+    x = torch.randn(1, tokens, in_features)
+    with torch.no_grad():
+        got = sapiens2.linear(x, weight, bias)
+        want = F.linear(x, weight, bias)
+    if path == "batched" and tokens <= sapiens2.BATCHED_MAX_ROWS:
+        assert calls == {"baddbmm": 1, "addmm": 0}
+    else:  # more threads than blocks, or too many rows: 1024 columns at a time
+        assert calls == {"baddbmm": 0, "addmm": out_features // sapiens2.SEQUENTIAL_COLUMNS}
+    assert got.is_contiguous() and torch.equal(got, want), (got - want).abs().max().item()
+
+
+@pytest.mark.parametrize("tokens", TOKENS)
+def test_swiglu_in_column_blocks_is_bit_identical_to_one_wide_gemm(block_path, tokens):
+    path, calls = block_path
+    torch.manual_seed(tokens)
+    ffn = SwiGLUFFN(1024, 4096).eval()  # the 0.4B's widths
+    x = torch.randn(1, tokens, 1024)
     with torch.no_grad():
         got = ffn(x)
-        blocks_used = list(blocks)
+        counted = dict(calls)
         want = _wide_swiglu(ffn, x)
-    expected = [min(columns, hidden - start) for start in range(0, hidden, columns) for _ in "ab"]
-    assert blocks_used == expected + [embed_dim]  # gate and up per block, then w3
+    if path == "batched" and tokens <= sapiens2.BATCHED_MAX_ROWS:  # w12, then w3 (2 blocks, as many as the threads)
+        assert counted == {"baddbmm": 2, "addmm": 0}
+    else:  # w12 in 8 blocks one after another; w3 is not wide, so one plain GEMM
+        assert counted == {"baddbmm": 0, "addmm": 8192 // sapiens2.SEQUENTIAL_COLUMNS}
     assert torch.equal(got, want), (got - want).abs().max().item()
 
 
@@ -113,12 +146,25 @@ def test_attention_at_the_0_4b_widths_is_bit_identical_to_the_official_recipe(kv
     assert torch.equal(got, want), (got - want).abs().max().item()
 
 
-@pytest.mark.parametrize("columns", [3072, 2048, 1500])
-def test_linear_in_column_blocks_is_bit_identical(columns):
-    torch.manual_seed(columns)
-    weight, bias, x = torch.randn(columns, 256), torch.randn(columns), torch.randn(2, 37, 256)
+@pytest.mark.parametrize("arch", [a for a in ARCHS if a.startswith("sapiens2_")])
+def test_every_released_arch_splits_its_wide_layers(arch):
+    """Each wide layer of every released size gets a block width that divides it."""
+    a = ARCHS[arch]
+    E, hd = a.embed_dim, a.head_dim
+    widths = {(a.num_heads + 2 * a.kv_heads(i)) * hd for i in range(a.num_layers)} | {8 * E}
+    for widest in (sapiens2.BATCHED_COLUMNS, sapiens2.SEQUENTIAL_COLUMNS):
+        for width in widths:
+            cols = sapiens2.block_columns(width, widest)
+            assert cols is not None and width % cols == 0 and width // cols >= 2, (width, cols)
+        assert sapiens2.block_columns(4 * E, widest) is not None  # SwiGLU's a and b halves, each in blocks
+
+
+def test_a_width_no_block_divides_is_one_plain_gemm(block_path):
+    _, calls = block_path
+    weight, bias, x = torch.randn(1500, 64), torch.randn(1500), torch.randn(2, 37, 64)
     with torch.no_grad():
         assert torch.equal(sapiens2.linear(x, weight, bias), F.linear(x, weight, bias))
+    assert calls == {"baddbmm": 0, "addmm": 0}
 
 
 def test_swiglu_with_autograd_or_off_the_cpu_path_is_one_wide_gemm(monkeypatch):

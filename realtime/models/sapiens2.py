@@ -262,19 +262,73 @@ def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:
         module.tie_qkv()
 
 
-CPU_GEMM_COLUMNS = 1024  # output columns per GEMM on a CPU (see SwiGLUFFN._hidden_in_column_blocks)
+# Linear layers in column blocks on a CPU (see column_blocks): columns per GEMM of a batch, the
+# most rows a batch pays off for, and columns per GEMM one after another.
+BATCHED_COLUMNS, BATCHED_MAX_ROWS = 512, 512
+SEQUENTIAL_COLUMNS = 1024  # outputs wider than this also run slower as one MKL sgemm
+
+
+def block_columns(out_features: int, widest: int) -> int | None:
+    """The widest block of `widest`, `widest`/2, /4 or /8 columns that divides `out_features`
+    into two or more blocks (the 0.1B's and 0.8B's q/k/v need the narrower ones); else None."""
+    for cols in (widest, widest // 2, widest // 4, widest // 8):
+        if out_features % cols == 0:
+            return cols if out_features > cols else None
+    return None
+
+
+def column_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, parts: int = 1) -> tuple[int, bool] | None:
+    """(columns per block, batched?) when this linear layer runs in column blocks, else None:
+    fp32 CPU inference only, where blocks are faster than one GEMM (see column_blocks).
+    `parts`: the output is that many equal parts (SwiGLU's a and b), each split into blocks."""
+    if not cpu_fp32_inference(x) or bias is None or not weight.is_contiguous():
+        return None
+    out_features, rows = weight.shape[0], x.numel() // x.shape[-1]
+    cols = block_columns(out_features // parts, BATCHED_COLUMNS)
+    if cols is not None and rows <= BATCHED_MAX_ROWS and out_features // cols >= torch.get_num_threads():
+        return cols, True
+    cols = block_columns(out_features // parts, SEQUENTIAL_COLUMNS)
+    if cols is not None and out_features > SEQUENTIAL_COLUMNS:
+        return cols, False
+    return None
+
+
+def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, plan: tuple[int, bool]) -> torch.Tensor:
+    """(n, rows, cols): `F.linear(x, weight, bias)` in n = out_features / cols column blocks,
+    block i from the weight's rows i*cols .. (i+1)*cols, x's leading dims flattened to rows.
+
+    Bit-identical to the one wide GEMM (each output element is the same dot product through
+    the same sgemm kernel; tests/test_models_fused.py) and faster on a CPU (`column_plan`
+    picks the way):
+    - **Batched**, with at least as many blocks as threads and few rows: one `baddbmm`,
+      which MKL runs one whole GEMM per thread, so no thread splits a small GEMM and waits for
+      the other. On the dev machine's 2-core AVX2 EPYC the 0.4B backbone at 256x192 (201
+      tokens) took 0.81x the time of blocks one after another; at 512x384 (777 tokens) there
+      was no gain (1.04x in one 21-round run), hence BATCHED_MAX_ROWS.
+    - **One after another** otherwise, for outputs wider than SEQUENTIAL_COLUMNS: MKL's fp32
+      sgemm slows down as a GEMM's output gets wide (1024 x 8192, SwiGLU's w12, ran at 60-70 %
+      of the rate of 1024 x 1024 there)."""
+    cols, batched = plan
+    n, k = weight.shape[0] // cols, weight.shape[1]
+    rows = x.reshape(-1, k)
+    blocks_t = weight.view(n, cols, k).transpose(1, 2)  # (n, k, cols): views, no copy
+    if batched:
+        return torch.baddbmm(bias.view(n, 1, cols).expand(n, rows.shape[0], cols), rows.expand(n, -1, -1), blocks_t)
+    out = rows.new_empty(n, rows.shape[0], cols)
+    for i in range(n):
+        torch.addmm(bias[i * cols : (i + 1) * cols], rows, blocks_t[i], out=out[i])
+    return out
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """`F.linear`; in fp32 CPU inference a wide output is made CPU_GEMM_COLUMNS columns at a
-    time, into one tensor (bit-identical, faster: see SwiGLUFFN._hidden_in_column_blocks)."""
-    if not cpu_fp32_inference(x) or weight.shape[0] <= CPU_GEMM_COLUMNS:
+    """`F.linear`; in fp32 CPU inference made in column blocks where that is faster
+    (`column_blocks`, bit-identical) and laid out as one (..., out_features) tensor."""
+    plan = column_plan(x, weight, bias)
+    if plan is None:
         return F.linear(x, weight, bias)
+    blocks = column_blocks(x, weight, bias, plan)
     out = x.new_empty(*x.shape[:-1], weight.shape[0])
-    rows, out_rows = x.reshape(-1, x.shape[-1]), out.view(-1, weight.shape[0])
-    for start in range(0, weight.shape[0], CPU_GEMM_COLUMNS):
-        block = slice(start, start + CPU_GEMM_COLUMNS)
-        torch.addmm(bias[block], rows, weight[block].t(), out=out_rows[:, block])
+    out.view(-1, blocks.shape[0], plan[0]).copy_(blocks.transpose(0, 1))
     return out
 
 
@@ -283,7 +337,8 @@ class SwiGLUFFN(nn.Module):
 
     Without autograd silu runs in place in the a-half of w12's output: one temporary, not
     two, the same roundings. (The product stays a new contiguous tensor: w3's GEMM on the
-    strided half rounds differently.)"""
+    strided half rounds differently.) In fp32 CPU inference w12 and w3 run in column blocks
+    (`column_blocks`), and silu(a) * b is written block by block straight into its place."""
 
     def __init__(self, embed_dim: int, hidden: int) -> None:
         super().__init__()
@@ -291,28 +346,22 @@ class SwiGLUFFN(nn.Module):
         self.w3 = nn.Linear(hidden, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if cpu_fp32_inference(x) and type(self.w12) is nn.Linear:
-            return self.w3(self._hidden_in_column_blocks(x))
+        if type(self.w12) is nn.Linear and type(self.w3) is nn.Linear:
+            plan = column_plan(x, self.w12.weight, self.w12.bias, parts=2)  # a and b split at a block edge
+            if plan is not None:
+                return linear(self._hidden_in_column_blocks(x, plan), self.w3.weight, self.w3.bias)
         a, b = self.w12(x).chunk(2, dim=-1)
         if torch.is_grad_enabled() and a.requires_grad:
             return self.w3(finite_fp16(F.silu(a) * b))
         return self.w3(finite_fp16(F.silu(a, inplace=True) * b))
 
-    def _hidden_in_column_blocks(self, x: torch.Tensor) -> torch.Tensor:
-        """silu(a) * b, with a and b made CPU_GEMM_COLUMNS output columns at a time.
-
-        MKL's fp32 sgemm slows down by a third once a GEMM's output gets wide (1024 x 8192
-        runs at ~60 % of the rate of 1024 x 1024 on an AVX2 CPU); row blocks of the weight are
-        contiguous views, each block's dot products run the same kernel over the same K, so
-        the result is bit-identical to the one wide GEMM (tests/test_models_fused.py)."""
-        hidden = self.w3.in_features
-        weight, bias = self.w12.weight, self.w12.bias
-        out = x.new_empty(*x.shape[:-1], hidden)
-        for start in range(0, hidden, CPU_GEMM_COLUMNS):
-            gate = slice(start, min(start + CPU_GEMM_COLUMNS, hidden))
-            up = slice(hidden + gate.start, hidden + gate.stop)
-            a = F.linear(x, weight[gate], bias[gate])
-            torch.mul(F.silu(a, inplace=True), F.linear(x, weight[up], bias[up]), out=out[..., gate])
+    def _hidden_in_column_blocks(self, x: torch.Tensor, plan: tuple[int, bool]) -> torch.Tensor:
+        """silu(a) * b (..., hidden), from w12's column blocks: the first half of the blocks
+        are a's, the second half b's, so gate block i pairs with up block n + i."""
+        blocks = column_blocks(x, self.w12.weight, self.w12.bias, plan)
+        n, cols = blocks.shape[0] // 2, plan[0]
+        out = x.new_empty(*x.shape[:-1], self.w3.in_features)
+        torch.mul(F.silu(blocks[:n], inplace=True), blocks[n:], out=out.view(-1, n, cols).transpose(0, 1))
         return out
 
 
