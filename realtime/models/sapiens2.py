@@ -281,7 +281,7 @@ def column_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     """(columns per block, batched?) when this linear layer runs in column blocks, else None:
     fp32 CPU inference only, where blocks are faster than one GEMM (see column_blocks).
     `parts`: the output is that many equal parts (SwiGLU's a and b), each split into blocks."""
-    if not cpu_fp32_inference(x) or bias is None or not weight.is_contiguous():
+    if not cpu_fp32_inference(x) or bias is None or not (weight.is_contiguous() and bias.is_contiguous()):
         return None
     out_features, rows = weight.shape[0], x.numel() // x.shape[-1]
     cols = block_columns(out_features // parts, BATCHED_COLUMNS)
@@ -303,8 +303,8 @@ def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pla
     - **Batched**, with at least as many blocks as threads and few rows: one `baddbmm`,
       which MKL runs one whole GEMM per thread, so no thread splits a small GEMM and waits for
       the other. On the dev machine's 2-core AVX2 EPYC the 0.4B backbone at 256x192 (201
-      tokens) took 0.81x the time of blocks one after another; at 512x384 (777 tokens) there
-      was no gain (1.04x in one 21-round run), hence BATCHED_MAX_ROWS.
+      tokens) took 0.81-0.93x the time of blocks one after another; at 512x384 (777 tokens)
+      batching was slower (1.02-1.04x), hence BATCHED_MAX_ROWS (docs/backbone-speed.md).
     - **One after another** otherwise, for outputs wider than SEQUENTIAL_COLUMNS: MKL's fp32
       sgemm slows down as a GEMM's output gets wide (1024 x 8192, SwiGLU's w12, ran at 60-70 %
       of the rate of 1024 x 1024 there)."""
