@@ -262,8 +262,8 @@ def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:
         module.tie_qkv()
 
 
-# Linear layers in column blocks on a CPU (see column_blocks): columns per GEMM of a batch, the
-# most rows a batch pays off for, and columns per GEMM one after another.
+# Linear layers in column blocks on a CPU (see column_blocks): columns and the most rows per
+# GEMM of a batch, and columns per GEMM one after another.
 BATCHED_COLUMNS, BATCHED_MAX_ROWS = 512, 512
 SEQUENTIAL_COLUMNS = 1024  # outputs wider than this also run slower as one MKL sgemm
 
@@ -283,9 +283,9 @@ def column_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     `parts`: the output is that many equal parts (SwiGLU's a and b), each split into blocks."""
     if not cpu_fp32_inference(x) or bias is None or not (weight.is_contiguous() and bias.is_contiguous()):
         return None
-    out_features, rows = weight.shape[0], x.numel() // x.shape[-1]
+    out_features = weight.shape[0]
     cols = block_columns(out_features // parts, BATCHED_COLUMNS)
-    if cols is not None and rows <= BATCHED_MAX_ROWS and out_features // cols >= torch.get_num_threads():
+    if cols is not None and out_features // cols >= torch.get_num_threads():
         return cols, True
     cols = block_columns(out_features // parts, SEQUENTIAL_COLUMNS)
     if cols is not None and out_features > SEQUENTIAL_COLUMNS:
@@ -293,31 +293,38 @@ def column_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     return None
 
 
-def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, plan: tuple[int, bool]) -> torch.Tensor:
-    """(n, rows, cols): `F.linear(x, weight, bias)` in n = out_features / cols column blocks,
-    block i from the weight's rows i*cols .. (i+1)*cols, x's leading dims flattened to rows.
+def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, plan: tuple[int, bool]):
+    """Yield (row slice, (n, rows in the slice, cols)): `F.linear(x, weight, bias)` of x's rows
+    (leading dims flattened) in n = out_features / cols column blocks, block i from the
+    weight's rows i*cols .. (i+1)*cols.
 
     Bit-identical to the one wide GEMM (each output element is the same dot product through
     the same sgemm kernel; tests/test_models_fused.py) and faster on a CPU (`column_plan`
-    picks the way):
-    - **Batched**, with at least as many blocks as threads and few rows: one `baddbmm`,
-      which MKL runs one whole GEMM per thread, so no thread splits a small GEMM and waits for
-      the other. On the dev machine's 2-core AVX2 EPYC the 0.4B backbone at 256x192 (201
-      tokens) took 0.81-0.93x the time of blocks one after another; at 512x384 (777 tokens)
-      batching was slower (1.02-1.04x), hence BATCHED_MAX_ROWS (docs/backbone-speed.md).
-    - **One after another** otherwise, for outputs wider than SEQUENTIAL_COLUMNS: MKL's fp32
-      sgemm slows down as a GEMM's output gets wide (1024 x 8192, SwiGLU's w12, ran at 60-70 %
-      of the rate of 1024 x 1024 there)."""
+    picks the way; docs/backbone-speed.md has the measurements):
+    - **Batched**, with at least as many blocks as threads: one `baddbmm` per slice of at most
+      BATCHED_MAX_ROWS rows, which MKL runs one whole GEMM per thread, so no thread splits a
+      GEMM and waits for the other. On the dev machine's 2-core AVX2 EPYC the 0.4B backbone
+      took 0.81-0.93x the time of blocks one after another at 256x192 (201 tokens, one
+      slice); at 512x384 (777 tokens) one batch of all rows was slower (1.02-1.04x) and two
+      slices of 389 rows faster (0.96x), hence the slices.
+    - **One after another** otherwise, for outputs wider than SEQUENTIAL_COLUMNS, all rows at
+      once: MKL's fp32 sgemm slows down as a GEMM's output gets wide (1024 x 8192, SwiGLU's
+      w12, ran at 60-70 % of the rate of 1024 x 1024 there)."""
     cols, batched = plan
     n, k = weight.shape[0] // cols, weight.shape[1]
     rows = x.reshape(-1, k)
     blocks_t = weight.view(n, cols, k).transpose(1, 2)  # (n, k, cols): views, no copy
-    if batched:
-        return torch.baddbmm(bias.view(n, 1, cols).expand(n, rows.shape[0], cols), rows.expand(n, -1, -1), blocks_t)
-    out = rows.new_empty(n, rows.shape[0], cols)
-    for i in range(n):
-        torch.addmm(bias[i * cols : (i + 1) * cols], rows, blocks_t[i], out=out[i])
-    return out
+    if not batched:
+        out = rows.new_empty(n, rows.shape[0], cols)
+        for i in range(n):
+            torch.addmm(bias[i * cols : (i + 1) * cols], rows, blocks_t[i], out=out[i])
+        yield slice(None), out
+        return
+    slices = -(-rows.shape[0] // BATCHED_MAX_ROWS)
+    size = -(-rows.shape[0] // slices)  # balanced: 777 rows are 389 + 388, not 512 + 265
+    for start in range(0, rows.shape[0], size):
+        part = rows[start : start + size]
+        yield slice(start, start + size), torch.baddbmm(bias.view(n, 1, cols).expand(n, part.shape[0], cols), part.expand(n, -1, -1), blocks_t)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -326,9 +333,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
     plan = column_plan(x, weight, bias)
     if plan is None:
         return F.linear(x, weight, bias)
-    blocks = column_blocks(x, weight, bias, plan)
     out = x.new_empty(*x.shape[:-1], weight.shape[0])
-    out.view(-1, blocks.shape[0], plan[0]).copy_(blocks.transpose(0, 1))
+    out_rows = out.view(-1, weight.shape[0])
+    for rows, blocks in column_blocks(x, weight, bias, plan):
+        out_rows[rows].view(-1, blocks.shape[0], plan[0]).copy_(blocks.transpose(0, 1))
     return out
 
 
@@ -358,10 +366,11 @@ class SwiGLUFFN(nn.Module):
     def _hidden_in_column_blocks(self, x: torch.Tensor, plan: tuple[int, bool]) -> torch.Tensor:
         """silu(a) * b (..., hidden), from w12's column blocks: the first half of the blocks
         are a's, the second half b's, so gate block i pairs with up block n + i."""
-        blocks = column_blocks(x, self.w12.weight, self.w12.bias, plan)
-        n, cols = blocks.shape[0] // 2, plan[0]
         out = x.new_empty(*x.shape[:-1], self.w3.in_features)
-        torch.mul(F.silu(blocks[:n], inplace=True), blocks[n:], out=out.view(-1, n, cols).transpose(0, 1))
+        out_rows = out.view(-1, self.w3.in_features)
+        for rows, blocks in column_blocks(x, self.w12.weight, self.w12.bias, plan):
+            n, cols = blocks.shape[0] // 2, plan[0]
+            torch.mul(F.silu(blocks[:n], inplace=True), blocks[n:], out=out_rows[rows].view(-1, n, cols).transpose(0, 1))
         return out
 
 
