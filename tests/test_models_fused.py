@@ -159,6 +159,15 @@ def test_every_released_arch_splits_its_wide_layers(arch):
         assert sapiens2.block_columns(4 * E, widest) is not None  # SwiGLU's a and b halves, each in blocks
 
 
+def test_no_rows_is_one_plain_gemm(block_path):
+    """A batch of no crops (nobody in the frame) gives an empty output, not a division by zero."""
+    _, calls = block_path
+    ffn = SwiGLUFFN(1024, 4096).eval()
+    with torch.no_grad():
+        assert ffn(torch.empty(0, 201, 1024)).shape == (0, 201, 1024)
+    assert calls == {"baddbmm": 0, "addmm": 0}
+
+
 def test_a_width_no_block_divides_is_one_plain_gemm(block_path):
     _, calls = block_path
     weight, bias, x = torch.randn(1500, 64), torch.randn(1500), torch.randn(2, 37, 64)

@@ -270,7 +270,7 @@ SEQUENTIAL_COLUMNS = 1024  # outputs wider than this also run slower as one MKL 
 
 def block_columns(out_features: int, widest: int) -> int | None:
     """The widest block of `widest`, `widest`/2, /4 or /8 columns that divides `out_features`
-    into two or more blocks (the 0.1B's and 0.8B's q/k/v need the narrower ones); else None."""
+    into two or more blocks (the 0.1B's, 0.8B's and 5B's q/k/v need the narrower ones); else None."""
     for cols in (widest, widest // 2, widest // 4, widest // 8):
         if out_features % cols == 0:
             return cols if out_features > cols else None
@@ -281,7 +281,7 @@ def column_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
     """(columns per block, batched?) when this linear layer runs in column blocks, else None:
     fp32 CPU inference only, where blocks are faster than one GEMM (see column_blocks).
     `parts`: the output is that many equal parts (SwiGLU's a and b), each split into blocks."""
-    if not cpu_fp32_inference(x) or bias is None or not (weight.is_contiguous() and bias.is_contiguous()):
+    if not cpu_fp32_inference(x) or x.numel() == 0 or bias is None or not (weight.is_contiguous() and bias.is_contiguous()):
         return None
     out_features = weight.shape[0]
     cols = block_columns(out_features // parts, BATCHED_COLUMNS)
