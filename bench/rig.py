@@ -33,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.rig.ground import FootLock, GroundStage  # noqa: E402
-from realtime.sinks.osc import Filter3D  # noqa: E402
+from realtime.rig.ground import FootLock  # noqa: E402
+from realtime.stages import Filter3D, GroundStage  # noqa: E402
 from tests.ground_synthetic import walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
 

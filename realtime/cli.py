@@ -109,7 +109,11 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
-    _add_live_motion_options(p.add_argument_group("live motion (VMC / OSC)"))
+    live = p.add_argument_group("live motion (VMC / OSC)")
+    _add_live_motion_options(live)
+    live.add_argument("--live-pace", default="on", choices=["on", "off"], help="on a video file, send each frame at its "
+                      "time in the video, so receivers play at real speed without bursts (default: on); off: as soon as "
+                      "it is ready. Cameras and streams are sent as they come either way")
     _add_model_options(p)
     _add_people_options(p)
     _add_smoothing_options(p)
@@ -124,7 +128,7 @@ def _cmd_run(args) -> int:
     from realtime.run import run
 
     summary = run(_run_options(args))
-    print("\n".join(summary.lines))
+    print("\n".join(summary.lines), file=sys.stderr if args.tracks == "-" else sys.stdout)  # stdout may carry the tracks
     return summary.result.exit_code
 
 
@@ -133,17 +137,16 @@ def _run_options(args):
     from dataclasses import replace
 
     from realtime.options import LiveOutputOptions, OutputOptions, RunOptions
-    from realtime.sinks.osc import motion_sinks
+    from realtime.stages.live import live_senders
 
     models, smoothing = _model_options(args), _smoothing_options(args)
     outputs = OutputOptions(out=args.out, tracks=args.tracks, output_dir=args.output_dir or "recordings", no_video=args.no_video,
                             progress=not args.no_progress, caption=not args.no_caption)
-    sinks = motion_sinks(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle,
-                         vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc,
-                         tasks=models.tasks, smooth=smoothing.smooth, smoothness=smoothing.smoothness)
+    senders = live_senders(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle,
+                           vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc, tasks=models.tasks)
     return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
                       people=_people_options(args), smoothing=smoothing, outputs=outputs,
-                      live_outputs=LiveOutputOptions(view=args.view, sinks=sinks))
+                      live_outputs=LiveOutputOptions(view=args.view, senders=senders, live_pace=args.live_pace == "on"))
 
 
 def _add_live_motion_options(group) -> None:
@@ -481,7 +484,7 @@ def _cmd_stream(args) -> int:
                                    vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle, vmc_face_only=args.vmc_face_only,
                                    face_calibrate=args.face_calibrate, speed=args.speed, loop=args.loop))
     print("\n".join(summary.lines))
-    return 0
+    return summary.exit_code
 
 
 # Every subcommand's `_add_<name>`, in the order `--help` lists them.

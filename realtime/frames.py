@@ -9,8 +9,10 @@ own fields; nobody mutates another stage's fields:
     detect   people (box, box_score), boxes_from
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
-    face     people (face, head_rotation)
+    face     people (face, lips_open, head_rotation)
     ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames)
+    motion   people (keypoints3d_smoothed, bones)
+    live     (nothing: sends datagrams; the avatar gets the frame here)
     render   overlay
 
 Arrays are numpy at this boundary (tensors stay inside `infer`). Coordinates
@@ -49,8 +51,13 @@ class Person:
                         `realtime.rig.face.ARKIT_NAMES`; None where the face could not be read.
     head_rotation:      (4,) float32 quaternion x, y, z, w of the head relative to the person's
                         neutral head, rig axes (Y up, facing +Z); set together with `face`.
+    lips_open:          the inner lips apart in [0, 1] (no ARKit name of its own; feeds the VRM
+                        vowels); set together with `face`.
     contacts:           (2,) bool, the left and right foot on the floor (`realtime.rig.ground`);
                         None until the floor is known or without 3D keypoints.
+    keypoints3d_smoothed: (K, 3) float32 metres, `keypoints3d` through the live filter (the
+                        motion stage); NaN where unknown. What `--osc` sends.
+    bones:              the solved skeleton (`Bones`, the motion stage); None without 3D.
     """
 
     box: np.ndarray
@@ -64,6 +71,9 @@ class Person:
     face: Optional[np.ndarray] = None
     head_rotation: Optional[np.ndarray] = None
     contacts: Optional[np.ndarray] = None
+    lips_open: Optional[float] = None
+    keypoints3d_smoothed: Optional[np.ndarray] = None
+    bones: Optional["Bones"] = None
 
     def __post_init__(self) -> None:
         if np.shape(self.box) != (4,):
@@ -83,6 +93,58 @@ class Person:
 
     def replace(self, **changes) -> "Person":
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Bones:
+    """One person's solved skeleton in one frame (the motion stage), in rig axes: right-handed,
+    Y up, the character facing +Z, +X the character's left, metres.
+
+    names:         (B,) bone names, VRM 1.0 humanoid names (`realtime.rig.bones.bone_table` order,
+                   parents first; the first is the hips, the root).
+    offsets:       (B, 3) float64 each bone's rest offset from its parent (the skeleton estimated so
+                   far; the root's is its height above the floor at rest).
+    root_position: (3,) float64 where the hips are (the root's translation).
+    rotations:     (B, 4) float64 local quaternions x, y, z, w relative to the T-pose.
+    held:          (B,) bool, True where a bone kept its last rotation (its points were not seen).
+    root_held:     True when the root kept its last position.
+
+    Values are rounded to the decimals the tracks file keeps (`BONE_DECIMALS`), so a frame read
+    back from a tracks file holds the very same numbers and a replay sends the same bytes.
+    """
+
+    names: tuple[str, ...]
+    offsets: np.ndarray
+    root_position: np.ndarray
+    rotations: np.ndarray
+    held: np.ndarray
+    root_held: bool = False
+
+    def __post_init__(self) -> None:
+        count = len(self.names)
+        shapes = {"offsets": (count, 3), "root_position": (3,), "rotations": (count, 4), "held": (count,)}
+        for name, shape in shapes.items():
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"Bones.{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(B, 3) local positions: the rest offsets, the root at `root_position`."""
+        out = np.array(self.offsets, dtype=np.float64)
+        out[0] = self.root_position
+        return out
+
+
+# Decimals of `Bones` (and of the tracks file's "bones"): 0.01 mm, 1e-6 of a unit quaternion.
+BONE_DECIMALS = {"offsets": 5, "root_position": 5, "rotations": 6}
+
+
+def rounded_bones(names, offsets, root_position, rotations, held, root_held: bool) -> Bones:
+    """A `Bones` with its numbers rounded to `BONE_DECIMALS`."""
+    return Bones(tuple(names), np.round(np.asarray(offsets, np.float64), BONE_DECIMALS["offsets"]),
+                 np.round(np.asarray(root_position, np.float64), BONE_DECIMALS["root_position"]),
+                 np.round(np.asarray(rotations, np.float64), BONE_DECIMALS["rotations"]),
+                 np.asarray(held, bool), bool(root_held))
 
 
 class DenseMaps:

@@ -87,7 +87,9 @@ class LiveOutputOptions:
     """What a run shows or streams while it runs."""
 
     view: bool = False
-    sinks: list = field(default_factory=list)  # extra realtime.sinks.Sink objects (VMC, OSC, your own), after the built-in ones
+    senders: list = field(default_factory=list)  # live senders (realtime.stages.live_senders: VMC, OSC), fed before render
+    live_pace: bool = True  # on recorded sources, send each frame at its media time (False: as soon as it is ready)
+    sinks: list = field(default_factory=list)  # extra realtime.sinks.Sink objects (your own), after the built-in ones
 
 
 # RunOptions attribute -> its group's class.

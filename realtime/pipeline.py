@@ -8,6 +8,12 @@ newest frame (older ones are dropped and counted), a file source waits
 (nothing is dropped). So latency stays bounded on live input and file runs
 are lossless.
 
+The avatar first (`release_after`, live sources): the stage that feeds the live senders
+frees the frame's gate slot as soon as it is done, so what comes after it (drawing, video
+encoding, the tracks file, the viewer) never holds a new frame back from the senders. Those
+later stages take frames from a short queue that keeps the newest (`BEHIND_LIMIT`); when they
+fall behind, the oldest waiting frame is skipped for them and counted (`behind_skipped`).
+
 Shutdown: the end of the source sends the one end marker, `END`, through
 every stage; a stop request (Ctrl+C, window closed, an error in any stage)
 makes every thread leave after its current frame (a thread waiting for its
@@ -43,6 +49,7 @@ class _EndOfStream:
 
 END = _EndOfStream()  # the one end-of-stream marker on the gate and every queue
 POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
+BEHIND_LIMIT = 4  # frames waiting after the live senders before the oldest is skipped (live sources)
 
 
 class Stage(Protocol):
@@ -142,7 +149,8 @@ class Pipeline:
     """
 
     def __init__(self, source: Source, stages: Sequence[Stage], *, metrics: Optional[Metrics] = None,
-                 max_in_flight: Optional[int] = None, max_frames: Optional[int] = None, mode: Optional[RunMode] = None):
+                 max_in_flight: Optional[int] = None, max_frames: Optional[int] = None, mode: Optional[RunMode] = None,
+                 release_after: Optional[str] = None):
         if not stages:
             raise ValueError("a pipeline needs at least one stage")
         self.source = source
@@ -151,6 +159,11 @@ class Pipeline:
         self.max_in_flight = max_in_flight or len(self.stages)
         self.max_frames = max_frames
         self.mode = mode
+        names = [stage.name for stage in self.stages]
+        if release_after is not None and release_after not in names:
+            raise ValueError(f"release_after names no stage: {release_after!r} is not one of {names}")
+        self.release_after = release_after  # on live sources, the gate slot is freed after this stage
+        self.behind_skipped = 0  # frames the stages after `release_after` skipped (live sources)
         self.stop_event = threading.Event()
         self.finished = threading.Event()  # the end of the source went through every stage
         self._stop_reason: Optional[str] = None
@@ -178,13 +191,17 @@ class Pipeline:
         info = self.source.info
         mode = self.mode or mode_of(info)
         gate = Gate(self.max_in_flight, drop_stale=mode.drops_stale, stop=self.stop_event, metrics=self.metrics)
-        queues = [queue.Queue() for _ in self.stages[1:]]
+        release = len(self.stages) - 1  # the stage after which a frame leaves the gate's count
+        if self.release_after is not None and mode.drops_stale:
+            release = [stage.name for stage in self.stages].index(self.release_after)
+        queues = [_NewestQueue(BEHIND_LIMIT, self._skipped_behind) if i == release else queue.Queue()
+                  for i in range(len(self.stages) - 1)]
         finished = self.finished
         threads = [threading.Thread(target=self._capture, args=(gate,), name="capture", daemon=True)]
         for i, stage in enumerate(self.stages):
             inbox = gate.take if i == 0 else _getter(queues[i - 1], self.stop_event)
             outbox = queues[i].put if i < len(queues) else None
-            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished),
+            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished, i == release),
                                             name=f"stage-{stage.name}", daemon=True))
         for t in threads:
             t.start()
@@ -211,11 +228,15 @@ class Pipeline:
     def _capture(self, gate: Gate) -> None:
         index = -1
         try:
-            for index, (timestamp, image) in enumerate(self.source.frames()):
+            for index, item in enumerate(self.source.frames()):
                 if self.stop_event.is_set():
                     return
                 self.metrics.frame_read()
-                frame = Frame(index=index, timestamp=timestamp, image=image, read_at=time.perf_counter())
+                if isinstance(item, Frame):  # a source of whole frames (a tracks file: people and all)
+                    frame = item.replace(read_at=time.perf_counter())
+                else:
+                    timestamp, image = item
+                    frame = Frame(index=index, timestamp=timestamp, image=image, read_at=time.perf_counter())
                 if not gate.offer(frame):
                     return
                 if self.max_frames is not None and index + 1 >= self.max_frames:
@@ -226,7 +247,12 @@ class Pipeline:
             return
         gate.offer(END)
 
-    def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event) -> None:
+    def _skipped_behind(self) -> None:
+        with self._lock:
+            self.behind_skipped += 1
+
+    def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event,
+              releases: bool) -> None:
         while True:
             item = inbox()
             if item is END:
@@ -253,6 +279,7 @@ class Pipeline:
                 outbox(item)
             else:
                 self.metrics.frame_done(item.read_at)
+            if releases:
                 gate.done()
 
     def _close_all(self) -> None:
@@ -281,6 +308,23 @@ class Pipeline:
         if self.source.ended_early:
             return RunResult("source ended early", f"stopped early: {self.source.ended_early}", 3, **counts)
         return RunResult("end of source", "finished: end of source", 0, **counts)
+
+
+class _NewestQueue(queue.Queue):
+    """A queue of at most `limit` frames: putting one more skips the oldest waiting frame (never
+    the end marker), and calls `on_skip`."""
+
+    def __init__(self, limit: int, on_skip: Callable[[], None]):
+        super().__init__()
+        self.limit = limit
+        self.on_skip = on_skip
+
+    def put(self, item, block=True, timeout=None) -> None:
+        with self.mutex:
+            if item is not END and len(self.queue) >= self.limit and self.queue[0] is not END:
+                self.queue.popleft()
+                self.on_skip()
+        super().put(item, block, timeout)
 
 
 def _getter(q: queue.Queue, stop: threading.Event) -> Callable:

@@ -2,48 +2,37 @@
 original timing: record once, perform into Blender / Unity later, or test a receiver
 set-up without a camera.
 
-Frame i goes out at start + (t_i - t_0) / speed on a monotonic clock; with `loop` the
-file starts over one frame period after its last frame. A live sender's work for a frame
-(solving the bones, reading the face, encoding the datagrams: `datagrams`) is done before
-the frame is due, so only the sending (`send`) happens at its time. The sinks are the run's own
-(`realtime.sinks.osc.motion_sinks`) fed with frames rebuilt from the file (boxes,
-keypoints, scores, 3D keypoints, track ids), with no live filter: the file holds what
-the run's filter already gave.
+The file is a source (`TracksSource`: its frame records as `Frame`s, people and all) for
+the same pipeline and the same live stage as `sapiens-rt run` (`realtime.stages.live`), which
+sends frame i at start + (t_i - t_0) / speed on a monotonic clock. A recording that holds
+bones (`Person.bones`) is sent as it is, byte for byte what the run sent; one with 3D
+keypoints but no bones (older files) goes through the motion stage first, with no live filter:
+the file holds what the run's filter already gave. With `loop` the file starts over one
+frame period after its last frame.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from realtime.errors import UserError
 from realtime.export.jsonl import TrackRecords, read_header
-from realtime.frames import Frame, Person
+from realtime.expressions import ARKIT_NAMES
+from realtime.frames import Bones, Frame, Person
+from realtime.mode import RunMode
+from realtime.pipeline import Pipeline
+from realtime.sources import Source, SourceInfo
+from realtime.stages.live import LiveStage, live_senders
+from realtime.stages.motion import MotionStage
 
 log = logging.getLogger(__name__)
 
 _IMAGE = np.zeros((1, 1, 3), np.uint8)  # replayed frames carry no picture
-
-
-class Clock(Protocol):
-    def now(self) -> float:
-        """Seconds on a monotonic clock."""
-
-    def sleep(self, seconds: float) -> None:
-        """Wait this long (never called with a negative time)."""
-
-
-class MonotonicClock:
-    def now(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 @dataclass
@@ -66,9 +55,10 @@ class StreamSummary:
     frames: int
     laps: int
     lines: list[str]
+    exit_code: int = 0
 
 
-def read_frames(path: Path, num_keypoints: int) -> Iterator[Frame]:
+def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, ...]] = None) -> Iterator[Frame]:
     """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped)."""
     records = iter(TrackRecords(path))
     next(records)  # the header, checked by the caller
@@ -76,13 +66,13 @@ def read_frames(path: Path, num_keypoints: int) -> Iterator[Frame]:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            yield _frame(record, num_keypoints)
+            yield _frame(record, num_keypoints, bone_names)
         except (ValueError, TypeError, KeyError) as err:
             raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); pass a tracks .jsonl written by "
                             f"sapiens-rt.") from None
 
 
-def _frame(record: dict, num_keypoints: int) -> Frame:
+def _frame(record: dict, num_keypoints: int, bone_names: Optional[tuple[str, ...]]) -> Frame:
     people = []
     for p in record.get("people") or []:
         kpts = np.array(p["kpts"], dtype=np.float64)
@@ -90,21 +80,82 @@ def _frame(record: dict, num_keypoints: int) -> Frame:
             raise ValueError(f"keypoints of shape {kpts.shape}")
         box = np.array(p.get("box") or [np.nan] * 5, dtype=np.float64)
         points3d = None if p.get("kpts3d") is None else np.array(p["kpts3d"], dtype=np.float64).astype(np.float32)
+        face = p.get("face")
+        if face is not None:
+            face = np.array([float(face.get(name, 0.0)) for name in ARKIT_NAMES], dtype=np.float32)
+        head = None if p.get("head") is None else np.array(p["head"], dtype=np.float64).reshape(4).astype(np.float32)
+        contacts = p.get("contacts")
+        contacts = None if contacts is None or None in contacts else np.array(contacts, dtype=bool).reshape(2)
         people.append(Person(box=box[:4].astype(np.float32), box_score=float(np.nan_to_num(box[4], nan=1.0)), track_id=p.get("id"),
                              keypoints=kpts[:, :2].astype(np.float32), keypoint_scores=kpts[:, 2].astype(np.float32),
-                             keypoints3d=points3d))
+                             keypoints3d=points3d, face=face, lips_open=None if p.get("lips") is None else float(p["lips"]),
+                             head_rotation=head, contacts=contacts, bones=_bones(p.get("bones"), bone_names)))
     t = record.get("t")
     return Frame(index=int(record["frame"]), timestamp=float("nan") if t is None else float(t), image=_IMAGE, people=tuple(people))
 
 
-def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Optional[int] = None) -> StreamSummary:
+def _bones(value, names: Optional[tuple[str, ...]]) -> Optional[Bones]:
+    """A person's recorded "bones" (the header's bone_names order) as `Bones`."""
+    if value is None:
+        return None
+    if names is None:
+        raise ValueError("bones without bone_names in the header")
+    return Bones(names, np.array(value["offsets"], dtype=np.float64), np.array(value["root"], dtype=np.float64),
+                 np.array(value["rot"], dtype=np.float64), np.array(value["held"], dtype=bool), bool(value["root_held"]))
+
+
+class TracksSource(Source):
+    """A tracks file's frames, people and all, for the pipeline: the source of `sapiens-rt stream`.
+
+    `frames()` yields `Frame`s (not pictures); with `loop`, `laps` passes (None: until stopped),
+    each lap's timestamps continuing one frame period after the last lap's end."""
+
+    def __init__(self, path: Path, header: dict, *, loop: bool = False, laps: Optional[int] = None):
+        self.path, self.header = path, header
+        self.loop, self.max_laps = loop, laps
+        self.names = header["keypoint_names"]
+        self.bone_names = tuple(header["bone_names"]) if header.get("bone_names") else None
+        self.period = 1.0 / float(header["fps"]) if header.get("fps") else 1.0 / 30.0
+        self.laps = 0
+        self._cancel = False
+
+    def open(self) -> SourceInfo:
+        width, height = self.header["image_size"]
+        self.info = SourceInfo(name=self.path.stem, uri=str(self.path), live=False, width=int(width), height=int(height),
+                               fps=1.0 / self.period, frame_count=None)
+        return self.info
+
+    def frames(self) -> Iterator[Frame]:
+        offset, index = 0.0, 0
+        while not self._cancel:
+            first = last = None
+            for frame in read_frames(self.path, len(self.names), self.bone_names):
+                t = frame.timestamp if np.isfinite(frame.timestamp) else (last + self.period if last is not None else 0.0)
+                first = t if first is None else first
+                last = t
+                yield frame.replace(index=index, timestamp=offset + t)
+                index += 1
+                if self._cancel:
+                    return
+            self.laps += 1
+            if last is None or not self.loop or (self.max_laps is not None and self.laps >= self.max_laps):
+                return
+            offset += last - first + self.period  # the next lap starts one frame after this one ended
+
+    def cancel(self) -> None:
+        self._cancel = True
+
+    def input_files(self) -> list[str]:
+        return [str(self.path)]
+
+
+def stream(options: StreamOptions, *, max_laps: Optional[int] = None, now: Optional[Callable[[], float]] = None,
+           wait: Optional[Callable[[float], object]] = None) -> StreamSummary:
     """Send the tracks file's frames to the receivers at their recorded times (Ctrl+C stops it).
 
-    max_laps: with `loop`, stop after this many passes (None: until interrupted).
+    max_laps: with `loop`, stop after this many passes (None: until interrupted). `now`/`wait`:
+    the live stage's clock (tests pass a simulated one).
     """
-    from realtime.sinks.osc import motion_sinks
-
-    clock = clock or MonotonicClock()
     if not options.speed > 0:
         raise UserError(f"--speed {options.speed} must be above 0; 1 is the recorded pace, 2 twice as fast.")
     path = Path(options.tracks)
@@ -112,63 +163,41 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
         raise UserError(f"{path} is a folder; pass the tracks .jsonl file a sapiens-rt run wrote.")
     header = read_header(iter(TrackRecords(path)), path)
     names = header["keypoint_names"]
-    first = next(read_frames(path, len(names)), None)
+    bone_names = tuple(header["bone_names"]) if header.get("bone_names") else None
+    first = next(read_frames(path, len(names), bone_names), None)
     if first is None:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
-    has_3d = any(p.keypoints3d is not None for p in first.people) or _any_3d(path, len(names))
+    has_3d = any(p.keypoints3d is not None for p in first.people) or _any_3d(path, len(names), bone_names)
     if not options.vmc and not options.osc and not options.sinks:
         raise UserError("stream needs somewhere to send: add --vmc HOST:PORT and/or --osc HOST:PORT.")
     if options.vmc and not options.vmc_face_only and not has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vmc has no bones to send; "
                         f"add --vmc-face-only, or record with --tasks pose,depth.")
     tasks = ("pose", "pointmap") if has_3d else ("pose",)
-    sinks = motion_sinks(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
-                         vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only, face_calibrate=options.face_calibrate,
-                         osc=options.osc, tasks=tasks, smooth="none") + list(options.sinks)
-    period = 1.0 / float(header["fps"]) if header["fps"] else 1.0 / 30.0
-    sent, laps = 0, 0
-    try:
-        start: Optional[float] = None
-        offset = 0.0  # recorded seconds before this lap
-        origin: Optional[float] = None
-        while True:
-            last = None
-            for frame in read_frames(path, len(names)):
-                t = frame.timestamp if np.isfinite(frame.timestamp) else (last + period if last is not None else 0.0)
-                if origin is None:
-                    origin = t
-                ready = [_prepare(sink, frame) for sink in sinks]  # the solving and encoding, before the frame is due
-                if start is None:
-                    start = clock.now()
-                due = start + (offset + t - origin) / options.speed
-                wait = due - clock.now()
-                if wait > 0:
-                    clock.sleep(wait)
-                for sink, prepared in zip(sinks, ready):
-                    if prepared is None:
-                        sink.write(frame)
-                    else:
-                        sink.send(prepared)
-                sent += 1
-                last = t
-            laps += 1
-            if last is None or not options.loop or (max_laps is not None and laps >= max_laps):
-                break
-            offset += last - origin + period  # the next lap starts one frame after this one ended
-            origin = None
-    finally:
-        for sink in sinks:
-            sink.close()
-    lines = [f"streamed {sent} frames of {path} ({laps} pass{'es' if laps != 1 else ''})"]
-    for sink in sinks:
-        lines += sink.summary_lines() if hasattr(sink, "summary_lines") else []
-    return StreamSummary(sent, laps, lines)
+    senders = live_senders(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
+                           vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,
+                           face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks) + list(options.sinks)
+    stages: list = []
+    if has_3d and options.vmc and not options.vmc_face_only and not _has_bones(path, len(names), bone_names):
+        stages.append(MotionStage(names, fingers=options.vmc_fingers, smooth="none"))  # an older recording: solve here
+    source = TracksSource(path, header, loop=options.loop, laps=max_laps)
+    live = LiveStage(senders, pace=True, speed=options.speed, **({"now": now} if now else {}))
+    live.period = source.period
+    pipeline = Pipeline(source, [*stages, live], mode=RunMode.FILE)
+    live.wait = wait or pipeline.stop_event.wait
+    source.open()
+    result = pipeline.run()
+    lines = [f"streamed {live.frames} frames of {path} ({source.laps} pass{'es' if source.laps != 1 else ''})"]
+    lines += live.summary_lines()
+    if result.exit_code:
+        lines.insert(0, result.message)
+    return StreamSummary(live.frames, source.laps, lines, result.exit_code)
 
 
-def _any_3d(path: Path, num_keypoints: int) -> bool:
-    return any(p.keypoints3d is not None for f in read_frames(path, num_keypoints) for p in f.people)
+def _any_3d(path: Path, num_keypoints: int, bone_names) -> bool:
+    return any(p.keypoints3d is not None for f in read_frames(path, num_keypoints, bone_names) for p in f.people)
 
 
-def _prepare(sink, frame: Frame):
-    """What a live sender (VMC, OSC) will send for `frame` (None: a sink that only has `write`)."""
-    return sink.datagrams(frame) if hasattr(sink, "datagrams") and hasattr(sink, "send") else None
+def _has_bones(path: Path, num_keypoints: int, bone_names) -> bool:
+    return bone_names is not None and any(p.bones is not None for f in read_frames(path, num_keypoints, bone_names)
+                                          for p in f.people)

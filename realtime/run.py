@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -34,13 +35,12 @@ from realtime.models.loading import cli_name, download_command, missing_weights
 from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
 from realtime.pipeline import Pipeline, RunResult
-from realtime.rig.face import FaceStage
-from realtime.rig.ground import GroundStage
 from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import DenseSchedule, DetectStage, Feedback, RenderStage, SmoothStage, WriteStage, inference_stages
+from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, LiveStage, MotionStage, RenderStage,
+                             SmoothStage, WriteStage, inference_stages)
 from trackers.identity import IdentityTracker
 from trackers.live import LiveSmoother
 from viz.compose import Layers
@@ -111,11 +111,12 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         if options.detect_every is None:
             options = dataclasses.replace(options, detect_every=default_detect_every(mode is RunMode.LIVE))
         outputs = _output_paths(options, info)
-        check_outputs(outputs, source.input_files())
-        for path in outputs.values():
+        files = {kind: path for kind, path in outputs.items() if not is_stream(path)}  # pipes are written, not kept
+        check_outputs(files, source.input_files())
+        for path in files.values():
             _make_parent(Path(path), created)
         _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
-        locks.acquire(outputs)  # a second run writing the same files is refused here
+        locks.acquire(files)  # a second run writing the same files is refused here
         if models is None:
             log.info("loading models")
             models = _load_models(options, device, dtype)
@@ -147,6 +148,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
+    rig_stages = motion_stages(options, models, mode)  # face, ground, motion, as the tasks allow
+    bone_names = next((stage.bone_names for stage in rig_stages if isinstance(stage, MotionStage)), None)
     viewer = None
     sinks: list = []  # in the order they get each frame
     extra = [LatestWins(s) if mode is RunMode.LIVE else s for s in options.sinks]  # live: a slow sink must not stall the run
@@ -154,7 +157,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=keypoint_names(), image_wh=(info.width, info.height),
                                      fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
-                                     stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people))
+                                     stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people,
+                                     bone_names=bone_names))
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()
@@ -163,10 +167,12 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
             *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, info)),  # launch, then collect
             SmoothStage(IdentityTracker() if mode.follows_people else None, smoother if mode.follows_people else None, feedback),
         ]
-        if "pose" in models and mode.follows_people:  # expressions and head rotation per tracked person (tracks "face")
-            stages.append(FaceStage(keypoint_names(), calibrate_seconds=options.face_calibrate))
-        if "pose" in models and "pointmap" in models and mode.follows_people:  # foot contact (tracks "contacts")
-            stages.append(GroundStage(keypoint_names()))
+        stages += rig_stages
+        live = None
+        if options.senders:  # the avatar first: sent here, before anything is drawn, encoded or written
+            live = LiveStage(options.senders, pace=options.live_pace and mode is RunMode.FILE)
+            live.period = 1.0 / (info.fps or 30.0)
+            stages.append(live)
         if options.view or "video" in outputs:
             stages.append(RenderStage(layers, metrics, _caption(models, device) if options.caption else (lambda snap: None)))
         if options.view:
@@ -180,20 +186,40 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         stages.append(write)
         # Live sources: few frames in flight, so what is shown is close to now (stale ones drop at the gate).
         in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if mode is RunMode.LIVE else None)
-        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight, mode=mode)
+        pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight, mode=mode,
+                            release_after=live.name if live is not None else None)
+        if live is not None:
+            live.wait = pipeline.stop_event.wait  # pacing ends at once when the run stops
         log.info("running")
         with _stop_on_signals(pipeline):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
-        for sink in sinks + [s for s in extra if s not in sinks]:
+        for sink in sinks + [s for s in extra if s not in sinks] + list(options.senders):
             sink.close()
         tracks = next((s for s in sinks if isinstance(s, TrackWriter)), None)
-        if tracks is not None and tracks.frames_written == 0:
+        if tracks is not None and tracks.frames_written == 0 and not is_stream(outputs["tracks"]):
             Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
         raise
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
+    lines += live.summary_lines() if live is not None else []
+    if pipeline.behind_skipped:
+        lines.append(f"the picture, video and tracks skipped {pipeline.behind_skipped} frames that the live senders sent "
+                     f"(drawing and writing were slower than the source)")
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
+
+
+def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
+    """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
+    (pose + depth: 3D at pose rate, contacts) and motion (pose + depth: filtered 3D, bones)."""
+    if "pose" not in models or not mode.follows_people:
+        return []
+    names = keypoint_names()
+    stages: list = [FaceStage(names, calibrate_seconds=options.face_calibrate)]
+    if "pointmap" in models:
+        fingers = any(getattr(s, "fingers", False) for s in options.senders)  # what the VMC senders send
+        stages += [GroundStage(names), MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
+    return stages
 
 
 def _sink_lines(sinks) -> list[str]:
@@ -251,6 +277,18 @@ def _output_paths(options: RunOptions, info: SourceInfo) -> dict[str, str]:
         outputs["video"] = options.out or str(folder / "overlay.mp4")
     outputs["tracks"] = options.tracks or str(folder / "tracks.jsonl")
     return outputs
+
+
+def is_stream(path: str) -> bool:
+    """'-' (standard output) or an existing FIFO or character device: written as a stream of lines,
+    never locked, checked for room or removed."""
+    if path == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _make_parent(path: Path, created: list[Path]) -> None:

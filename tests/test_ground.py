@@ -146,17 +146,17 @@ def test_without_noise_the_lifted_body_and_floor_are_close():
 
 def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
     from realtime.frames import Frame, Person
-    from realtime.sinks.osc import VmcSink
+    from tests.live_chain import vmc
 
     truth = walk(40)
-    sink = VmcSink("127.0.0.1", 9, NAMES, filter_method="none")  # messages() only builds them: nothing is sent
+    sink = vmc("127.0.0.1", 9, NAMES, filter_method="none", ground=True)  # messages() only builds them: nothing is sent
     bones = []
     for t in range(40):
         person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=truth.pixels[t].astype(np.float32),
                         keypoint_scores=np.where(np.isfinite(truth.pixels[t, :, 0]), 0.9, 0.0).astype(np.float32),
                         keypoints3d=truth.camera[t].astype(np.float32) if t % 5 == 0 else None)
         body, _ = sink.messages(Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,)),
-                                sink._performer(0), person)
+                                sink._slot(0), person)
         bones.append({args[0]: np.array(args[4:8]) for address, args in body if address == "/VMC/Ext/Bone/Pos"})
     sink.close()
     for t in range(1, 40):  # the legs turn on frames without depth too
@@ -166,7 +166,7 @@ def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
 def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.frames import Frame, Person
-    from realtime.rig.ground import GroundStage
+    from realtime.stages import GroundStage
     from realtime.sinks.tracks import TrackWriter
 
     truth = walk(240)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, VmcSink, pack_bundles
+from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles
+from realtime.sinks.osc import OscKeypointSink
+from tests.live_chain import osc, vmc, vmc_sender
 from tests.face_synthetic import FaceParams, face_keypoints
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
@@ -41,14 +43,15 @@ def frames():
 
 @pytest.mark.parametrize("options", [{}, {"fingers": True}, {"face_only": True}, {"bundle": "single"}, {"person": "all"}])
 def test_vmc_datagrams_equal_the_reference_encoding(frames, options):
-    fast = VmcSink("127.0.0.1", 9, NAMES, **options)
-    reference = VmcSink("127.0.0.1", 9, NAMES, **options)
+    fast = vmc("127.0.0.1", 9, NAMES, **options)
+    reference = vmc("127.0.0.1", 9, NAMES, **options)
     limit = None if options.get("bundle") == "single" else DATAGRAM_LIMIT
     for frame in frames:
         got = fast.datagrams(frame)
         expected = []
-        for slot, person in reference._cast(frame).items():
-            body, closing = reference.messages(frame, reference._performer(slot), person)
+        frame = reference.process(frame)  # the face and motion stages, once for every slot
+        for slot, person in reference.inner._cast(frame).items():
+            body, closing = reference.inner.messages(frame, reference.inner._slot(slot), person)
             expected.append((slot, pack_bundles(body, tail=closing, limit=limit)))
         assert got == expected, frame.index
         assert any(len(d) > 200 for _, datagrams in got for d in datagrams)  # real frames, not empty bundles
@@ -58,7 +61,7 @@ def test_vmc_datagrams_equal_the_reference_encoding(frames, options):
 
 @pytest.mark.parametrize("depth", [True, False])
 def test_osc_datagrams_equal_the_reference_encoding(frames, depth):
-    sink = OscKeypointSink("127.0.0.1", 9, NAMES, filter_method="none")
+    sink = osc("127.0.0.1", 9, NAMES, filter_method="none", three_d=depth)
     for frame in frames:
         if depth and any(p.keypoints3d is None for p in frame.people):
             continue  # a lifted frame: its 3D is the lifter's
@@ -120,7 +123,7 @@ def test_stream_prepares_each_frame_before_it_is_due_and_sends_on_time(tmp_path,
             w.write(frame)
     clock = VirtualClock()
     sender = SlowSender(clock, cost=0.8 / FPS)  # 80 % of a frame period to solve and encode
-    stream(StreamOptions(tracks=str(path), sinks=[sender]), clock=clock)
+    stream(StreamOptions(tracks=str(path), sinks=[sender]), now=clock.now, wait=clock.sleep)
     kinds = [(kind, index) for kind, index, _ in sender.events]
     assert kinds == [(kind, f.index) for f in frames for kind in ("prepare", "send")]  # each frame prepared, then sent
     sent = np.array([at for kind, _, at in sender.events if kind == "send"])
@@ -144,12 +147,13 @@ def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtu
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
         s.bind(("127.0.0.1", 0))
     ports = [s.getsockname()[1] for s in listeners]
-    sinks = [VmcSink("127.0.0.1", ports[0], NAMES), VmcSink("127.0.0.1", ports[1], NAMES), OscKeypointSink("127.0.0.1", ports[2], NAMES)]
+    sinks = [vmc_sender("127.0.0.1", ports[0], NAMES), vmc_sender("127.0.0.1", ports[1], NAMES),
+             OscKeypointSink("127.0.0.1", ports[2], NAMES, three_d=True)]
     frames = 4
     src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
     options = RunOptions(source=str(src), no_video=True, device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), progress=False,
-                         sinks=sinks)
+                         senders=sinks)
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     for s in listeners:
         s.close()

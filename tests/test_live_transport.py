@@ -14,7 +14,8 @@ from pythonosc.osc_server import ThreadingOSCUDPServer
 from realtime.frames import Frame, Person
 from realtime.rig.bones import bone_table
 from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS
-from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, VmcSink, pack_bundles, unity_bone_name
+from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles, unity_bone_name
+from tests.live_chain import osc, vmc
 from tests.face_synthetic import FaceParams, face_keypoints
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
@@ -116,7 +117,7 @@ def _vmc_check(messages: list, frame: Frame, bones: set[str]) -> None:
 @pytest.mark.parametrize("fingers", [False, True])
 def test_vmc_reaches_a_python_osc_server_whole(frames, fingers):
     server = Server()
-    sink = VmcSink("127.0.0.1", server.port, NAMES, fingers=fingers, filter_method="none")
+    sink = vmc("127.0.0.1", server.port, NAMES, fingers=fingers, filter_method="none")
     bones = {unity_bone_name(b.name) for b in bone_table(fingers)}
     try:
         for frame in frames:
@@ -134,7 +135,7 @@ def test_vmc_reaches_a_python_osc_server_whole(frames, fingers):
 def test_vmc_person_all_sends_person_k_to_port_plus_k(frames):
     base = _free_ports(len(PEOPLE))
     servers = [Server(base + k) for k in range(len(PEOPLE))]
-    sink = VmcSink("127.0.0.1", base, NAMES, person="all", filter_method="none")
+    sink = vmc("127.0.0.1", base, NAMES, person="all", filter_method="none")
     bones = {unity_bone_name(b.name) for b in bone_table(False)}
     try:
         for frame in frames:
@@ -146,7 +147,7 @@ def test_vmc_person_all_sends_person_k_to_port_plus_k(frames):
                 hips = next(np.array(args[1:4]) for a, args in messages if a == "/VMC/Ext/Bone/Pos" and args[0] == "Hips")
                 assert np.isfinite(hips).all()
         assert sorted(sink.senders) == [0, 1, 2]
-        assert [sink.performers[k].track for k in range(3)] == list(PEOPLE)  # in order of appearance
+        assert [sink.slots[k].track for k in range(3)] == list(PEOPLE)  # in order of appearance
         assert all(s.largest <= DATAGRAM_LIMIT and s.dropped == 0 for s in sink.senders.values())
     finally:
         sink.close()
@@ -156,7 +157,7 @@ def test_vmc_person_all_sends_person_k_to_port_plus_k(frames):
 
 def test_osc_reaches_a_python_osc_server_whole(frames):
     server = Server()
-    sink = OscKeypointSink("127.0.0.1", server.port, NAMES, filter_method="none")
+    sink = osc("127.0.0.1", server.port, NAMES, filter_method="none")
     try:
         for frame in frames:
             before = sink.sender.sent

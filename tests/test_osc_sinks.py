@@ -12,7 +12,9 @@ from scipy.spatial.transform import Rotation
 from realtime.errors import UserError
 from realtime.rig.solver import LiveSolver
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, VmcSink, parse_endpoint, unity_bone_name
+from realtime.sinks.osc import DATAGRAM_LIMIT, parse_endpoint, unity_bone_name
+from realtime.sinks.osc import OscKeypointSink
+from tests.live_chain import osc, vmc, vmc_sender
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 20
@@ -94,7 +96,7 @@ def _frames(camera, *, people=((1, 1.0),)):
 
 
 def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
-    sink = VmcSink("127.0.0.1", receiver.port, NAMES, filter_method="none")
+    sink = vmc("127.0.0.1", receiver.port, NAMES, filter_method="none")
     solver = LiveSolver(NAMES)
     frames = _frames(camera)
     for frame in frames:
@@ -124,7 +126,7 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
 def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
     frames = _frames(camera, people=((1, 1.0), (2, 1.5)))
     for person, expected_shift in ((None, 1.0), (1, 0.5)):
-        sink = VmcSink("127.0.0.1", receiver.port, NAMES, person=person, filter_method="none")
+        sink = vmc("127.0.0.1", receiver.port, NAMES, person=person, filter_method="none")
         for frame in frames[:3]:
             sink.write(frame)
         sink.close()
@@ -135,7 +137,7 @@ def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
             pose = solver.update(camera[frames.index(frame)] + [expected_shift, 0, 0])
             hips = next(np.array(args[1:4]) for a, _, args in bundle if a == "/VMC/Ext/Bone/Pos" and args[0] == "Hips")
             np.testing.assert_allclose(hips, pose.root_position * [-1, 1, 1], atol=1e-5)
-    sink = VmcSink("127.0.0.1", receiver.port, NAMES, person=5, filter_method="none")  # nobody with id 5
+    sink = vmc("127.0.0.1", receiver.port, NAMES, person=5, filter_method="none")  # nobody with id 5
     sink.write(frames[0])
     (bundle,) = receiver.vmc_frames(1)
     assert bundle[-2][2] == [1, 3, 0, 0]  # tracking lost, the full (rest) bone set still sent
@@ -144,7 +146,7 @@ def test_vmc_follows_the_largest_person_or_the_chosen_one(receiver, camera):
 
 
 def test_vmc_fingers_use_unity_thumb_names(receiver, camera):
-    sink = VmcSink("127.0.0.1", receiver.port, NAMES, fingers=True)
+    sink = vmc("127.0.0.1", receiver.port, NAMES, fingers=True)
     sink.write(_frames(camera)[0])
     (bundle,) = receiver.vmc_frames(1)
     names = {args[0] for a, _, args in bundle if a == "/VMC/Ext/Bone/Pos"}
@@ -154,7 +156,7 @@ def test_vmc_fingers_use_unity_thumb_names(receiver, camera):
 
 
 def test_osc_sends_each_known_keypoint(receiver, camera):
-    sink = OscKeypointSink("127.0.0.1", receiver.port, NAMES, filter_method="none")
+    sink = osc("127.0.0.1", receiver.port, NAMES, filter_method="none")
     frame = _frames(camera, people=((3, 1.0),))[0]
     sink.write(frame)
     known = np.isfinite(camera[0]).all(axis=-1)
@@ -168,16 +170,14 @@ def test_osc_sends_each_known_keypoint(receiver, camera):
     tags, args = by_address["/sapiens/person/3/left_wrist"]
     assert tags == "ffff"
     np.testing.assert_allclose(args, [*(camera[0, NAMES.index("left_wrist")] + [1.5, 0, 0]), 0.9], atol=1e-5)
-    # a frame between depth frames: the same pose lifted from its 2D keypoints, in 3D
-    flat = frame.replace(people=(frame.people[0].replace(keypoints3d=None),))
+    # a person without 3D in a run with 3D: skipped and counted, never sent in pixels
+    flat = frame.replace(index=1, people=(frame.people[0].replace(keypoints3d=None),))
     sink.write(flat)
-    person_bundle = [m for b in receiver.bundles(sink.sender.sent - datagrams)[1:] for m in b]
-    tags, args = {a: (t, v) for a, t, v in person_bundle}["/sapiens/person/3/left_wrist"]
-    assert tags == "ffff"
-    assert args[2] == pytest.approx(camera[0, NAMES.index("left_wrist"), 2], abs=1e-4)  # the same image: the same depth
+    assert sink.sender.sent - datagrams == 1 and sink.skipped == 1
+    assert receiver.bundles(1) == [[("/sapiens/frame", "ifi", [1, 0.0, 0])]]
     sink.close()
     # a run without depth: pixels and a score
-    sink = OscKeypointSink("127.0.0.1", receiver.port, NAMES, filter_method="none")
+    sink = osc("127.0.0.1", receiver.port, NAMES, filter_method="none", three_d=False)
     sink.write(flat)
     person_bundle = [m for b in receiver.bundles(sink.sender.sent)[1:] for m in b]
     tags, args = {a: (t, v) for a, t, v in person_bundle}["/sapiens/person/3/left_wrist"]
@@ -190,7 +190,7 @@ def test_an_absent_receiver_costs_nothing(camera):
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()  # nobody listens there now
-    sink = VmcSink("127.0.0.1", port, NAMES)
+    sink = vmc("127.0.0.1", port, NAMES)
     frames = _frames(camera)
     for frame in frames:
         sink.write(frame)
@@ -207,7 +207,7 @@ def test_endpoints_are_checked():
         with pytest.raises(UserError, match="HOST:PORT"):
             parse_endpoint(bad, "--osc")
     with pytest.raises(UserError, match="cannot resolve"):
-        VmcSink("no-such-host.invalid", 9000, NAMES)
+        vmc("no-such-host.invalid", 9000, NAMES)
 
 
 def test_rotation_mirroring_is_a_reflection():
@@ -230,7 +230,7 @@ def _fixture_run(tmp_path, fixtures_dir, sinks, frames=6):
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
     tracks = tmp_path / "t.jsonl"
     options = RunOptions(source=str(src), tracks=str(tracks), no_video=True, device="cpu", input_hw=(128, 96),
-                         pointmap_hw=(256, 128), progress=False, sinks=sinks)
+                         pointmap_hw=(256, 128), progress=False, senders=sinks)
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     rows = [line for line in tracks.read_text().splitlines()[1:] if '"type":"frame"' in line]
@@ -239,8 +239,8 @@ def _fixture_run(tmp_path, fixtures_dir, sinks, frames=6):
 
 def test_a_fixture_run_streams_every_frame(tmp_path, fixtures_dir, receiver):
     frames = 6
-    vmc = VmcSink("127.0.0.1", receiver.port, NAMES)
-    assert _fixture_run(tmp_path, fixtures_dir, [vmc], frames) == frames
+    sender = vmc_sender("127.0.0.1", receiver.port, NAMES)
+    assert _fixture_run(tmp_path, fixtures_dir, [sender], frames) == frames
     bundles = receiver.vmc_frames(frames)
     for bundle in bundles:
         assert {a: t for a, t, _ in bundle} in (VMC_TYPES, {**VMC_TYPES, **BLEND_TYPES})
@@ -257,8 +257,8 @@ def test_absent_or_stalled_receivers_never_cost_a_frame(tmp_path, fixtures_dir):
     absent.bind(("127.0.0.1", 0))
     absent_port = absent.getsockname()[1]
     absent.close()
-    sinks = [VmcSink("127.0.0.1", stalled.getsockname()[1], NAMES), VmcSink("127.0.0.1", absent_port, NAMES),
-             OscKeypointSink("127.0.0.1", absent_port, NAMES)]
+    sinks = [vmc_sender("127.0.0.1", stalled.getsockname()[1], NAMES), vmc_sender("127.0.0.1", absent_port, NAMES),
+             OscKeypointSink("127.0.0.1", absent_port, NAMES, three_d=True)]
     frames = 8
     assert _fixture_run(tmp_path, fixtures_dir, sinks, frames) == frames  # frames out = frames in
     assert all(sink.frames == frames for sink in sinks)

@@ -30,21 +30,12 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.frames import Frame
+from realtime.expressions import ARKIT_NAMES, VRM_PRESETS, clip_weight as _clip  # noqa: F401 (re-exported)
+from realtime.expressions import vrm_presets as _vrm_presets
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
 
-ARKIT_NAMES = (
-    "eyeBlinkLeft", "eyeBlinkRight", "eyeWideLeft", "eyeWideRight",
-    "eyeLookUpLeft", "eyeLookUpRight", "eyeLookDownLeft", "eyeLookDownRight",
-    "eyeLookInLeft", "eyeLookInRight", "eyeLookOutLeft", "eyeLookOutRight",
-    "jawOpen", "mouthClose", "mouthFunnel", "mouthPucker",
-    "mouthSmileLeft", "mouthSmileRight", "mouthFrownLeft", "mouthFrownRight",
-    "mouthStretchLeft", "mouthStretchRight",
-    "browInnerUp", "browDownLeft", "browDownRight", "browOuterUpLeft", "browOuterUpRight",
-)
-VRM_PRESETS = ("blink", "blinkLeft", "blinkRight", "aa", "ih", "ou", "ee", "oh", "happy", "angry", "sad", "surprised", "relaxed")
 NOSE_DEPTH = 0.6  # nose tip in front of the eye corners, in inter-ocular distances
 MIN_SCORE = 0.3  # face keypoints below this heatmap score are not trusted
 
@@ -108,11 +99,6 @@ class FaceState:
 
     def as_dict(self) -> dict[str, float]:
         return {name: float(w) for name, w in zip(ARKIT_NAMES, self.weights)}
-
-
-def _clip(value: float) -> float:
-    value = float(value)
-    return value if 0.0 <= value <= 1.0 else (0.0 if not value > 0.0 else 1.0)  # NaN -> 0
 
 
 def _weight(ratio: float) -> float:
@@ -269,62 +255,10 @@ class FaceSolver:
 
 
 def vrm_presets(face: FaceState) -> dict[str, float]:
-    """VRM 1.0 expression presets from the ARKit weights."""
-    w = face.as_dict()
-    blink_l, blink_r = w["eyeBlinkLeft"], w["eyeBlinkRight"]
-    stretch = (w["mouthStretchLeft"] + w["mouthStretchRight"]) / 2
-    smile = (w["mouthSmileLeft"] + w["mouthSmileRight"]) / 2
-    presets = {
-        "blink": min(blink_l, blink_r), "blinkLeft": blink_l, "blinkRight": blink_r,
-        "aa": face.lips_open * (1.0 - w["mouthFunnel"] - w["mouthPucker"]) * (1.0 - stretch),
-        "ih": face.lips_open * stretch,
-        "ou": w["mouthPucker"],
-        "ee": (1.0 - face.lips_open) * stretch,
-        "oh": w["mouthFunnel"],
-        "happy": smile,
-        "angry": (w["browDownLeft"] + w["browDownRight"]) / 2,
-        "sad": (w["mouthFrownLeft"] + w["mouthFrownRight"]) / 2,
-        "surprised": min(1.0, ((w["eyeWideLeft"] + w["eyeWideRight"]) / 2 + w["browInnerUp"]) / 2 + 0.5 * w["jawOpen"]),
-        "relaxed": smile * (blink_l + blink_r) / 2,
-    }
-    return {name: _clip(presets[name]) for name in VRM_PRESETS}
+    """VRM 1.0 expression presets from the ARKit weights (`realtime.expressions.vrm_presets`)."""
+    return _vrm_presets(face.weights, face.lips_open)
 
 
 def vmc_blend_values(face: FaceState) -> list[tuple[str, float]]:
     """(name, weight) for /VMC/Ext/Blend/Val: every ARKit name, then the VRM 1.0 presets."""
     return list(face.as_dict().items()) + list(vrm_presets(face).items())
-
-
-class FaceStage:
-    """Pipeline stage after smooth: each tracked person's face (`Person.face`, `Person.head_rotation`),
-    with a `FaceSolver` per track id (the neutral learned over its first `calibrate_seconds`)."""
-
-    name = "face"
-
-    def __init__(self, keypoint_names: Sequence[str], *, calibrate_seconds: float = 2.0, forget_after: float = 5.0):
-        self.keypoint_names = list(keypoint_names)
-        self.calibrate_seconds = calibrate_seconds
-        self.forget_after = forget_after  # seconds unseen before a track's solver is dropped
-        self._solvers: dict[int, tuple[FaceSolver, float]] = {}
-
-    def process(self, frame: Frame) -> Frame:
-        people = []
-        for person in frame.people:
-            points = person.best_keypoints
-            if person.track_id is None or points is None:
-                people.append(person)
-                continue
-            solver = self._solvers.get(person.track_id, (None, 0.0))[0] or FaceSolver(self.keypoint_names, calibrate_seconds=self.calibrate_seconds)
-            self._solvers[person.track_id] = (solver, frame.timestamp)
-            state = solver.update(frame.timestamp, points, person.keypoint_scores)
-            if state is not None:
-                person = person.replace(face=state.weights.astype(np.float32), head_rotation=state.head_rotation.astype(np.float32))
-            people.append(person)
-        stale = [k for k, (_, seen) in self._solvers.items() if frame.timestamp - seen > self.forget_after]
-        for k in stale:
-            del self._solvers[k]
-        return frame.replace(people=tuple(people))
-
-    def close(self) -> None:
-        self._solvers.clear()
-

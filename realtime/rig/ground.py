@@ -30,9 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.frames import Frame
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES, solve_leg
-from realtime.rig.lift import Lifter
 
 log = logging.getLogger(__name__)
 
@@ -232,58 +230,3 @@ class FootLock:
             out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
             out[foot] = points3d[foot] + (reached - points3d[ankle])
         return out
-
-
-class GroundStage:
-    """Pipeline stage after smooth: each tracked person's 3D keypoints on every frame, on a steady
-    metric scale, and their foot contact.
-
-    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
-    person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
-    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate. Left None
-    before the person's first depth frame.
-    `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
-    everyone (`FloorEstimator` on the depth frames); None until the floor is known.
-    """
-
-    name = "ground"
-    MIN_FRAMES, MAX_FRAMES, REFIT_EVERY = 30, 600, 10
-
-    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True):
-        self.keypoint_names = list(keypoint_names)
-        self.forget_after = forget_after
-        self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
-        self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
-        self.floors = FloorEstimator(self.keypoint_names, min_frames=self.MIN_FRAMES, max_frames=self.MAX_FRAMES,
-                                     refit_every=self.REFIT_EVERY)
-
-    @property
-    def floor(self) -> Optional[Floor]:
-        return self.floors.floor
-
-    def process(self, frame: Frame) -> Frame:
-        people = []
-        for person in frame.people:
-            if person.track_id is None or person.keypoints is None:
-                people.append(person)
-                continue
-            lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
-            lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
-            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
-            if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
-                self.floors.add(points)
-            if detector is None and self.floor is not None:
-                detector = ContactDetector(self.floor, self.keypoint_names)
-            self._people[person.track_id] = (lifter, detector, frame.timestamp)
-            if points is not None:
-                person = person.replace(keypoints3d=points.astype(np.float32))
-                if detector is not None:
-                    detector.floor = self.floor  # the latest refit
-                    person = person.replace(contacts=detector.update(frame.timestamp, points))
-            people.append(person)
-        for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
-            del self._people[track]
-        return frame.replace(people=tuple(people))
-
-    def close(self) -> None:
-        self._people.clear()

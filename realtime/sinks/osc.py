@@ -34,8 +34,11 @@ Raw keypoints (`--osc`), per frame:
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)z (f)score   metres, camera frame (x right, y down, z forward)
     /sapiens/person/<id>/<keypoint> (f)x (f)y (f)score        image pixels, when the run has no 3D (no depth task)
 
-Both send 3D on every frame when depth runs every N frames: between depth frames the
-person's 2D keypoints are lifted (`realtime.rig.lift.Lifter`).
+Both only encode what a frame holds: the bones (`Person.bones`, the motion stage), the face
+(`Person.face`, `lips_open`, `head_rotation`, the face stage) and the keypoints
+(`keypoints3d_smoothed`, else `keypoints3d`, at pose rate from the ground stage). They solve,
+lift and filter nothing; `realtime.stages.live` builds them and sends at each frame's time.
+A run with 3D sends only 3D keypoints: a person without 3D yet is skipped (and counted).
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ import numpy as np
 from pythonosc.parsing import osc_types
 
 from realtime.errors import UserError
-from realtime.frames import Frame, Person
+from realtime.expressions import BLEND_NAMES, blend_values
+from realtime.frames import Bones, Frame, Person
 
 log = logging.getLogger(__name__)
 
@@ -206,29 +210,6 @@ def pack_elements(body: Sequence[bytes], *, opening: bytes = b"", closing: bytes
     return bundles
 
 
-class Filter3D:
-    """The live keypoint filter (`trackers.live.LiveSmoother`) on 3D keypoints, per track id.
-    Points not measured in a frame stay unknown (NaN): the solver holds those bones."""
-
-    def __init__(self, method: Optional[str], smoothness: float, num_keypoints: int):
-        self.smoother = None
-        if method and method != "none":
-            from trackers.live import LiveSmoother
-
-            self.smoother = LiveSmoother(method=method, smoothness=smoothness, num_keypoints=num_keypoints)
-
-    def __call__(self, timestamp: float, track_id: int, points: np.ndarray, scores: Optional[np.ndarray]) -> np.ndarray:
-        points = np.asarray(points, dtype=np.float64)
-        known = np.isfinite(points).all(axis=-1)
-        if self.smoother is None or not known.any():
-            return points
-        scores = np.ones(len(points)) if scores is None else np.asarray(scores, dtype=np.float64)
-        scores = np.where(known, np.nan_to_num(scores, nan=1.0), 0.0)
-        smoothed, _ = self.smoother.update(timestamp, np.array([track_id]), np.nan_to_num(points)[None], scores[None],
-                                           np.array([np.nan]))  # size: the person's own extent
-        return np.where(known[:, None], smoothed[0].astype(np.float64), np.nan)
-
-
 def unity_bone_name(vrm: str) -> str:
     """VRM 1.0 humanoid bone name -> Unity HumanBodyBones name (what VMC receivers expect)."""
     for old, new in (("ThumbProximal", "ThumbIntermediate"), ("ThumbMetacarpal", "ThumbProximal")):
@@ -246,39 +227,7 @@ def to_unity(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np
 
 VMC_BUNDLES = ("split", "single")
 FACE_ONLY_BONES = ("hips", "spine", "chest", "neck", "head")  # --vmc-face-only: a person at a desk
-
-
-def motion_sinks(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, vmc_fingers: bool = False,
-                 vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
-                 osc: Optional[str] = None, tasks: Sequence[str] = ("pose",), smooth: Optional[str] = "one_euro",
-                 smoothness: float = 0.5) -> list:
-    """The sinks that `--vmc` (repeatable) / `--osc` ask for (an empty list when neither does); checks the options first."""
-    from realtime.data import keypoint_names
-
-    vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
-    if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
-        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
-    if vmc_bundle not in VMC_BUNDLES:
-        raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
-                        f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
-    if (vmc or osc) and "pose" not in tasks:
-        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
-    if vmc and not vmc_face_only and "pointmap" not in tasks:
-        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
-                        "(or --vmc-face-only for head and face alone).")
-    person = parse_vmc_person(vmc_person)
-    if face_calibrate < 0:
-        raise UserError(f"--face-calibrate {face_calibrate} is negative; give the seconds of neutral face to learn from, e.g. 2.")
-    names = keypoint_names()
-    sinks: list = []
-    for target in vmc:
-        host, port = parse_endpoint(target, "--vmc", DEFAULT_VMC_PORT)
-        sinks.append(VmcSink(host, port, names, person=person, fingers=vmc_fingers, bundle=vmc_bundle, face_only=vmc_face_only,
-                             face_calibrate=face_calibrate, filter_method=smooth, smoothness=smoothness))
-    if osc:
-        host, port = parse_endpoint(osc, "--osc")
-        sinks.append(OscKeypointSink(host, port, names, filter_method=smooth, smoothness=smoothness))
-    return sinks
+FINGER_WORDS = ("Thumb", "Index", "Middle", "Ring", "Little")  # in the names of the finger bones
 
 
 def parse_vmc_person(text: Optional[str]) -> Optional[int | str]:
@@ -291,7 +240,7 @@ def parse_vmc_person(text: Optional[str]) -> Optional[int | str]:
 
 
 def _area(person: Person) -> float:
-    x1, y1, x2, y2 = (float(v) for v in person.box)
+    x1, y1, x2, y2 = (float(v) for v in np.round(person.box, 2))  # as the tracks file keeps it: a replay picks the same person
     return max(x2 - x1, 0.0) * max(y2 - y1, 0.0)
 
 
@@ -304,21 +253,13 @@ def _static_element(address: str, args: tuple) -> bytes:
     return _element(osc_message(address, args))
 
 
-@lru_cache(maxsize=1)
-def blend_names() -> tuple[str, ...]:
-    """The /VMC/Ext/Blend/Val names in order: the ARKit names, then the VRM 1.0 presets."""
-    from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS
-
-    return ARKIT_NAMES + VRM_PRESETS
-
-
 @dataclass(frozen=True)
 class VmcPose:
     """What one performer sends in one frame, in Unity's axes.
 
     names:     the bones (Unity HumanBodyBones names).
     positions: (B, 3) local positions, metres; rotations (B, 4) local quaternions x, y, z, w.
-    blend:     (len(blend_names()),) weights in [0, 1], or None while the face is not seen.
+    blend:     (len(BLEND_NAMES),) weights in [0, 1], or None while the face is not seen.
     tracking:  1 while the person is seen; time: the frame's timestamp (s).
     """
 
@@ -335,7 +276,7 @@ class VmcPose:
         body += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(self.names, self.positions, self.rotations)]
         closing: list = []
         if self.blend is not None:
-            body += [("/VMC/Ext/Blend/Val", [name, value]) for name, value in zip(blend_names(), self.blend)]
+            body += [("/VMC/Ext/Blend/Val", [name, value]) for name, value in zip(BLEND_NAMES, self.blend)]
             closing.append(("/VMC/Ext/Blend/Apply", []))
         closing += [("/VMC/Ext/OK", [1, 3, 0, self.tracking]), ("/VMC/Ext/T", [self.time])]
         return body, closing
@@ -347,80 +288,64 @@ class VmcPose:
         body += float_elements(heads, np.concatenate([self.positions, self.rotations], axis=1))
         closing = b""
         if self.blend is not None:
-            body += float_elements([element_head("/VMC/Ext/Blend/Val", "sf", name) for name in blend_names()], self.blend[:, None])
+            body += float_elements([element_head("/VMC/Ext/Blend/Val", "sf", name) for name in BLEND_NAMES], self.blend[:, None])
             closing = _static_element("/VMC/Ext/Blend/Apply", ())
         closing += _static_element("/VMC/Ext/OK", (1, 3, 0, self.tracking))
         closing += element_head("/VMC/Ext/T", "f") + struct.pack(">f", self.time)
         return pack_elements(body, closing=closing, limit=limit)
 
 
-class _Performer:
-    """What VMC keeps per streamed person: the live solver and the face reader."""
+class _Slot:
+    """One VMC port's performer: the track it streams and what it sent last (held while unseen)."""
 
-    def __init__(self, keypoint_names: Sequence[str], fingers: bool, face_calibrate: float):
-        from realtime.rig.face import FaceSolver
-        from realtime.rig.ground import FootLock
-        from realtime.rig.lift import Lifter
-        from realtime.rig.solver import LiveSolver
-
-        self.solver = LiveSolver(list(keypoint_names), fingers=fingers)
-        self.face = FaceSolver(list(keypoint_names), calibrate_seconds=face_calibrate)
-        self.lifter = Lifter(list(keypoint_names))
-        self.lock = FootLock(list(keypoint_names))
+    def __init__(self, rest: Bones):
         self.track: Optional[int] = None
         self.last_seen = -np.inf
-        self.face_only_rest: Optional[tuple] = None  # (skeleton, bone names, positions) of --vmc-face-only
+        self.bones = rest
 
-    def reset(self, track: Optional[int]) -> None:
-        self.track = track
-        self.solver.reset()
-        self.face.reset()
-        self.lifter.reset()
+    def reset(self, track: Optional[int], rest: Bones) -> None:
+        self.track, self.bones = track, rest
 
 
 class VmcSink:
-    """Streams solved bones and face weights as VMC protocol messages (a "Performer" to a "Marionette").
+    """Streams a frame's solved bones and face as VMC protocol messages (a "Performer" to a "Marionette").
 
     person: follow this track id; None: the largest person, kept until it is unseen for
     LOST_AFTER_SECONDS; "all": every tracked person, person k (in order of appearance,
     a slot freed after LOST_AFTER_SECONDS) to port + k. bundle: "split" (datagrams of at
     most DATAGRAM_LIMIT bytes) or "single" (one bundle per frame and person). face_only:
     hips, spine, chest and neck at rest, the head turned by the face, and the face weights:
-    needs no 3D keypoints. `filter_method`/`smoothness`: the live filter for the 3D keypoints.
+    needs no 3D keypoints. rest: the skeleton at rest (`realtime.stages.motion.rest_bones`),
+    sent for a performer not seen yet and as the body of face_only.
     """
 
     name = "vmc"
 
-    def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, person: Optional[int | str] = None,
-                 fingers: bool = False, bundle: str = "split", face_only: bool = False, face_calibrate: float = 2.0,
-                 filter_method: Optional[str] = "one_euro", smoothness: float = 0.5):
-        from realtime.rig.bones import bone_table
-
+    def __init__(self, host: str, port: int, *, rest: Bones, person: Optional[int | str] = None, fingers: bool = False,
+                 bundle: str = "split", face_only: bool = False):
         self.host, self.port = host, port
         self.person = person
         self.fingers = fingers
         self.limit = DATAGRAM_LIMIT if bundle == "split" else None
         self.face_only = face_only
-        self.face_calibrate = face_calibrate
-        self.keypoint_names = list(keypoint_names)
-        self.num_keypoints = len(keypoint_names)
-        self.filter = Filter3D(filter_method, smoothness, self.num_keypoints)
-        bones = bone_table(fingers)
-        self.bone_names = [unity_bone_name(b.name) for b in bones]
+        self.rest = rest
         self.senders: dict[int, UdpSender] = {}
-        self.performers: dict[int, _Performer] = {}
+        self.slots: dict[int, _Slot] = {}
         self._sender(0)  # checks the address now
         self.frames = 0
+        if face_only:
+            index = [i for i, name in enumerate(rest.names) if name in FACE_ONLY_BONES]
+            self._face_only = ([unity_bone_name(rest.names[i]) for i in index], rest.positions[index])
 
     def _sender(self, slot: int) -> UdpSender:
         if slot not in self.senders:
             self.senders[slot] = UdpSender(self.host, self.port + slot, "--vmc")
         return self.senders[slot]
 
-    def _performer(self, slot: int) -> _Performer:
-        if slot not in self.performers:
-            self.performers[slot] = _Performer(self.keypoint_names, self.fingers, self.face_calibrate)
-        return self.performers[slot]
+    def _slot(self, slot: int) -> _Slot:
+        if slot not in self.slots:
+            self.slots[slot] = _Slot(self.rest)
+        return self.slots[slot]
 
     def _cast(self, frame: Frame) -> dict[int, Optional[Person]]:
         """Slot -> the person it streams this frame (None: hold the last pose, tracking 0)."""
@@ -428,96 +353,72 @@ class VmcSink:
         if self.person == "all":
             tracked = {p.track_id: p for p in people if p.track_id is not None}
             cast: dict[int, Optional[Person]] = {}
-            for slot, performer in self.performers.items():
-                if performer.track in tracked:
-                    cast[slot] = tracked.pop(performer.track)
-                elif performer.track is not None and frame.timestamp - performer.last_seen > LOST_AFTER_SECONDS:
-                    performer.track = None  # free: the next newcomer takes this port
-                    cast[slot] = None
+            for index, slot in self.slots.items():
+                if slot.track in tracked:
+                    cast[index] = tracked.pop(slot.track)
                 else:
-                    cast[slot] = None
+                    if slot.track is not None and frame.timestamp - slot.last_seen > LOST_AFTER_SECONDS:
+                        slot.track = None  # free: the next newcomer takes this port
+                    cast[index] = None
             for person in sorted(tracked.values(), key=lambda p: p.track_id):
-                free = [s for s in range(MAX_PERFORMERS) if s not in self.performers or self.performers[s].track is None]
+                free = [s for s in range(MAX_PERFORMERS) if s not in self.slots or self.slots[s].track is None]
                 if not free:
                     break
-                self._performer(free[0]).reset(person.track_id)
+                self._slot(free[0]).reset(person.track_id, self.rest)
                 cast[free[0]] = person
             return dict(sorted(cast.items())) if cast else {0: None}
-        performer = self._performer(0)
+        slot = self._slot(0)
         if isinstance(self.person, int):
             return {0: next((p for p in people if p.track_id == self.person), None)}
-        followed = next((p for p in people if p.track_id is not None and p.track_id == performer.track), None)
+        followed = next((p for p in people if p.track_id is not None and p.track_id == slot.track), None)
         if followed is not None:
             return {0: followed}
-        if performer.track is not None and frame.timestamp - performer.last_seen <= LOST_AFTER_SECONDS:
+        if slot.track is not None and frame.timestamp - slot.last_seen <= LOST_AFTER_SECONDS:
             return {0: None}  # briefly lost: hold the pose rather than jump to someone else
         if not people:
             return {0: None}
         largest = max(people, key=_area)
-        if largest.track_id != performer.track or performer.track is None:
-            performer.reset(largest.track_id)
+        if largest.track_id != slot.track or slot.track is None:
+            slot.reset(largest.track_id, self.rest)
         return {0: largest}
 
-    def pose(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> VmcPose:
-        """What one performer sends for one frame (solving the body and reading the face)."""
+    def pose(self, frame: Frame, slot: _Slot, person: Optional[Person]) -> VmcPose:
+        """What one performer sends for one frame: the person's bones and face, encoded."""
         if person is not None:
-            performer.last_seen = frame.timestamp
-        face = None
-        if person is not None:
-            face = performer.face.update(frame.timestamp, person.best_keypoints, person.keypoint_scores)  # its own --face-calibrate
-        if self.face_only:
-            names, positions, rotations = self._face_only_pose(performer, face)
-            tracking = int(face is not None)
-        else:
-            points = np.full((self.num_keypoints, 3), np.nan)
-            measured = None if person is None else performer.lifter.update(person.best_keypoints, person.keypoints3d,
-                                                                            person.keypoint_scores)  # lifted between depth frames
-            if measured is not None:
-                track = person.track_id if person.track_id is not None else -1
-                points = self.filter(frame.timestamp, track, measured, person.keypoint_scores)
-                if person.contacts is not None:  # a foot on the floor stays where it landed (no added latency)
-                    points = performer.lock.apply(points, person.contacts)
-            pose = performer.solver.update(points)
-            tracking = int(person is not None and not pose.held.all())
-            positions = pose.skeleton.offsets.copy()
-            positions[0] = pose.root_position
-            positions, rotations = to_unity(positions, pose.rotations)
-            names = self.bone_names
+            slot.last_seen = frame.timestamp
         blend = None
-        if face is not None:
-            from realtime.rig.face import vmc_blend_values
-
-            blend = np.array([value for _, value in vmc_blend_values(face)])
-        return VmcPose(names, positions, rotations, blend, tracking, float(frame.timestamp))
-
-    def messages(self, frame: Frame, performer: _Performer, person: Optional[Person]) -> tuple[list, list]:
-        """(body messages, closing messages) as (address, args) for one performer and frame: what `write` sends, readable."""
-        return self.pose(frame, performer, person).messages()
-
-    def _face_only_pose(self, performer: _Performer, face) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """Hips, spine, chest, neck at their rest offsets and rotations; the head turned as the face."""
-        skeleton = performer.solver.rest_skeleton()  # face-only never updates the solver: always the default skeleton
-        if performer.face_only_rest is None or performer.face_only_rest[0] is not skeleton:
-            index = [i for i, b in enumerate(skeleton.bones) if b.name in FACE_ONLY_BONES]
-            positions = skeleton.offsets[index].copy()
-            positions[0] = [0.0, skeleton.floor_height(), 0.0]
-            performer.face_only_rest = (skeleton, [unity_bone_name(skeleton.bones[i].name) for i in index], positions)
-        _, names, positions = performer.face_only_rest
-        rotations = np.zeros((len(names), 4))
-        rotations[:, 3] = 1.0
-        if face is not None and face.head_rotation is not None:
-            rotations[-1] = face.head_rotation  # rig axes, relative to the calibrated neutral head
+        if person is not None and person.face is not None:
+            blend = blend_values(person.face, person.lips_open or 0.0)
+        if self.face_only:
+            names, positions = self._face_only
+            rotations = np.tile([0.0, 0.0, 0.0, 1.0], (len(names), 1))
+            seen = person is not None and person.head_rotation is not None
+            if seen:
+                rotations[-1] = person.head_rotation  # rig axes, relative to the calibrated neutral head
+            tracking = int(person is not None and person.face is not None)
+        else:
+            if person is not None and person.bones is not None:
+                slot.bones = person.bones
+            bones = slot.bones
+            tracking = int(person is not None and person.bones is not None and not bones.held.all())
+            keep = _bone_subset(bones.names, self.fingers)
+            names = _unity_names(tuple(bones.names[i] for i in keep))
+            positions, rotations = bones.positions[keep], bones.rotations[keep]
         positions, rotations = to_unity(positions, rotations)
-        return names, positions, rotations
+        return VmcPose(names, positions, rotations, blend, tracking, float(round(frame.timestamp, 6)))
+
+    def messages(self, frame: Frame, slot: _Slot, person: Optional[Person]) -> tuple[list, list]:
+        """(body messages, closing messages) as (address, args) for one performer and frame: what `write` sends, readable."""
+        return self.pose(frame, slot, person).messages()
 
     def write(self, frame: Frame) -> None:
         self.send(self.datagrams(frame))
 
     def datagrams(self, frame: Frame) -> list[tuple[int, list[bytes]]]:
-        """(slot, its datagrams) for one frame: the solving and encoding of `write`, without the sending
-        (`sapiens-rt stream` prepares a frame before its time comes, then sends it on time)."""
-        out = [(slot, self.pose(frame, self._performer(slot), person).datagrams(self.limit))
-               for slot, person in self._cast(frame).items()]
+        """(slot, its datagrams) for one frame: the encoding of `write`, without the sending (the live
+        stage encodes a frame, waits for its time when pacing, then sends)."""
+        out = [(index, self.pose(frame, self._slot(index), person).datagrams(self.limit))
+               for index, person in self._cast(frame).items()]
         self.frames += 1
         return out
 
@@ -534,6 +435,21 @@ class VmcSink:
     def close(self) -> None:
         for sender in self.senders.values():
             sender.close()
+
+
+@lru_cache(maxsize=8)
+def _bone_subset_cached(names: tuple[str, ...], fingers: bool) -> np.ndarray:
+    return np.array([i for i, n in enumerate(names) if fingers or not any(w in n for w in FINGER_WORDS)], dtype=int)
+
+
+def _bone_subset(names: Sequence[str], fingers: bool) -> np.ndarray:
+    """Indices of the bones a sender sends: all, or all but the fingers."""
+    return _bone_subset_cached(tuple(names), fingers)
+
+
+@lru_cache(maxsize=8)
+def _unity_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(unity_bone_name(n) for n in names)
 
 
 def keypoint_regions(keypoint_names: Sequence[str]) -> list[tuple[str, np.ndarray]]:
@@ -555,53 +471,52 @@ def keypoint_regions(keypoint_names: Sequence[str]) -> list[tuple[str, np.ndarra
 class OscKeypointSink:
     """Streams every tracked person's known keypoints as /sapiens/person/<id>/<keypoint> messages,
     in datagrams of at most DATAGRAM_LIMIT bytes (per person and body region), each opened by
-    /sapiens/person/<id>/frame (i)index so a receiver can put every datagram in its frame."""
+    /sapiens/person/<id>/frame (i)index so a receiver can put every datagram in its frame.
+
+    three_d: the run has 3D keypoints, so only 3D (metres) is sent: a person without 3D yet is
+    skipped and counted (`skipped`), never sent in pixels into a stream of metres. Without
+    3D: pixels. The 3D sent is `keypoints3d_smoothed` (the live filter), else `keypoints3d`."""
 
     name = "osc"
 
-    def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, filter_method: Optional[str] = "one_euro",
-                 smoothness: float = 0.5):
+    def __init__(self, host: str, port: int, keypoint_names: Sequence[str], *, three_d: bool = False):
         self.sender = UdpSender(host, port, "--osc")
         self.keypoint_names = list(keypoint_names)
+        self.three_d = three_d
         self.regions = keypoint_regions(self.keypoint_names)
-        self.filter = Filter3D(filter_method, smoothness, len(keypoint_names))
-        self.lifters: dict[int, tuple] = {}  # track id -> (Lifter, last seen): 3D between depth frames
         self._keypoint_heads: dict[tuple[int, int], list[bytes]] = {}  # (track id, numbers per message) -> encoded heads
         self.frames = 0
-
-    def _lift(self, frame: Frame, person: Person) -> Optional[np.ndarray]:
-        from realtime.rig.lift import Lifter
-
-        lifter = self.lifters.get(person.track_id, (None, 0.0))[0] or Lifter(self.keypoint_names)
-        self.lifters[person.track_id] = (lifter, frame.timestamp)
-        for track in [k for k, (_, seen) in self.lifters.items() if frame.timestamp - seen > LOST_AFTER_SECONDS]:
-            del self.lifters[track]
-        return lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
+        self.skipped = 0  # person-frames without 3D yet in a 3D run
 
     def write(self, frame: Frame) -> None:
         self.send(self.datagrams(frame))
 
+    def _values(self, person: Person) -> Optional[np.ndarray]:
+        if not self.three_d:
+            return np.asarray(person.best_keypoints, dtype=np.float64)
+        points = person.keypoints3d_smoothed if person.keypoints3d_smoothed is not None else person.keypoints3d
+        return None if points is None else np.asarray(points, dtype=np.float64)
+
     def datagrams(self, frame: Frame) -> list[bytes]:
-        """One frame's datagrams: the work of `write` without the sending (see `VmcSink.datagrams`)."""
+        """One frame's datagrams: the encoding of `write` without the sending (see `VmcSink.datagrams`)."""
         people = [p for p in frame.people if p.track_id is not None and p.keypoints is not None]  # receivers key on the id
-        out = [osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(people)])])]
-        for person in people:
+        values = [self._values(p) for p in people]
+        self.skipped += sum(v is None for v in values)
+        sent = [(p, v) for p, v in zip(people, values) if v is not None]
+        out = [osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(sent)])])]
+        for person, points in sent:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
-            points3d = self._lift(frame, person)
-            if points3d is not None:
-                values = self.filter(frame.timestamp, person.track_id, points3d, scores)
-            else:
-                values = np.asarray(person.best_keypoints, dtype=np.float64)
-            known = np.isfinite(values).all(axis=-1)
-            heads = self._heads(int(person.track_id), values.shape[1] + 1)
-            rows = np.concatenate([values, np.asarray(scores, dtype=np.float64)[:, None]], axis=1)  # x y [z] score
+            known = np.isfinite(points).all(axis=-1)
+            heads = self._heads(int(person.track_id), points.shape[1] + 1)
+            rows = np.concatenate([points, np.asarray(scores, dtype=np.float64)[:, None]], axis=1)  # x y [z] score
             opening = element_head(f"/sapiens/person/{int(person.track_id)}/frame", "i") + struct.pack(">i", int(frame.index))
             for _, indices in self.regions:
                 chosen = indices[known[indices]]
                 if len(chosen):
                     out += pack_elements(float_elements(heads, rows, chosen), opening=opening)
-        for key in [key for key in self._keypoint_heads if key[0] not in self.lifters]:  # people gone for good
-            del self._keypoint_heads[key]
+        present = {int(p.track_id) for p in people}
+        if len(self._keypoint_heads) > 64:  # forget the encoded heads of people gone
+            self._keypoint_heads = {k: v for k, v in self._keypoint_heads.items() if k[0] in present}
         self.frames += 1
         return out
 
@@ -617,7 +532,10 @@ class OscKeypointSink:
             self.sender.send(payload)
 
     def summary_lines(self) -> list[str]:
-        return [self.sender.summary()]
+        lines = [self.sender.summary()]
+        if self.skipped:
+            lines.append(f"--osc: {self.skipped} person-frames skipped before the person had 3D keypoints")
+        return lines
 
     def close(self) -> None:
         self.sender.close()

@@ -19,7 +19,7 @@ import numpy as np
 from realtime import __version__
 from realtime.errors import OutputWriteError, UserError
 from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCHEMA_VERSION, SCORE_DECIMALS
-from realtime.frames import Frame, Person
+from realtime.frames import BONE_DECIMALS, Bones, Frame, Person
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,9 @@ _BOX = (PX_DECIMALS,) * 4 + (SCORE_DECIMALS,)
 _KPT = (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS)
 _XYZ = (METRE_DECIMALS,) * 3
 _QUAT = (SCORE_DECIMALS + 1,) * 4
+_BONE_XYZ = (BONE_DECIMALS["offsets"],) * 3
+_BONE_QUAT = (BONE_DECIMALS["rotations"],) * 4
+
 
 @lru_cache(maxsize=16)
 def _template(count: int, decimals: tuple[int, ...]) -> str:
@@ -72,16 +75,33 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         text += f',"kpts3d":{_rows_json(person.keypoints3d, _XYZ, num_keypoints)}'
     if person.face is not None:
         text += f',"face":{_face_json(person.face)}'
+    if person.lips_open is not None:
+        text += f',"lips":{person.lips_open:.{SCORE_DECIMALS}f}'
     if person.head_rotation is not None:
         text += f',"head":{_rows_json(person.head_rotation, _QUAT, 1)[1:-1]}'
     if person.contacts is not None:
         text += f',"contacts":[{",".join("1" if c else "0" for c in np.asarray(person.contacts).tolist())}]'
+    if person.bones is not None:
+        text += f',"bones":{_bones_json(person.bones)}'
     return text + "}"
 
 
+def _flags(values) -> str:
+    return "[" + ",".join("1" if v else "0" for v in np.asarray(values).tolist()) + "]"
+
+
+def _bones_json(bones: Bones) -> str:
+    """{"root":[x,y,z],"root_held":0|1,"rot":[[x,y,z,w]...],"held":[0|1...],"offsets":[[x,y,z]...]}, the header's
+    "bone_names" order; the numbers at `BONE_DECIMALS`, which `Bones` already holds (so they read back the same)."""
+    count = len(bones.names)
+    return (f'{{"root":{_rows_json(bones.root_position, _BONE_XYZ, 1)[1:-1]},"root_held":{int(bones.root_held)},'
+            f'"rot":{_rows_json(bones.rotations, _BONE_QUAT, count)},"held":{_flags(bones.held)},'
+            f'"offsets":{_rows_json(bones.offsets, _BONE_XYZ, count)}}}')
+
+
 def _face_json(weights: np.ndarray) -> str:
-    """{"eyeBlinkLeft":0.123,...}: ARKit name -> weight (realtime.rig.face.ARKIT_NAMES order)."""
-    from realtime.rig.face import ARKIT_NAMES
+    """{"eyeBlinkLeft":0.123,...}: ARKit name -> weight (realtime.expressions.ARKIT_NAMES order)."""
+    from realtime.expressions import ARKIT_NAMES
 
     values = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0)
     return "{" + ",".join(f'"{name}":{value:.{SCORE_DECIMALS}f}' for name, value in zip(ARKIT_NAMES, values)) + "}"
@@ -110,6 +130,7 @@ class TrackWriter:
         software: Optional[dict] = None,
         stills: Optional[Callable[[int], str]] = None,
         tracked: bool = False,
+        bone_names: Optional[Sequence[str]] = None,
     ) -> None:
         self.path = Path(path)
         self.stills = stills  # stills mode: frame index -> its file name, written with the frame's image size
@@ -117,8 +138,12 @@ class TrackWriter:
         self.frames_written = 0
         self._good_size = 0  # bytes up to the end of the last complete line
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+            if str(path) == "-":  # standard output: JSON lines to a consumer (logs and the summary go to stderr)
+                self._file = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+            self._seekable = self._file.seekable()  # a pipe or FIFO is not: no cutting back after a failed write
         except OSError as err:
             raise UserError(f"cannot write tracks to {self.path} ({err.strerror}); choose a writable output folder.") from err
         header = {
@@ -135,6 +160,8 @@ class TrackWriter:
             header["stills"] = True  # unrelated photos: no identities across rows, no smoothing
         if tracked:
             header["tracked"] = True
+        if bone_names:
+            header["bone_names"] = list(bone_names)  # the order of every person's "bones"
         self._write_text(json.dumps(header, separators=(",", ":"), allow_nan=False))
 
     def _write_text(self, line: str) -> None:
@@ -145,7 +172,8 @@ class TrackWriter:
             self._file.flush()
         except OSError as err:
             self._fail(err)
-        self._good_size = self._file.tell()
+        if self._seekable:
+            self._good_size = self._file.tell()
 
     def _fail(self, err: OSError) -> None:
         """A write error (disk full): cut the file back to its last complete line and say so."""
@@ -154,7 +182,7 @@ class TrackWriter:
         except OSError:
             pass
         try:
-            if self.path.is_file() and self.path.stat().st_size > self._good_size:
+            if self._seekable and self.path.is_file() and self.path.stat().st_size > self._good_size:
                 os.truncate(self.path, self._good_size)
         except OSError:
             pass

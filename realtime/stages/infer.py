@@ -1,11 +1,6 @@
-"""The five stages of a run as small objects with `process(frame) -> frame`.
-
-Each adapts one library piece to the `Frame` contract: `detect.BoxFinder`,
-`infer.Predictor`, `trackers` (identity + live filter), `viz.compose`, and
-the sinks (video, tracks JSONL, viewer). The pipeline owns the threads.
-Later stages feed back to the detect stage (previous poses, last seg map)
-through `Feedback`, which always holds the newest values.
-"""
+"""The inference stages: `InferStage` launches a frame on the device (`infer.Predictor.launch`)
+and `CollectStage` waits for it (`Predictor.collect`), adding keypoints, dense maps and 3D
+keypoints; `DenseSchedule` says when the dense tasks run."""
 
 from __future__ import annotations
 
@@ -13,50 +8,13 @@ import collections
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 
-from realtime.frames import DenseMaps, Frame, Person
+from realtime.frames import DenseMaps, Frame
 from realtime.infer import Launched, Predictor
-
-
-class Feedback:
-    """The newest results of later stages, read by the detect stage (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._people: tuple[Person, ...] = ()
-        self._seg: Optional[np.ndarray] = None
-
-    def set_people(self, people: tuple[Person, ...]) -> None:
-        with self._lock:
-            self._people = people
-
-    def set_seg(self, seg: Optional[np.ndarray]) -> None:
-        with self._lock:
-            self._seg = seg
-
-    def get(self) -> tuple[tuple[Person, ...], Optional[np.ndarray]]:
-        with self._lock:
-            return self._people, self._seg
-
-
-class DetectStage:
-    name = "detect"
-
-    def __init__(self, find_boxes: Callable, feedback: Feedback):
-        self.find_boxes = find_boxes  # a realtime.detect.BoxFinder
-        self.feedback = feedback
-
-    def process(self, frame: Frame) -> Frame:
-        previous, seg = self.feedback.get()
-        boxes, scores, source = self.find_boxes(frame.image, frame.index, previous, seg)
-        people = tuple(Person(box=np.asarray(b, np.float32), box_score=float(s)) for b, s in zip(boxes, scores))
-        return frame.replace(people=people, boxes_from=source)
-
-    def close(self) -> None:
-        pass
+from realtime.stages.detect import Feedback
 
 
 class DenseSchedule:
@@ -241,103 +199,3 @@ def inference_stages(predictor: Predictor, feedback: Feedback, *, schedule: Opti
     in_flight, schedule = InFlight(), schedule or DenseSchedule(every=1, fps=None)
     return [InferStage(predictor, in_flight, schedule=schedule),
             CollectStage(predictor, in_flight, feedback, schedule=schedule, lift_3d=lift_3d)]
-
-
-class SmoothStage:
-    """Identity (stable track IDs) then the live keypoint filter per track."""
-
-    name = "smooth"
-
-    def __init__(self, tracker, smoother, feedback: Feedback):
-        self.tracker = tracker  # trackers.identity.IdentityTracker, or None for stills (no identities)
-        self.smoother = smoother  # trackers.live.LiveSmoother, or None for raw keypoints
-        self.feedback = feedback
-
-    def process(self, frame: Frame) -> Frame:
-        people = frame.people
-        if self.tracker is None:  # unrelated photos: nobody is followed from one to the next
-            return frame
-        if people and people[0].keypoints is not None:
-            boxes = np.stack([p.box for p in people])
-            kpts = np.stack([p.keypoints for p in people])
-            scores = np.stack([p.keypoint_scores for p in people])
-            ids = self.tracker.update(boxes, kpts, scores, frame.timestamp)
-            people = tuple(p.replace(track_id=int(i) if i >= 0 else None) for p, i in zip(people, ids))
-            confirmed = np.flatnonzero(ids >= 0)
-            if self.smoother is not None and len(confirmed):
-                sizes = boxes[confirmed, 3] - boxes[confirmed, 1]
-                smoothed, predicted = self.smoother.update(frame.timestamp, ids[confirmed], kpts[confirmed],
-                                                           scores[confirmed], sizes)
-                people = list(people)
-                for j, i in enumerate(confirmed):
-                    people[i] = people[i].replace(keypoints_smoothed=smoothed[j], predicted=predicted[j])
-                people = tuple(people)
-        elif people:
-            ids = self.tracker.update(np.stack([p.box for p in people]), None, None, frame.timestamp)
-            people = tuple(p.replace(track_id=int(i) if i >= 0 else None) for p, i in zip(people, ids))
-        else:
-            self.tracker.update(np.zeros((0, 4), np.float32), None, None, frame.timestamp)
-        self.feedback.set_people(people)
-        return frame.replace(people=people)
-
-    def close(self) -> None:
-        pass
-
-
-class RenderStage:
-    """Composes the picture (overlay + depth/normal panes + caption) for the video and the viewer."""
-
-    name = "render"
-
-    def __init__(self, layers, metrics, caption: Callable[[dict], str]):
-        from viz.compose import compose
-
-        self.compose = compose
-        self.layers = layers  # viz.compose.Layers, toggled by the viewer's hot keys
-        self.metrics = metrics
-        self.caption = caption
-
-    def process(self, frame: Frame) -> Frame:
-        return frame.replace(overlay=self.compose(frame, self.layers, caption=self.caption(self.metrics.snapshot())))
-
-    def close(self) -> None:
-        pass
-
-
-class WriteStage:
-    """Hands every frame to every sink (`realtime.sinks`: tracks, video, viewer, progress,
-    and any added with `RunOptions(sinks=...)`), in order. Closing it closes every sink,
-    whatever ended the run."""
-
-    name = "write"
-
-    def __init__(self, sinks=()):
-        self.sinks = list(sinks)  # realtime.sinks.Sink objects
-        self.recorder: Optional[object] = None  # a sink started from the viewer's record key
-        self._lock = threading.Lock()
-
-    def process(self, frame: Frame) -> Frame:
-        for sink in self.sinks:
-            sink.write(frame)
-        with self._lock:
-            if self.recorder is not None:
-                self.recorder.write(frame)
-        return frame
-
-    def set_recorder(self, recorder) -> None:
-        """Start (a sink) or stop (None) an extra recording; the old one is finalized."""
-        with self._lock:
-            old, self.recorder = self.recorder, recorder
-        if old is not None:
-            old.close()
-
-    def close(self) -> None:
-        errors = []
-        for sink in [*self.sinks, self.recorder]:
-            if sink is not None:
-                try:
-                    sink.close()
-                except Exception as err:  # close the others anyway, then report
-                    errors.append(err)
-        if errors:
-            raise errors[0]

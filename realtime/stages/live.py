@@ -1,0 +1,133 @@
+"""The live stage: the avatar gets each frame here, right after the motion stage and before
+anything draws, encodes or writes it.
+
+Each live sender (`realtime.sinks.osc`: VMC bones and face, raw OSC keypoints) encodes what
+the frame holds, then sends it from a non-blocking socket. On a recorded source (a video file,
+a tracks file in `sapiens-rt stream`) frames are sent at their media time, so a receiver sees
+real speed and no bursts (`pace`; off: as fast as they come). The stage measures, per sender,
+read->sent (from the moment the frame was read to its last datagram leaving) and counts frames
+sent more than a frame period after their time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from realtime.errors import UserError
+from realtime.frames import Frame
+from realtime.sinks.osc import (DATAGRAM_LIMIT, DEFAULT_VMC_PORT, MAX_PERFORMERS, VMC_BUNDLES, OscKeypointSink, VmcSink,
+                                parse_endpoint, parse_vmc_person)
+
+LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
+
+
+def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, vmc_fingers: bool = False,
+                 vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
+                 osc: Optional[str] = None, tasks: Sequence[str] = ("pose",)) -> list:
+    """The senders that `--vmc` (repeatable) / `--osc` ask for (an empty list when neither does); checks the options first."""
+    from realtime.data import keypoint_names
+    from realtime.stages.motion import rest_bones
+
+    vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
+    if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
+        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
+    if vmc_bundle not in VMC_BUNDLES:
+        raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
+                        f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
+    if (vmc or osc) and "pose" not in tasks:
+        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
+    if vmc and not vmc_face_only and "pointmap" not in tasks:
+        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
+                        "(or --vmc-face-only for head and face alone).")
+    person = parse_vmc_person(vmc_person)
+    if face_calibrate < 0:
+        raise UserError(f"--face-calibrate {face_calibrate} is negative; give the seconds of neutral face to learn from, e.g. 2.")
+    names = keypoint_names()
+    senders: list = []
+    rest = rest_bones(names, vmc_fingers) if vmc else None
+    for target in vmc:
+        host, port = parse_endpoint(target, "--vmc", DEFAULT_VMC_PORT)
+        if person == "all" and port + MAX_PERFORMERS - 1 > 65535:
+            raise UserError(f"--vmc {target} with --vmc-person all sends person k to port {port}+k, up to {port + MAX_PERFORMERS - 1}, "
+                            f"past the last port 65535; give a port of at most {65536 - MAX_PERFORMERS}.")
+        senders.append(VmcSink(host, port, rest=rest, person=person, fingers=vmc_fingers, bundle=vmc_bundle,
+                               face_only=vmc_face_only))
+    if osc:
+        host, port = parse_endpoint(osc, "--osc")
+        senders.append(OscKeypointSink(host, port, names, three_d="pointmap" in tasks))
+    return senders
+
+
+class LiveStage:
+    """Encodes and sends each frame to every live sender (objects with `datagrams(frame)`,
+    `send(prepared)`, `summary_lines()` and `close()`).
+
+    pace: send each frame at its media time, start + (t - t0) / speed on a monotonic clock (for
+    recorded sources); `wait(seconds)` sleeps and returns early when the run stops (the run
+    passes its stop event's `wait`)."""
+
+    name = "live"
+
+    def __init__(self, senders: Sequence, *, pace: bool = False, speed: float = 1.0,
+                 now: Callable[[], float] = time.monotonic, wait: Optional[Callable[[float], object]] = None):
+        self.senders = list(senders)
+        self.pace = pace
+        self.speed = speed
+        self.now = now
+        self.wait = wait or threading.Event().wait
+        self.period: Optional[float] = None  # seconds per frame, for counting late frames
+        self._start: Optional[float] = None
+        self._origin: Optional[float] = None
+        self._last_t: Optional[float] = None
+        self.latency_ms: list[list[float]] = [[] for _ in self.senders]
+        self.late = 0  # frames sent more than a frame period after their time
+        self.frames = 0
+
+    def process(self, frame: Frame) -> Frame:
+        prepared = [sender.datagrams(frame) for sender in self.senders]  # the encoding, before the frame is due
+        if self.pace:
+            self._wait_for(frame)
+        for k, (sender, datagrams) in enumerate(zip(self.senders, prepared)):
+            sender.send(datagrams)
+            if frame.read_at:
+                samples = self.latency_ms[k]
+                samples.append((time.perf_counter() - frame.read_at) * 1000.0)
+                if len(samples) > LATENCY_WINDOW:
+                    del samples[: LATENCY_WINDOW // 2]
+        self.frames += 1
+        return frame
+
+    def _wait_for(self, frame: Frame) -> None:
+        t = frame.timestamp
+        if not np.isfinite(t):  # no time: one period after the last
+            t = (self._last_t + (self.period or 1 / 30)) if self._last_t is not None else 0.0
+        if self._start is None:
+            self._start, self._origin = self.now(), t
+        self._last_t = t
+        due = self._start + (t - self._origin) / self.speed
+        delay = due - self.now()
+        if delay > 0:
+            self.wait(delay)
+        elif self.period is not None and -delay > self.period / self.speed:
+            self.late += 1
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        for sender, samples in zip(self.senders, self.latency_ms):
+            lines += sender.summary_lines() if hasattr(sender, "summary_lines") else []
+            if samples:
+                p50, p95 = np.percentile(samples, [50, 95])
+                label = getattr(sender, "name", type(sender).__name__)
+                lines.append(f"--{label}: read->sent p50 {p50:.1f} ms, p95 {p95:.1f} ms over {len(samples)} frames")
+        if self.late:
+            lines.append(f"live senders could not keep the source's pace on {self.late} of {self.frames} frames "
+                         f"(sent more than a frame late)")
+        return lines
+
+    def close(self) -> None:
+        for sender in self.senders:
+            sender.close()

@@ -1,0 +1,107 @@
+"""The motion stage: per tracked person, the live 3D filter, foot locking and the skeleton
+solve, once per frame, into `Person.keypoints3d_smoothed` and `Person.bones`. The live senders
+(`realtime.sinks.osc`) and the tracks file only encode what it gives.
+
+Runs after the ground stage, which has already lifted the 3D keypoints to every frame (between
+depth frames) and found the foot contacts.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realtime.frames import Frame, Person, rounded_bones
+from realtime.rig.bones import bone_table
+from realtime.rig.ground import FootLock
+from realtime.rig.solver import LiveSolver
+
+
+class Filter3D:
+    """The live keypoint filter (`trackers.live.LiveSmoother`) on 3D keypoints, per track id.
+    Points not measured in a frame stay unknown (NaN): the solver holds those bones."""
+
+    def __init__(self, method: Optional[str], smoothness: float, num_keypoints: int):
+        self.smoother = None
+        if method and method != "none":
+            from trackers.live import LiveSmoother
+
+            self.smoother = LiveSmoother(method=method, smoothness=smoothness, num_keypoints=num_keypoints)
+
+    def __call__(self, timestamp: float, track_id: int, points: np.ndarray, scores: Optional[np.ndarray]) -> np.ndarray:
+        points = np.asarray(points, dtype=np.float64)
+        known = np.isfinite(points).all(axis=-1)
+        if self.smoother is None or not known.any():
+            return points
+        scores = np.ones(len(points)) if scores is None else np.asarray(scores, dtype=np.float64)
+        scores = np.where(known, np.nan_to_num(scores, nan=1.0), 0.0)
+        smoothed, _ = self.smoother.update(timestamp, np.array([track_id]), np.nan_to_num(points)[None], scores[None],
+                                           np.array([np.nan]))  # size: the person's own extent
+        return np.where(known[:, None], smoothed[0].astype(np.float64), np.nan)
+
+
+def rest_bones(keypoint_names: Sequence[str], fingers: bool = False):
+    """The default skeleton at rest (identity rotations, the hips at standing height over the
+    origin): what a sender sends for a performer not seen yet, and the body of `--vmc-face-only`."""
+    solver = LiveSolver(list(keypoint_names), fingers=fingers)
+    skeleton = solver.rest_skeleton()
+    count = len(skeleton.bones)
+    rotations = np.tile([0.0, 0.0, 0.0, 1.0], (count, 1))
+    return rounded_bones([b.name for b in skeleton.bones], skeleton.offsets, [0.0, skeleton.floor_height(), 0.0], rotations, np.ones(count, bool), True)
+
+
+class _Performer:
+    """One tracked person's motion state."""
+
+    def __init__(self, keypoint_names: list[str], fingers: bool):
+        self.solver = LiveSolver(keypoint_names, fingers=fingers)
+        self.lock = FootLock(keypoint_names)
+        self.last_seen = -np.inf
+
+
+class MotionStage:
+    """Per tracked person: `keypoints3d` through the live filter (`Person.keypoints3d_smoothed`),
+    the feet in contact held where they landed (no added latency), and the skeleton solved
+    (`Person.bones`, with held marks for bones whose points are not seen). A person without 3D yet
+    gets the held pose. `fingers`: solve the 15 finger bones per hand too (`--vmc-fingers`)."""
+
+    name = "motion"
+
+    def __init__(self, keypoint_names: Sequence[str], *, fingers: bool = False, smooth: Optional[str] = "one_euro",
+                 smoothness: float = 0.5, forget_after: float = 5.0):
+        self.keypoint_names = list(keypoint_names)
+        self.fingers = fingers
+        self.bone_names = tuple(b.name for b in bone_table(fingers))
+        self.filter = Filter3D(smooth, smoothness, len(self.keypoint_names))
+        self.forget_after = forget_after
+        self._performers: dict[int, _Performer] = {}
+        self.solves = 0  # skeleton solves so far (each tracked person once per frame)
+
+    def process(self, frame: Frame) -> Frame:
+        people = tuple(self._solve(frame, p) if p.track_id is not None and p.keypoints is not None else p
+                       for p in frame.people)
+        for track in [k for k, p in self._performers.items() if frame.timestamp - p.last_seen > self.forget_after]:
+            del self._performers[track]
+        return frame.replace(people=people)
+
+    def _solve(self, frame: Frame, person: Person) -> Person:
+        performer = self._performers.get(person.track_id)
+        if performer is None:
+            performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers)
+        performer.last_seen = frame.timestamp
+        smoothed = None
+        points = np.full((len(self.keypoint_names), 3), np.nan)
+        if person.keypoints3d is not None:
+            points = self.filter(frame.timestamp, person.track_id, person.keypoints3d, person.keypoint_scores)
+            smoothed = points.astype(np.float32)
+            if person.contacts is not None:  # a foot on the floor stays where it landed
+                points = performer.lock.apply(points, person.contacts)
+        pose = performer.solver.update(points)
+        self.solves += 1
+        bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
+                              pose.root_held)
+        return person.replace(keypoints3d_smoothed=smoothed, bones=bones)
+
+    def close(self) -> None:
+        self._performers.clear()
