@@ -483,6 +483,8 @@ def _cmd_stream(args) -> int:
     summary = stream(StreamOptions(tracks=args.tracks, vmc=args.vmc, osc=args.osc, vmc_person=args.vmc_person,
                                    vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle, vmc_face_only=args.vmc_face_only,
                                    face_calibrate=args.face_calibrate, speed=args.speed, loop=args.loop))
+    if summary.stopped:
+        print(summary.stopped, file=sys.stderr)
     print("\n".join(summary.lines))
     return summary.exit_code
 

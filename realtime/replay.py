@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -56,6 +56,7 @@ class StreamSummary:
     laps: int
     lines: list[str]
     exit_code: int = 0
+    stopped: Optional[str] = None  # why it stopped before the end (Ctrl+C, an error), for stderr
 
 
 def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, ...]] = None) -> Iterator[Frame]:
@@ -126,15 +127,14 @@ class TracksSource(Source):
         return self.info
 
     def frames(self) -> Iterator[Frame]:
-        offset, index = 0.0, 0
+        offset = 0.0
         while not self._cancel:
             first = last = None
             for frame in read_frames(self.path, len(self.names), self.bone_names):
                 t = frame.timestamp if np.isfinite(frame.timestamp) else (last + self.period if last is not None else 0.0)
                 first = t if first is None else first
                 last = t
-                yield frame.replace(index=index, timestamp=offset + t)
-                index += 1
+                yield frame.replace(timestamp=offset + t)  # the recorded index; the time runs on over laps
                 if self._cancel:
                     return
             self.laps += 1
@@ -149,12 +149,12 @@ class TracksSource(Source):
         return [str(self.path)]
 
 
-def stream(options: StreamOptions, *, max_laps: Optional[int] = None, now: Optional[Callable[[], float]] = None,
-           wait: Optional[Callable[[float], object]] = None) -> StreamSummary:
+def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -> StreamSummary:
     """Send the tracks file's frames to the receivers at their recorded times (Ctrl+C stops it).
 
-    max_laps: with `loop`, stop after this many passes (None: until interrupted). `now`/`wait`:
-    the live stage's clock (tests pass a simulated one).
+    max_laps: with `loop`, stop after this many passes (None: until interrupted). clock: an
+    object with `now()` (monotonic seconds) and `sleep(seconds)` for the pacing; tests pass a
+    simulated one (default: the monotonic clock, a sleep that ends when the run stops).
     """
     if not options.speed > 0:
         raise UserError(f"--speed {options.speed} must be above 0; 1 is the recorded pace, 2 twice as fast.")
@@ -181,17 +181,15 @@ def stream(options: StreamOptions, *, max_laps: Optional[int] = None, now: Optio
     if has_3d and options.vmc and not options.vmc_face_only and not _has_bones(path, len(names), bone_names):
         stages.append(MotionStage(names, fingers=options.vmc_fingers, smooth="none"))  # an older recording: solve here
     source = TracksSource(path, header, loop=options.loop, laps=max_laps)
-    live = LiveStage(senders, pace=True, speed=options.speed, **({"now": now} if now else {}))
+    live = LiveStage(senders, pace=True, speed=options.speed, **({"now": clock.now} if clock else {}))
     live.period = source.period
     pipeline = Pipeline(source, [*stages, live], mode=RunMode.FILE)
-    live.wait = wait or pipeline.stop_event.wait
+    live.wait = clock.sleep if clock else pipeline.stop_event.wait
     source.open()
     result = pipeline.run()
     lines = [f"streamed {live.frames} frames of {path} ({source.laps} pass{'es' if source.laps != 1 else ''})"]
     lines += live.summary_lines()
-    if result.exit_code:
-        lines.insert(0, result.message)
-    return StreamSummary(live.frames, source.laps, lines, result.exit_code)
+    return StreamSummary(live.frames, source.laps, lines, result.exit_code, result.message if result.exit_code else None)
 
 
 def _any_3d(path: Path, num_keypoints: int, bone_names) -> bool:

@@ -203,3 +203,14 @@ def test_a_circle_through_a_package_init_is_found(tmp_path):
     assert graph["realtime.tasks"] == {"realtime.models", "realtime.models.heads"}
     assert graph["realtime.models.loading"] == {"realtime.models.heads", "realtime.tasks"}  # its own package is running
     assert circles(graph) == [{"realtime.models", "realtime.models.loading", "realtime.tasks"}]
+
+
+def test_the_sinks_only_encode_they_import_no_rig_or_tracker():
+    """VMC/OSC senders, the tracks writer and the video sink encode what a frame holds: nothing
+    under realtime/sinks/ imports the rig math (solvers, face, lifting) or the trackers (filters)."""
+    graph = import_graph(REPO, PACKAGES)
+    sinks = {module: targets for module, targets in graph.items() if _inside(module, ("realtime.sinks",))}
+    assert sinks, "no modules found under realtime/sinks"
+    reached = {module: {t for t in targets if _inside(t, ("realtime.rig", "trackers", "realtime.stages"))}
+               for module, targets in sinks.items()}
+    assert reached == {module: set() for module in sinks}

@@ -123,7 +123,7 @@ def test_stream_prepares_each_frame_before_it_is_due_and_sends_on_time(tmp_path,
             w.write(frame)
     clock = VirtualClock()
     sender = SlowSender(clock, cost=0.8 / FPS)  # 80 % of a frame period to solve and encode
-    stream(StreamOptions(tracks=str(path), sinks=[sender]), now=clock.now, wait=clock.sleep)
+    stream(StreamOptions(tracks=str(path), sinks=[sender]), clock=clock)
     kinds = [(kind, index) for kind, index, _ in sender.events]
     assert kinds == [(kind, f.index) for f in frames for kind in ("prepare", "send")]  # each frame prepared, then sent
     sent = np.array([at for kind, _, at in sender.events if kind == "send"])

@@ -1,19 +1,27 @@
 """The tracks JSONL file: its schema and the reader every exporter uses (the live
 writer is `realtime.sinks.tracks.TrackWriter`).
 
-Schema version 1, one JSON object per line:
+Schema version 2, one JSON object per line:
 
-    {"type": "header", "version": 1, "keypoint_names": [...K], "image_size": [W, H],
-     "fps": float, "source": str, "model": {...}, "software": {...}}
+    {"type": "header", "version": 2, "keypoint_names": [...K], "image_size": [W, H],
+     "fps": float, "source": str, "model": {...}, "software": {...},
+     "bone_names": [...B]  (when the run solved bones: pose + depth)}
     {"type": "frame", "frame": int, "t": seconds, "people": [
         {"id": int | null, "box": [x1, y1, x2, y2, score], "kpts": [[x, y, score] x K],
          "smoothed": bool, "kpts3d": [[X, Y, Z] x K]  (only when 3D was computed),
          "face": {"eyeBlinkLeft": w, ...}  (ARKit blendshape weights in [0, 1], when the face was read),
+         "lips": w  (the inner lips apart in [0, 1], with "face"),
          "head": [x, y, z, w]  (head rotation quaternion relative to the neutral head, rig axes, with "face"),
-         "contacts": [left, right]  (1 where the foot is on the floor, once the floor is known)}]}
+         "contacts": [left, right]  (1 where the foot is on the floor, once the floor is known),
+         "bones": {"root": [x, y, z], "root_held": 0|1, "rot": [[x, y, z, w] x B], "held": [0|1 x B],
+                   "offsets": [[x, y, z] x B]}  (the solved skeleton, rig axes, "bone_names" order)}]}
 
 Pixels of the original image (x right, y down); `kpts3d` in metres in the
-camera frame (x right, y down, z forward); a value that is not known is `null`.
+camera frame (x right, y down, z forward); `bones` in rig axes (metres, Y up, the character
+facing +Z, +X its left): local quaternions relative to the T-pose, each bone's rest offset from
+its parent, the root's position, and held marks for bones whose points were not seen (they
+kept their last rotation). Version 1 files (no lips, no bones) read as before; a value that
+is not known is `null`.
 Every input frame gets a line, also frames with nobody. The file is append-only
 and flushed after every frame, so a crashed run loses at most the frame in flight.
 Readers skip unknown fields and unknown line types, and a cut-off last line.
@@ -34,7 +42,7 @@ from realtime.export.tracks import PersonTrack, Tracks, Unidentified
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: lips, bones and bone_names; version 1 files still read
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D

@@ -64,7 +64,8 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
 
 class LiveStage:
     """Encodes and sends each frame to every live sender (objects with `datagrams(frame)`,
-    `send(prepared)`, `summary_lines()` and `close()`).
+    `send(prepared)`, `summary_lines()` and `close()`; a plain sink with `write(frame)` is
+    written at the frame's time).
 
     pace: send each frame at its media time, start + (t - t0) / speed on a monotonic clock (for
     recorded sources); `wait(seconds)` sleeps and returns early when the run stops (the run
@@ -88,11 +89,15 @@ class LiveStage:
         self.frames = 0
 
     def process(self, frame: Frame) -> Frame:
-        prepared = [sender.datagrams(frame) for sender in self.senders]  # the encoding, before the frame is due
+        prepared = [sender.datagrams(frame) if hasattr(sender, "datagrams") else None  # the encoding, before the frame is due
+                    for sender in self.senders]
         if self.pace:
             self._wait_for(frame)
         for k, (sender, datagrams) in enumerate(zip(self.senders, prepared)):
-            sender.send(datagrams)
+            if datagrams is None:
+                sender.write(frame)
+            else:
+                sender.send(datagrams)
             if frame.read_at:
                 samples = self.latency_ms[k]
                 samples.append((time.perf_counter() - frame.read_at) * 1000.0)
