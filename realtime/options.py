@@ -99,6 +99,11 @@ GROUPS: dict[str, type] = {"input": SourceOptions, "models": ModelOptions, "peop
 _GROUP_OF: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
 
 
+def option_names() -> tuple[str, ...]:
+    """Every option `RunOptions` takes by its flat name."""
+    return tuple(_GROUP_OF)
+
+
 @dataclass(init=False)
 class RunOptions:
     """Everything `realtime.run.run()` needs: the source and one object per option group.

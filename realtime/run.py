@@ -135,21 +135,13 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
 def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: SourceInfo, models, box_finder, device, dtype,
                   outputs) -> RunSummary:
     metrics = Metrics()
-    feedback = Feedback()
-    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
-                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
     log.info("warming up")
-    predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
-    smoother = None
-    if options.smooth != "none" and "pose" in models:
-        smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
+    people_stages = analysis_stages(options, models, box_finder, mode, device, dtype, (info.height, info.width), info.fps)
     rows = task_table.ordered(models)
     layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
-    rig_stages = motion_stages(options, models, mode)  # face, ground, motion, as the tasks allow
-    bone_names = next((stage.bone_names for stage in rig_stages if isinstance(stage, MotionStage)), None)
+    bone_names = next((stage.bone_names for stage in people_stages if isinstance(stage, MotionStage)), None)
     viewer = None
     sinks: list = []  # in the order they get each frame
     extra = [LatestWins(s) if mode is RunMode.LIVE else s for s in options.sinks]  # live: a slow sink must not stall the run
@@ -162,12 +154,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if "video" in outputs:
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
         write = WriteStage()
-        stages = [
-            DetectStage(box_finder, feedback),
-            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, info)),  # launch, then collect
-            SmoothStage(IdentityTracker() if mode.follows_people else None, smoother if mode.follows_people else None, feedback),
-        ]
-        stages += rig_stages
+        stages = list(people_stages)
         live = None
         if options.senders:  # the avatar first: sent here, before anything is drawn, encoded or written
             live = LiveStage(options.senders, pace=options.live_pace and mode is RunMode.FILE)
@@ -209,6 +196,25 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
 
 
+def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode, device: str, dtype: torch.dtype,
+                    image_hw: tuple[int, int], fps: Optional[float]) -> list:
+    """Every stage that turns a picture into people, in order: detect, infer (launch, collect),
+    smooth, then face, ground and motion as the tasks allow. `sapiens-rt run`, `batch` and
+    `realtime.Session` all use these; the models are warmed up for `image_hw` (H, W) here."""
+    feedback = Feedback()
+    predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
+                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
+                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
+    predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
+    smoother = None
+    if options.smooth != "none" and "pose" in models and mode.follows_people:
+        smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
+    return [DetectStage(box_finder, feedback),
+            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, fps)),  # launch, then collect
+            SmoothStage(IdentityTracker() if mode.follows_people else None, smoother, feedback),
+            *motion_stages(options, models, mode)]
+
+
 def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
     """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
     (pose + depth: 3D at pose rate, contacts) and motion (pose + depth: filtered 3D, bones)."""
@@ -236,11 +242,11 @@ def _sink_lines(sinks) -> list[str]:
     return lines
 
 
-def _dense_schedule(options: RunOptions, mode: RunMode, info: SourceInfo):
+def _dense_schedule(options: RunOptions, mode: RunMode, fps: Optional[float]):
     if options.dense_every is not None and not options.dense_auto:
-        return DenseSchedule(every=options.dense_every, fps=info.fps)
+        return DenseSchedule(every=options.dense_every, fps=fps)
     adaptive = options.dense_auto or mode.adaptive_dense
-    return DenseSchedule(every=None if adaptive else 1, fps=info.fps)
+    return DenseSchedule(every=None if adaptive else 1, fps=fps)
 
 
 def _viewer_loop(viewer, pipeline: Pipeline) -> Callable[[threading.Event], None]:
