@@ -103,3 +103,82 @@ def test_stop_request_ends_the_run_promptly():
     assert time.perf_counter() - t0 < 3
     assert result.reason == "interrupted" and result.exit_code == 130 and 0 < result.frames_out < 10_000
     assert sink.closed
+
+
+class HandshakeSource(ListSource):
+    """A live camera that delivers frame i+1 only once the live stage has sent frame i (or
+    `patience` seconds passed): every frame a free pipeline can take reaches the senders."""
+
+    def __init__(self, n, sent: threading.Event, patience: float):
+        super().__init__(n, live=True, period=1 / 30)
+        self.sent, self.patience = sent, patience
+
+    def frames(self):
+        for i in range(self.n):
+            if i:
+                self.sent.wait(self.patience)
+                self.sent.clear()
+            yield i / 30, np.full((6, 8, 3), i % 256, np.uint8)
+
+
+class Sender(Record):
+    name = "live"
+
+    def __init__(self, sent: threading.Event):
+        super().__init__()
+        self.sent = sent
+
+    def process(self, frame):
+        frame = super().process(frame)
+        self.sent.set()
+        return frame
+
+
+class Stuck(Record):
+    """Drawing and writing that hang until the senders have had every frame."""
+
+    name = "render"
+
+    def __init__(self, until: threading.Event):
+        super().__init__()
+        self.until = until
+
+    def process(self, frame):
+        self.until.wait(30)
+        return super().process(frame)
+
+
+def _avatar_run(release_after, n=12, patience=0.3):
+    sent, done = threading.Event(), threading.Event()
+    sender, stuck, write = Sender(sent), Stuck(done), Record()
+
+    class Last(Record):
+        def process(self, frame):
+            if frame.index == n - 1:
+                done.set()
+            return frame
+
+    gate_watch = Last()
+    gate_watch.name = "watch"
+    source = HandshakeSource(n, sent, patience)
+    result = _run(source, [Record(), sender, gate_watch, stuck, write], max_in_flight=2, release_after=release_after)
+    done.set()
+    return result, sender, write
+
+
+def test_the_live_senders_never_wait_for_drawing_or_writing():
+    """With the gate slot freed after the live stage, a render/write stage that hangs delays no
+    frame for the senders and drops none at the gate: all 12 frames are sent, and the stuck
+    stages skip the oldest waiting frames (counted) instead of holding the camera back."""
+    result, sender, write = _avatar_run("watch")
+    assert [f.index for f in sender.seen] == list(range(12))
+    assert result.dropped == 0
+    # the stuck stages saw the newest frames; the others were skipped and counted
+    assert write.seen and write.seen[-1].index == 11
+
+
+def test_without_the_release_a_stuck_render_holds_the_senders_back():
+    """The contrast: when frames count until the last stage, two stuck frames fill the gate and
+    the camera's later frames are dropped before the senders see them."""
+    result, sender, _ = _avatar_run(None)
+    assert len(sender.seen) < 12 and result.dropped > 0
