@@ -131,15 +131,15 @@ def test_post_processing_from_fixture_head_outputs(cases, case, rtmdet_fixtures_
 def test_end_to_end_detections_and_demo_boxes(detector, cases, case):
     data = cases[case]
     image = data["image_bgr_uint8"].numpy()
-    boxes, scores = detector.raw(image)
+    boxes, scores = detector.raw(image, rgb=False)  # the fixture's image is BGR, as OpenCV reads it
     assert boxes.dtype == np.float32 and boxes.shape == (100, 4)
     np.testing.assert_allclose(boxes, data["det_bboxes"].numpy(), atol=1e-2, rtol=0)
     np.testing.assert_allclose(scores, data["det_scores"].numpy(), atol=1e-4, rtol=0)
-    people, people_scores = detector(image)
+    people, people_scores = detector(image, rgb=False)
     np.testing.assert_allclose(people, data["demo_person_bboxes"].numpy(), atol=1e-2, rtol=0)
     assert (people_scores > 0.3).all()
-    # An RGB frame with rgb=True gives the same boxes (channels swapped after the resize).
-    rgb_people, _ = detector(np.ascontiguousarray(image[..., ::-1]), rgb=True)
+    # An RGB frame (the default, like every frame of the pipeline) gives the same boxes (channels swapped after the resize).
+    rgb_people, _ = detector(np.ascontiguousarray(image[..., ::-1]))
     np.testing.assert_allclose(rgb_people, people, atol=1e-3, rtol=0)
 
 

@@ -268,7 +268,7 @@ class Detector:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             post.mean_std(self.device)  # made now, not with the first frame
 
-    def preprocess(self, image: np.ndarray, *, rgb: bool = False) -> tuple[torch.Tensor, float, float]:
+    def preprocess(self, image: np.ndarray, *, rgb: bool = True) -> tuple[torch.Tensor, float, float]:
         """(H, W, 3) uint8 -> ((1, 3, 640, 640) network input, w_scale, h_scale).
 
         Exact cv2 letterbox on the CPU; on other devices the frame is uploaded
@@ -282,19 +282,19 @@ class Detector:
         return post.normalize(padded, rgb=rgb).to(self.dtype), w_scale, h_scale
 
     @torch.inference_mode()
-    def candidates(self, image: np.ndarray, *, rgb: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def candidates(self, image: np.ndarray, *, rgb: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """All candidates above 0.05 (before the top-100 cut), as float32 tensors on the device."""
         x, w_scale, h_scale = self.preprocess(image, rgb=rgb)
         logits, dists = self.model(x)
         return post.candidates_from_outputs(logits, dists, w_scale, h_scale)
 
-    def raw(self, image: np.ndarray, *, rgb: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def raw(self, image: np.ndarray, *, rgb: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The detector's own output (mmdet's `inference_detector`): the top 100
         candidates, boxes (<=100, 4) and scores, before the demo's filtering."""
         return post.keep_candidates(self._top_candidates(image, rgb))
 
-    def __call__(self, image: np.ndarray, *, rgb: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Person boxes of one (H, W, 3) uint8 frame, BGR (or RGB with `rgb=True`)."""
+    def __call__(self, image: np.ndarray, *, rgb: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Person boxes of one (H, W, 3) uint8 frame, RGB like every frame of the pipeline (BGR from OpenCV with `rgb=False`)."""
         boxes, scores = self.raw(image, rgb=rgb)
         return post.select_people_np(boxes, scores, image.shape[:2])
 
