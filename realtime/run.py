@@ -93,7 +93,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         raise UserError(f"--max-frames {options.max_frames} is not a whole number of 1 or more; give e.g. --max-frames 100.")
     options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
                                   checkpoints={task_table.get(t).name: p for t, p in options.checkpoints.items()})
-    if options.boxes_from == "seg" and "seg" not in options.tasks:
+    if options.boxes_from == "seg" and not task_table.gives_body_parts(options.tasks):
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
     if options.view:
@@ -138,7 +138,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     log.info("warming up")
     people_stages = analysis_stages(options, models, box_finder, mode, device, dtype, (info.height, info.width), info.fps)
     rows = task_table.ordered(models)
-    layers = Layers(skeleton=any(t.per_person for t in rows), seg="seg" in models,
+    layers = Layers(skeleton=task_table.gives_keypoints(models), seg=task_table.gives_body_parts(models),
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
 
     bone_names = next((stage.bone_names for stage in people_stages if isinstance(stage, MotionStage)), None)
@@ -207,7 +207,7 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
                           compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
     smoother = None
-    if options.smooth != "none" and "pose" in models and mode.follows_people:
+    if options.smooth != "none" and task_table.gives_keypoints(models) and mode.follows_people:
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     return [DetectStage(box_finder, feedback),
             *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, fps)),  # launch, then collect
@@ -218,11 +218,11 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
 def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
     """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
     (pose + depth: 3D at pose rate, contacts) and motion (pose + depth: filtered 3D, bones)."""
-    if "pose" not in models or not mode.follows_people:
+    if not task_table.gives_keypoints(models) or not mode.follows_people:
         return []
     names = keypoint_names()
     stages: list = [FaceStage(names, calibrate_seconds=options.face_calibrate)]
-    if "pointmap" in models:
+    if task_table.gives_3d(models):
         fingers = any(getattr(s, "fingers", False) for s in options.senders)  # what the VMC senders send
         stages += [GroundStage(names), MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
     return stages

@@ -61,6 +61,10 @@ class Task:
     flip_indices: mirror table for `--flip-test` (per-person tasks only).
     host_sampling: the per-person preprocess takes `sampling=`, the crops' interpolation that
                  `Predictor` picks on the host (`transforms.crop_sampling`).
+    metric_3d:   its map holds metric camera-space points: with it a run has 3D keypoints, the
+                 floor, contacts and bones (the ground and motion stages), and `--vmc` works.
+    body_parts:  its map labels the person's pixels: boxes can come from it (`--boxes-from seg`)
+                 and the overlay colours it.
     """
 
     model: ModelSpec
@@ -75,6 +79,8 @@ class Task:
     pane: Optional[Pane] = None
     flip_indices: Optional[Callable[[], np.ndarray]] = None
     host_sampling: bool = False
+    metric_3d: bool = False
+    body_parts: bool = False
 
     @property
     def name(self) -> str:
@@ -141,9 +147,10 @@ _BUILTIN = (
          aliases=("keypoints", "pose-estimation", "keypoint-detection"), follows_input_size=True, per_person=True,
          flip_indices=_flip_indices, host_sampling=True),
     Task(registry.spec("seg"), _seg_preprocess, _seg_postprocess, "seg",
-         aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True),
+         aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True, body_parts=True),
     Task(registry.spec("pointmap"), transforms.resize_pad, _pointmap_postprocess, "pointmap",
-         aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]}, pane=DEPTH),
+         aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]}, pane=DEPTH,
+         metric_3d=True),
     Task(registry.spec("normal"), transforms.resize_pad, _normal_postprocess, "normal",
          aliases=("normals", "normal-estimation"), dense=True, pane=NORMAL),
     Task(registry.spec("albedo"), transforms.resize_pad, _albedo_postprocess, "albedo",
@@ -216,6 +223,21 @@ def parse(text: str) -> tuple[str, ...]:
     if not names:
         raise UserError(f"No task given in --tasks; choose from {choices()}.")
     return tuple(dict.fromkeys(get(n).name for n in names))
+
+
+def gives_keypoints(names) -> bool:
+    """Whether these tasks find people's keypoints (a per-person task: pose)."""
+    return any(t.per_person for t in ordered(names))
+
+
+def gives_3d(names) -> bool:
+    """Whether these tasks give metric 3D (`Task.metric_3d`: the pointmap)."""
+    return any(t.metric_3d for t in ordered(names))
+
+
+def gives_body_parts(names) -> bool:
+    """Whether these tasks label the person's pixels (`Task.body_parts`: seg)."""
+    return any(t.body_parts for t in ordered(names))
 
 
 def ordered(names) -> list[Task]:

@@ -114,7 +114,7 @@ def test_graphed_detector_equals_eager_with_one_replay_and_one_wait_per_call(det
         det = load_detector(weights, widen=0.25, device="cuda", cuda_graphs=True)
         assert det.cuda_graphs
         graphed = _calls(gpu, det, images)
-        assert det._graphs.captured() == [(image.shape, False)]  # one frame size
+        assert det._graphs.captured() == [(image.shape, True)]  # one frame size (RGB, the default)
         assert not gpu.rec.races
     assert [c["syncs"] for c in eager] == [1, 1, 1, 1] and not any(c["replays"] for c in eager)
     assert [c["captures"] for c in graphed] == [1, 0, 0, 0]  # captured once, by the first call

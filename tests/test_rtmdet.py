@@ -74,7 +74,7 @@ def test_letterbox_exact_with_cv2_and_within_one_level_with_torch(cases, case):
 
 def test_backbone_and_neck_outputs(detector, cases):
     data = cases["a"]
-    x, _, _ = detector.preprocess(data["image_bgr_uint8"].numpy())
+    x, _, _ = detector.preprocess(data["image_bgr_uint8"].numpy(), rgb=False)
     with torch.no_grad():
         feats = detector.model.backbone(x)
         necks = detector.model.neck(feats)
@@ -86,7 +86,7 @@ def test_backbone_and_neck_outputs(detector, cases):
 @pytest.mark.parametrize("case", CASES)
 def test_raw_head_outputs(detector, cases, case):
     data = cases[case]
-    x, _, _ = detector.preprocess(data["image_bgr_uint8"].numpy())
+    x, _, _ = detector.preprocess(data["image_bgr_uint8"].numpy(), rgb=False)
     with torch.no_grad():
         logits, dists = detector.model(x)
     for i in range(3):
@@ -228,7 +228,7 @@ def test_batchnorm_folded_at_load_one_op_less_per_conv_module(rtmdet_fixtures_di
     with pytest.raises(ValueError, match="eval mode"):
         fold_batchnorm(plain)  # a training-mode model: its statistics are not final
     plain.eval()
-    x, _, _ = detector.preprocess(cases["a"]["image_bgr_uint8"].numpy())
+    x, _, _ = detector.preprocess(cases["a"]["image_bgr_uint8"].numpy(), rgb=False)
     before, after = aten_ops(plain, x), aten_ops(folded, x)
     assert before["batch_norm"] == 112 and "batch_norm" not in after
     assert sum(after.values()) == sum(before.values()) - 112 == 286

@@ -251,7 +251,8 @@ def load_backbone(
 
 def cli_name(task: str) -> str:
     """The name `--tasks` shows for a task: `depth` for the pointmap model."""
-    return "depth" if task == "pointmap" else task
+    known = {spec.name: spec for spec in registry.all_specs()}
+    return (known[task].cli_name if task in known else None) or task
 
 
 def download_command(tasks, size: str) -> str:

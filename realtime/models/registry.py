@@ -34,6 +34,7 @@ class ModelSpec:
     head_kwargs:  head shapes per arch name (in_channels is always the backbone's E).
     hub_repo:     hub repo pattern with {task} and {size}, or None when no weights are public.
     input_hw:     the (H, W) the weights were trained at.
+    cli_name:     the name `--tasks` and `sapiens-rt download` show, when not `name` (pointmap: depth).
     """
 
     name: str
@@ -42,6 +43,7 @@ class ModelSpec:
     head_kwargs: Mapping[str, dict]
     hub_repo: Optional[str] = HUB_REPO
     input_hw: tuple[int, int] = INPUT_HW
+    cli_name: Optional[str] = None
 
     def repo(self, size: str) -> Optional[str]:
         """The hub repo of the `size` weights, or None when none are released."""
@@ -83,7 +85,7 @@ _BUILTIN = (
         **_every_size(_POINTMAP, {"5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768), conv_out_channels=(128, 64, 32))}),
         _FIXTURE: dict(_DENSE_FIXTURE, upsample_channels=(48, 32, 16, 8), scale_conv_out_channels=(48, 16, 8),
                        scale_final_layer=(16, 32, 16, 1)),
-    }),
+    }, cli_name="depth"),
     ModelSpec("normal", NormalHead, "conv_normal", {
         **_every_size(_NORMAL, {"5b": dict(upsample_channels=(1536, 768, 512, 256), conv_out_channels=(128, 64, 32))}),
         _FIXTURE: _DENSE_FIXTURE,

@@ -17,6 +17,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.frames import Frame
 from realtime.sinks.osc import (DATAGRAM_LIMIT, DEFAULT_VMC_PORT, MAX_PERFORMERS, VMC_BUNDLES, OscKeypointSink, VmcSink,
@@ -38,9 +39,9 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
     if vmc_bundle not in VMC_BUNDLES:
         raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
                         f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
-    if (vmc or osc) and "pose" not in tasks:
+    if (vmc or osc) and not task_table.gives_keypoints(tasks):
         raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
-    if vmc and not vmc_face_only and "pointmap" not in tasks:
+    if vmc and not vmc_face_only and not task_table.gives_3d(tasks):
         raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
                         "(or --vmc-face-only for head and face alone).")
     person = parse_vmc_person(vmc_person)
@@ -58,7 +59,7 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
                                face_only=vmc_face_only))
     if osc:
         host, port = parse_endpoint(osc, "--osc")
-        senders.append(OscKeypointSink(host, port, names, three_d="pointmap" in tasks))
+        senders.append(OscKeypointSink(host, port, names, three_d=task_table.gives_3d(tasks)))
     return senders
 
 
