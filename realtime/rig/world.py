@@ -138,10 +138,10 @@ class HeightEstimator:
     add(points_world) per depth frame ((K, 3) world metres, y up, floor at 0): when the body stands
     upright (neck straight above the hips, both ankles near the floor) the eyes' height divided by
     EYE_TO_STATURE is a sample. height: the median of the samples; confidence: grows with their
-    number (half at `half_samples`) and falls with their spread (robust deviation against `spread_m`).
+    number (half at `half_samples`) and falls with the median's standard error (against `spread_m`).
     """
 
-    def __init__(self, keypoint_names: Sequence[str], *, half_samples: int = 10, spread_m: float = 0.03) -> None:
+    def __init__(self, keypoint_names: Sequence[str], *, half_samples: int = 10, spread_m: float = 0.02) -> None:
         index = {n: i for i, n in enumerate(keypoint_names)}
         self._eyes = [index["left_eye"], index["right_eye"]]
         self._hips = [index["left_hip"], index["right_hip"]]
@@ -168,5 +168,6 @@ class HeightEstimator:
         values = np.array(self.samples)
         height = float(np.median(values))
         spread = 1.4826 * float(np.median(np.abs(values - height))) if len(values) > 2 else self.spread_m
-        confidence = len(values) / (len(values) + self.half_samples) * float(np.exp(-spread / self.spread_m))
+        error = 1.25 * spread / np.sqrt(len(values))  # the median's standard error
+        confidence = len(values) / (len(values) + self.half_samples) * float(np.exp(-error / self.spread_m))
         return height, confidence
