@@ -51,12 +51,15 @@ MAX_SEEN = 20.0  # a map point is the mean of its first observations, then a run
 class CameraPose:
     """world_from_camera: (4, 4) metres (odometry frame); status: 'waiting' (no pointmap yet),
     'static' (held), 'tracking', 'lost' (too few corners: the last pose is held until the next
-    pointmap frame); tracked: corners followed this frame; inliers: those the pose agrees with."""
+    pointmap frame); tracked: corners followed this frame; inliers: those the pose agrees with;
+    pointmap_scale: on a pointmap frame, that pointmap's scale against the metres reported (measured
+    on the background: divide the frame's person 3D by it to take out its scale jitter), else None."""
 
     world_from_camera: np.ndarray
     status: str
     tracked: int = 0
     inliers: int = 0
+    pointmap_scale: Optional[float] = None
 
     @property
     def rotation(self) -> np.ndarray:
@@ -214,13 +217,16 @@ class CameraTracker:
                 self._gray = gray if self._gray is not None else None
                 return CameraPose(self._metric(self._pose), "lost" if self._gray is not None else "waiting")
             self._start_map(gray, background, pointmap)
-            return CameraPose(self._metric(self._pose), "static" if self._hold is not None else "tracking", len(self._pixels))
+            return CameraPose(self._metric(self._pose), "static" if self._hold is not None else "tracking", len(self._pixels),
+                              pointmap_scale=1.0 / self.metres_per_unit if len(self._ratios) == 1 else None)
 
         status, inliers = self._track(gray, background)
+        scale = None
         if pointmap is not None and status != "lost":
-            self._reanchor(gray, background, pointmap)
+            ratio = self._reanchor(gray, background, pointmap)
+            scale = None if ratio is None else ratio / self.metres_per_unit
         self._gray = gray
-        return CameraPose(self._metric(self._pose), status, len(self._pixels), inliers)
+        return CameraPose(self._metric(self._pose), status, len(self._pixels), inliers, scale)
 
     # -- steps --------------------------------------------------------------------------
 
@@ -322,13 +328,14 @@ class CameraTracker:
         self._keep(keep)
         return len(inliers)
 
-    def _reanchor(self, gray: np.ndarray, background: np.ndarray, pointmap: np.ndarray) -> None:
-        """A pointmap frame: measure its scale against the map, refresh the map points, add corners."""
+    def _reanchor(self, gray: np.ndarray, background: np.ndarray, pointmap: np.ndarray) -> Optional[float]:
+        """A pointmap frame: measure its scale against the map, refresh the map points, add corners.
+        Returns the pointmap's scale against the map (None when too few corners had depth)."""
         observed = sample_pointmap(pointmap, self._pixels, gray.shape[::-1], self.intrinsics)
         predicted = _transform(_invert(self._pose), self._points)
         ok = np.isfinite(observed).all(axis=1) & (observed[:, 2] > 1e-3) & (predicted[:, 2] > 1e-3)
         if ok.sum() < MIN_INLIERS:
-            return
+            return None
         ratio = float(np.median(observed[ok, 2] / predicted[ok, 2]))
         self._ratios.append(ratio)
         seen = np.minimum(self._seen[ok], MAX_SEEN)[:, None]  # a running mean of the observations
@@ -336,3 +343,4 @@ class CameraTracker:
         self._points[ok] = (self._points[ok] * seen + fresh) / (seen + 1)
         self._seen[ok] += 1
         self._add_corners(gray, background, pointmap, ratio)
+        return ratio
