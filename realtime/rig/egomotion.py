@@ -158,7 +158,7 @@ class CameraTracker:
     inlier threshold.
     """
 
-    def __init__(self, *, max_features: int = 200, quality: float = 0.01, min_distance: int = 12,
+    def __init__(self, *, max_features: int = 150, quality: float = 0.01, min_distance: int = 12,
                  window: int = 15, levels: int = 3, reprojection_px: float = 1.5, static_px: float = STATIC_PX) -> None:
         self.max_features, self.quality, self.min_distance = max_features, quality, min_distance
         self.static_px, self.reprojection_px = static_px, reprojection_px
@@ -175,7 +175,8 @@ class CameraTracker:
         self._ratios: list[float] = []  # each pointmap frame's scale against the map
         self._intrinsics_sum, self._intrinsics_count = np.zeros(4), 0
         self._given_intrinsics: Optional[np.ndarray] = None
-        self._hold: Optional[tuple[np.ndarray, np.ndarray]] = None  # (gray, pixels) where the hold began
+        self._pyramid: Optional[np.ndarray] = None  # the previous image
+        self._hold: Optional[tuple[np.ndarray, np.ndarray]] = None  # (image, pixels) where the hold began
         self._still = 0
         self._lost = False
 
@@ -204,7 +205,7 @@ class CameraTracker:
         """
         gray = np.ascontiguousarray(image_gray)
         h, w = gray.shape
-        background = self._background(person_mask, (h, w))
+        people = self._people(person_mask, (h, w))
         if intrinsics is not None:
             self._given_intrinsics = np.asarray(intrinsics, np.float64)
         elif pointmap is not None:
@@ -216,14 +217,14 @@ class CameraTracker:
             if pointmap is None:
                 self._gray = gray if self._gray is not None else None
                 return CameraPose(self._metric(self._pose), "lost" if self._gray is not None else "waiting")
-            self._start_map(gray, background, pointmap)
+            self._start_map(gray, people, pointmap)
             return CameraPose(self._metric(self._pose), "static" if self._hold is not None else "tracking", len(self._pixels),
                               pointmap_scale=1.0 / self.metres_per_unit if len(self._ratios) == 1 else None)
 
-        status, inliers = self._track(gray, background)
+        status, inliers = self._track(gray, people)
         scale = None
         if pointmap is not None and status != "lost":
-            ratio = self._reanchor(gray, background, pointmap)
+            ratio = self._reanchor(gray, people, pointmap)
             scale = None if ratio is None else ratio / self.metres_per_unit
         self._gray = gray
         return CameraPose(self._metric(self._pose), status, len(self._pixels), inliers, scale)
@@ -236,33 +237,53 @@ class CameraTracker:
         return out
 
     @staticmethod
-    def _background(person_mask: Optional[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
-        """uint8 mask, 255 where corners may be: away from people."""
+    def _people(person_mask: Optional[np.ndarray], shape: tuple[int, int]) -> Optional[np.ndarray]:
+        """uint8 (H, W), 1 on people, at the image's size (None: nobody)."""
         if person_mask is None:
-            return np.full(shape, 255, np.uint8)
-        people = np.asarray(person_mask, bool).astype(np.uint8)
+            return None
+        people = np.asarray(person_mask).astype(np.uint8)
         if people.shape != shape:
             people = cv2.resize(people, (shape[1], shape[0]), interpolation=cv2.INTER_NEAREST)
-        size = 2 * MASK_MARGIN_PX + 1
-        people = cv2.dilate(people, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (size, size)))
-        return np.where(people > 0, 0, 255).astype(np.uint8)
+        return people
 
-    def _start_map(self, gray: np.ndarray, background: np.ndarray, pointmap: np.ndarray) -> None:
+    @staticmethod
+    def _background(people: Optional[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+        """uint8 mask, 255 where new corners may be: MASK_MARGIN_PX away from people."""
+        if people is None:
+            return np.full(shape, 255, np.uint8)
+        size = 2 * MASK_MARGIN_PX + 1
+        grown = cv2.dilate(people, cv2.getStructuringElement(cv2.MORPH_RECT, (size, size)))
+        return np.where(grown > 0, 0, 255).astype(np.uint8)
+
+    @staticmethod
+    def _on_people(people: Optional[np.ndarray], pixels: np.ndarray) -> np.ndarray:
+        """(N,) bool: a person within MASK_MARGIN_PX of the pixel (its centre and four points around it)."""
+        if people is None:
+            return np.zeros(len(pixels), bool)
+        h, w = people.shape
+        out = np.zeros(len(pixels), bool)
+        for dx, dy in ((0, 0), (MASK_MARGIN_PX, 0), (-MASK_MARGIN_PX, 0), (0, MASK_MARGIN_PX), (0, -MASK_MARGIN_PX)):
+            x = np.clip(np.round(pixels[:, 0]).astype(int) + dx, 0, w - 1)
+            y = np.clip(np.round(pixels[:, 1]).astype(int) + dy, 0, h - 1)
+            out |= people[y, x] > 0
+        return out
+
+    def _start_map(self, gray: np.ndarray, people: Optional[np.ndarray], pointmap: np.ndarray) -> None:
         """A new map from this frame's pointmap, at the current pose."""
         self._pixels = np.zeros((0, 2), np.float32)
         self._points, self._seen = np.zeros((0, 3)), np.zeros(0)
         self._hold = None
         if not self._ratios:
             self._ratios.append(1.0)
-        self._add_corners(gray, background, pointmap, ratio=self.metres_per_unit if self._lost else 1.0)
-        self._gray, self._lost = gray, False
-        self._hold, self._still = (gray, self._pixels.copy()), 0
+        self._add_corners(gray, people, pointmap, ratio=self.metres_per_unit if self._lost else 1.0)
+        self._gray, self._pyramid, self._lost = gray, gray, False
+        self._hold, self._still = (self._pyramid, self._pixels.copy()), 0
 
-    def _add_corners(self, gray: np.ndarray, background: np.ndarray, pointmap: np.ndarray, ratio: float) -> None:
+    def _add_corners(self, gray: np.ndarray, people: Optional[np.ndarray], pointmap: np.ndarray, ratio: float) -> None:
         room = self.max_features - len(self._pixels)
         if room < self.max_features // 3:
             return
-        mask = background.copy()
+        mask = self._background(people, gray.shape)
         for x, y in self._pixels.astype(int):
             cv2.circle(mask, (int(x), int(y)), self.min_distance, 0, -1)
         corners = cv2.goodFeaturesToTrack(gray, room, self.quality, self.min_distance, mask=mask, blockSize=5)
@@ -282,19 +303,20 @@ class CameraTracker:
         if self._hold is not None:
             self._hold = (self._hold[0], self._hold[1][keep])
 
-    def _track(self, gray: np.ndarray, background: np.ndarray) -> tuple[str, int]:
+    def _track(self, gray: np.ndarray, people: Optional[np.ndarray]) -> tuple[str, int]:
         h, w = gray.shape
+        pyramid = gray
         if self._hold is not None:  # from where the hold began: flow noise does not add up
-            start_gray, start = self._hold
-            moved, found, _ = cv2.calcOpticalFlowPyrLK(start_gray, gray, start.reshape(-1, 1, 2), self._pixels.reshape(-1, 1, 2).copy(),
+            start_pyramid, start = self._hold
+            moved, found, _ = cv2.calcOpticalFlowPyrLK(start_pyramid, pyramid, start.reshape(-1, 1, 2), self._pixels.reshape(-1, 1, 2).copy(),
                                                        flags=cv2.OPTFLOW_USE_INITIAL_FLOW, **self._lk)
         else:
-            moved, found, _ = cv2.calcOpticalFlowPyrLK(self._gray, gray, self._pixels.reshape(-1, 1, 2), None, **self._lk)
+            moved, found, _ = cv2.calcOpticalFlowPyrLK(self._pyramid, pyramid, self._pixels.reshape(-1, 1, 2), None, **self._lk)
+        self._pyramid = pyramid
         moved = moved.reshape(-1, 2)
         inside = (moved[:, 0] >= 0) & (moved[:, 0] < w - 1) & (moved[:, 1] >= 0) & (moved[:, 1] < h - 1)
         keep = found.ravel().astype(bool) & inside
-        xy = np.clip(moved, 0, [w - 1, h - 1]).astype(int)
-        keep &= background[xy[:, 1], xy[:, 0]] > 0  # a person walked over it
+        keep &= ~self._on_people(people, moved)  # a person walked over it
         step = np.linalg.norm(moved - self._pixels, axis=1)
         self._pixels = moved.astype(np.float32)
         self._keep(keep)
@@ -314,7 +336,7 @@ class CameraTracker:
             return "lost", inliers
         self._still = self._still + 1 if len(step) and np.median(step) < STILL_STEP_PX else 0
         if self._still >= STILL_FRAMES:
-            self._hold = (gray, self._pixels.copy())
+            self._hold = (pyramid, self._pixels.copy())
         return "tracking", inliers
 
     def _solve(self) -> int:
@@ -328,7 +350,7 @@ class CameraTracker:
         self._keep(keep)
         return len(inliers)
 
-    def _reanchor(self, gray: np.ndarray, background: np.ndarray, pointmap: np.ndarray) -> Optional[float]:
+    def _reanchor(self, gray: np.ndarray, people: Optional[np.ndarray], pointmap: np.ndarray) -> Optional[float]:
         """A pointmap frame: measure its scale against the map, refresh the map points, add corners.
         Returns the pointmap's scale against the map (None when too few corners had depth)."""
         observed = sample_pointmap(pointmap, self._pixels, gray.shape[::-1], self.intrinsics)
@@ -342,5 +364,5 @@ class CameraTracker:
         fresh = _transform(self._pose, observed[ok] / ratio)
         self._points[ok] = (self._points[ok] * seen + fresh) / (seen + 1)
         self._seen[ok] += 1
-        self._add_corners(gray, background, pointmap, ratio)
+        self._add_corners(gray, people, pointmap, ratio)
         return ratio
