@@ -44,8 +44,11 @@ FPS = 30.0
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
 
 
-def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True) -> dict[str, float]:
-    truth = walk(frames)
+def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None) -> dict[str, float]:
+    """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
+    gives real motion capture seen by the same camera)."""
+    truth = walk(frames) if truth is None else truth
+    frames = len(truth.times)
     rng = np.random.default_rng(seed)
     body = np.flatnonzero(np.isfinite(truth.camera[0]).all(axis=1))
     pixels = truth.pixels + rng.normal(0, NOISE_PX, truth.pixels.shape)
@@ -131,9 +134,19 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
+    parser.add_argument("--motion", choices=("walker", "mocap"), default="walker",
+                        help="the synthetic walker, or each CMU clip of tests/data/mocap (real motion capture)")
     args = parser.parse_args()
-    results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
-    print_per_seed(results, args.seeds, 36)
+    if args.motion == "walker":
+        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
+        print_per_seed(results, args.seeds, 36)
+        return
+    from tests.mocap_clips import clip_walk, load_clips
+
+    for clip in load_clips():
+        print(clip.name)
+        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise, truth=clip_walk(clip, args.frames)) for seed in args.seeds]
+        print_per_seed(results, args.seeds, 36)
 
 
 def print_per_seed(results: list[dict], seeds: list[int], width: int) -> None:

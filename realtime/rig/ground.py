@@ -162,7 +162,7 @@ class ContactDetector:
         self._leaving = dict.fromkeys(SIDES, 0)  # frames in a row the foot has looked off the floor while in contact
         self._history: dict[str, deque] = {side: deque() for side in SIDES}
 
-    def _speed(self, history: deque) -> float:
+    def _speed(self, history: deque, camera: np.ndarray) -> float:
         """m/s along the floor: the least-squares slope of the positions in `history` over time."""
         if len(history) < 2:
             return 0.0
@@ -170,13 +170,16 @@ class ContactDetector:
         positions = np.stack([c for _, c in history])
         dt = times - times.mean()
         velocity = (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
-        ray = positions[-1] / max(float(np.linalg.norm(positions[-1])), 1e-9)  # the camera's line of sight to the foot
+        sight = positions[-1] - camera
+        ray = sight / max(float(np.linalg.norm(sight)), 1e-9)  # the camera's line of sight to the foot
         velocity = velocity - (1 - RAY_WEIGHT) * (velocity @ ray) * ray
         normal = self.floor.normal
         return float(np.linalg.norm(velocity - (velocity @ normal) * normal))
 
-    def update(self, timestamp: float, points3d: np.ndarray) -> np.ndarray:
-        """(K, 3) camera metres -> (2,) bool contact (left, right)."""
+    def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
+        """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the
+        world (with the floor in the world) and `camera` the camera's centre there (its line of sight)."""
+        camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         centres = foot_centres(points3d, self.feet)
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
@@ -188,7 +191,7 @@ class ContactDetector:
             while timestamp - history[0][0] > SPEED_WINDOW + 1e-9:
                 history.popleft()
             height = float(self.floor.height(centre))
-            speed = self._speed(history)
+            speed = self._speed(history, camera)
             if self.state[side]:  # off once the foot has been up or moving for OFF_FRAMES frames in a row
                 self._leaving[side] = 0 if height <= OFF_HEIGHT and speed <= OFF_SPEED else self._leaving[side] + 1
                 self.state[side] = self._leaving[side] < OFF_FRAMES

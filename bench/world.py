@@ -1,0 +1,216 @@
+"""Motion in the world from a moving camera: camera egomotion, world roots, world foot locking.
+
+Scenes: `synthetic/world_scene.py`, a textured room rendered per frame (640 x 480, f = 500 px)
+along each camera path (static, pan, dolly, handheld shake, follow shot), with performers whose
+ground truth (world joints, contacts) comes from one function: by default two synthetic walkers
+(`--motion walkers`), or real motion capture (`--motion mocap`: the CMU clips in tests/data/mocap/,
+two of them side by side). Measured input as bench/rig.py: 2D keypoints every frame (1 px), 3D
+keypoints and a half-resolution pointmap every 5th frame (2 % per-frame scale jitter, 1.5 cm per
+keypoint, 0.5 % of the depth per pointmap pixel), the people's mask from the seg (edge +-1 px).
+
+Per frame, causal, as the world stage would run: `CameraTracker` (camera pose), `Lifter` per
+person (3D every frame, scale-stabilised), `WorldAnchor` (floor and world frame from the feet, in
+the odometry frame), then in the world: `ContactDetector` (the world floor, the camera's line of
+sight), the VMC sink's one-euro filter and `FootLock`.
+
+Reported per camera path and seed (the last line: the worst of each over all of them):
+- camera rotation error: mean angle between the estimated and true camera rotation relative to
+  the first frame (deg); translation error: mean position error relative to the first frame as
+  % of the camera's path length (paths shorter than 1 m count as 1 m: a pan has none);
+- root: each performer's hips in the first camera's frame after the live senders' one-euro filter,
+  both trajectories moved to start at the same point (the first frame aligned), mean error as % of
+  the distance travelled; pair distance from the same roots;
+- slide: the locked ankles' travel along the floor during true contacts (mm/frame, world);
+- pair distance: mean |error| of the distance between the two performers' hips, % of the truth;
+- static drift over `--static-seconds` (60 s) of a static camera with the performers walking:
+  the largest camera translation (cm) and rotation (deg) reported;
+- egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
+Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from realtime.data import keypoint_names  # noqa: E402
+from realtime.rig.egomotion import CameraTracker  # noqa: E402
+from realtime.rig.ground import ContactDetector, Floor, FootLock  # noqa: E402
+from realtime.rig.lift import Lifter  # noqa: E402
+from realtime.rig.world import WorldAnchor, transform_points  # noqa: E402
+from realtime.sinks.osc import Filter3D  # noqa: E402
+from synthetic.world_scene import CAMERA_PATHS, Motion, SceneRenderer, scene_truth, walkers  # noqa: E402
+
+NAMES = keypoint_names()
+DEPTH_EVERY = 5
+RAW_SCALE = False  # True: leave the frame's pointmap scale in the people's 3D (only the bone-length filter)
+HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
+ANKLES = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
+WORLD_FLOOR = Floor(np.array([0.0, 1.0, 0.0]), np.zeros(3))
+
+
+def mocap_motions(frames: int) -> list[Motion]:
+    """Two of the shipped CMU clips side by side (tests/mocap_clips.py), 2.8 m apart, 4 m out."""
+    from tests.mocap_clips import load_clips
+
+    clips = load_clips()
+    out = []
+    for i, clip in enumerate(clips[:2]):
+        joints = clip.joints[:frames].copy()
+        start = joints[0, HIPS].mean(axis=0)
+        joints[..., 0] += 2.8 * (i - 0.5) - start[0]
+        joints[..., 2] += 3.0 - start[2]
+        out.append(Motion(joints, clip.contacts[:frames]))
+    return out
+
+
+def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = None) -> dict:
+    """One scene through the causal chain; returns its measures."""
+    truth = scene_truth(motions, path, seed=seed)
+    frames, people = len(truth.times), len(motions)
+    renderer, rng = SceneRenderer(seed), np.random.default_rng(seed)
+    tracker, anchor = CameraTracker(), WorldAnchor(NAMES)
+    lifters = [Lifter(NAMES) for _ in range(people)]
+    detectors = [ContactDetector(WORLD_FLOOR, NAMES) for _ in range(people)]
+    live_filter, locks = Filter3D("one_euro", 0.5, len(NAMES)), [FootLock(NAMES) for _ in range(people)]
+    root_filter = Filter3D("one_euro", 0.5, 1)  # what a live sender does to the root it sends
+    poses = np.zeros((frames, 4, 4))
+    hips = np.full((people, frames, 3), np.nan)  # odometry frame
+    locked_ankles = np.full((people, frames, 2, 3), np.nan)  # world
+    contacts = np.zeros((people, frames, 2), bool)
+    grounded = np.zeros(frames, bool)
+    scores = np.full(len(NAMES), 0.9)
+    for t in range(frames):
+        seen = renderer.observe(truth, t, rng, depth_frame=t % DEPTH_EVERY == 0)
+        start = time.perf_counter()
+        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None)
+        if timing is not None:
+            timing.append(time.perf_counter() - start)
+        poses[t] = pose.world_from_camera
+        points = []
+        for p in range(people):
+            known = np.isfinite(truth.joints[p, t]).all(axis=-1)
+            pixels = np.where(known[:, None], seen.keypoints2d[p], np.nan)
+            depth = None if seen.keypoints3d is None else np.where(known[:, None], seen.keypoints3d[p], np.nan)
+            if depth is not None and pose.pointmap_scale is not None and not RAW_SCALE:
+                depth = depth / pose.pointmap_scale  # the frame's scale jitter, measured on the background
+            lifted = lifters[p].update(pixels, depth, scores)
+            points.append(lifted)
+            if lifted is None:
+                continue
+            root = transform_points(pose.world_from_camera, lifted[HIPS].mean(axis=0))
+            hips[p, t] = root_filter(truth.times[t], p, root[None], None)[0]
+            if depth is not None:
+                anchor.add(pose.world_from_camera, lifted)
+        frame = anchor.frame
+        grounded[t] = frame.grounded
+        if not frame.grounded:
+            continue
+        world_from_camera = frame.camera(pose.world_from_camera)
+        for p, lifted in enumerate(points):
+            if lifted is None:
+                continue
+            world = transform_points(world_from_camera, lifted)
+            contacts[p, t] = detectors[p].update(truth.times[t], world, camera=world_from_camera[:3, 3])
+            filtered = live_filter(truth.times[t], p, world, None)
+            locked_ankles[p, t] = locks[p].apply(filtered, contacts[p, t])[ANKLES]
+
+    odometry = np.linalg.inv(truth.world_from_camera[0]) @ truth.world_from_camera
+    rotation_error = [np.degrees(Rotation.from_matrix(a[:3, :3].T @ b[:3, :3]).magnitude()) for a, b in zip(poses, odometry)]
+    path_length = max(float(np.linalg.norm(np.diff(odometry[:, :3, 3], axis=0), axis=1).sum()), 1.0)
+    translation_error = np.linalg.norm(poses[:, :3, 3] - odometry[:, :3, 3], axis=1).mean() / path_length
+    true_hips = transform_points(np.linalg.inv(truth.world_from_camera[0]), truth.joints[:, :, HIPS].mean(axis=2))
+    root_errors = []
+    for p in range(people):
+        est, ref = hips[p] - hips[p, 0], true_hips[p] - true_hips[p, 0]
+        travelled = np.linalg.norm(np.diff(true_hips[p], axis=0), axis=1).sum()
+        root_errors.append(np.nanmean(np.linalg.norm(est - ref, axis=1)) / travelled)
+    steps = []
+    for p in range(people):
+        truth_contacts = truth.contacts[p] & grounded[:, None]
+        both = truth_contacts[1:] & truth_contacts[:-1]
+        move = np.diff(locked_ankles[p], axis=0)
+        steps.append(np.linalg.norm(move[..., [0, 2]], axis=-1)[both & np.isfinite(move).all(axis=-1)])
+    out = {"camera_rotation_deg": float(np.mean(rotation_error)), "camera_translation_pct": 100 * float(translation_error),
+           "root_pct_of_distance": 100 * float(max(root_errors)), "slide_mm_per_frame": 1000 * float(np.concatenate(steps).mean())}
+    if people >= 2:
+        d_est = np.linalg.norm(hips[0] - hips[1], axis=1)
+        d_true = np.linalg.norm(true_hips[0] - true_hips[1], axis=1)
+        out["pair_distance_pct"] = 100 * float(np.nanmean(np.abs(d_est - d_true) / d_true))
+    truth_contacts = truth.contacts & grounded[None, :, None]
+    tp = (contacts & truth_contacts).sum()
+    out["contact_precision"] = float(tp / max(contacts.sum(), 1))
+    out["contact_recall"] = float(tp / max(truth_contacts.sum(), 1))
+    return out
+
+
+def static_drift(motions_for, seconds: float, seed: int) -> tuple[float, float]:
+    """A static camera for `seconds` with the performers walking: the largest drift (cm, deg)."""
+    frames = int(seconds * 30)
+    truth = scene_truth(motions_for(frames, seed), "static", seed=seed)
+    renderer, rng, tracker = SceneRenderer(seed), np.random.default_rng(seed), CameraTracker()
+    worst_t, worst_r = 0.0, 0.0
+    for t in range(frames):
+        seen = renderer.observe(truth, t, rng, depth_frame=t % DEPTH_EVERY == 0)
+        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None)
+        worst_t = max(worst_t, float(np.linalg.norm(pose.position)))
+        worst_r = max(worst_r, float(np.degrees(Rotation.from_matrix(pose.rotation).magnitude())))
+    return 100 * worst_t, worst_r
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--paths", nargs="+", default=list(CAMERA_PATHS), choices=CAMERA_PATHS)
+    parser.add_argument("--motion", choices=("walkers", "mocap"), default="walkers")
+    parser.add_argument("--static-seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    cv2.setNumThreads(1)  # the cost on one core
+
+    def motions_for(frames: int, seed: int) -> list[Motion]:
+        if args.motion == "mocap":
+            clips = mocap_motions(frames)
+            reps = -(-frames // min(len(m.joints) for m in clips))
+            return clips if reps == 1 else [Motion(*_loop(m, frames)) for m in clips]
+        return walkers(2, frames, seed)
+
+    timing: list[float] = []
+    rows = []
+    print(f"{'path':9s} {'seed':>4s} {'rot deg':>8s} {'trans %':>8s} {'root %':>7s} {'slide mm':>9s} {'pair %':>7s} {'P':>5s} {'R':>5s}")
+    for path in args.paths:
+        for seed in args.seeds:
+            r = run(motions_for(args.frames, seed), path, seed, timing=timing)
+            rows.append(r)
+            print(f"{path:9s} {seed:4d} {r['camera_rotation_deg']:8.3f} {r['camera_translation_pct']:8.2f} {r['root_pct_of_distance']:7.2f} "
+                  f"{r['slide_mm_per_frame']:9.2f} {r.get('pair_distance_pct', float('nan')):7.2f} {r['contact_precision']:5.2f} {r['contact_recall']:5.2f}",
+                  flush=True)
+    drifts = [static_drift(motions_for, args.static_seconds, seed) for seed in args.seeds] if args.static_seconds > 0 else [(0.0, 0.0)]
+    for seed, (cm, deg) in zip(args.seeds, drifts):
+        print(f"static {args.static_seconds:.0f} s, seed {seed}: drift {cm:.3f} cm {deg:.4f} deg")
+    print(f"egomotion cost: {1000 * np.mean(timing):.2f} ms per 640x480 frame (median {1000 * np.median(timing):.2f}, "
+          f"p95 {1000 * np.percentile(timing, 95):.2f}), one OpenCV thread, {len(timing)} frames")
+    worst = {k: max(r[k] for r in rows if k in r) for k in rows[0]}
+    print(f"world: camera rotation {worst['camera_rotation_deg']:.2f} deg, translation {worst['camera_translation_pct']:.2f} %, "
+          f"root {worst['root_pct_of_distance']:.2f} % of distance, slide {worst['slide_mm_per_frame']:.2f} mm/frame, "
+          f"pair distance {worst.get('pair_distance_pct', float('nan')):.2f} %, static drift {max(d[0] for d in drifts):.2f} cm "
+          f"{max(d[1] for d in drifts):.3f} deg")
+
+
+def _loop(motion: Motion, frames: int) -> tuple[np.ndarray, np.ndarray]:
+    """A clip played forward then backward until `frames` (no jump at the seam)."""
+    index = np.arange(frames) % (2 * len(motion.joints) - 2)
+    index = np.where(index < len(motion.joints), index, 2 * len(motion.joints) - 2 - index)
+    return motion.joints[index], motion.contacts[index]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The world frame: y up from the floor, origin on the floor under the first person's start, metres.
+
+Frames in play (4x4 rigid transforms, `a_from_b` maps b's coordinates to a's):
+- camera: x right, y down, z forward (the pointmap's and the keypoints' 3D).
+- odometry: the first pointmap frame's camera (`realtime.rig.egomotion.CameraTracker` gives
+  odometry_from_camera per frame; a static camera: identity).
+- world: y up (the floor's normal, i.e. gravity), origin on the floor under the first tracked
+  person's mid-hips when first seen, z pointing back at the first camera along the floor (as the rig
+  axes of `realtime.rig.solver.camera_to_rig`: a person facing that camera faces +z), x = y cross z.
+
+`WorldAnchor` fixes the world frame: it fits the floor in the odometry frame to the people's feet
+(`realtime.rig.ground.FloorEstimator`, fed odometry-frame points) and freezes the frame at the
+first fit; until then a provisional frame stands in (up = the first camera's -y, or the bodies' up),
+marked `grounded=False`. `bones_to_world` turns a solved root (rig axes, camera-relative) into the
+world; `HeightEstimator` gives a performer's standing height (metres, with a confidence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from realtime.rig.ground import Floor, FloorEstimator
+
+RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
+EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
+
+
+def transform_points(transform: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(4, 4) a_from_b, (..., 3) points in b -> (..., 3) in a (NaN stays NaN)."""
+    return np.asarray(points, np.float64) @ transform[:3, :3].T + transform[:3, 3]
+
+
+def rigid(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    out = np.eye(4)
+    out[:3, :3], out[:3, 3] = rotation, translation
+    return out
+
+
+@dataclass(frozen=True)
+class WorldFrame:
+    """world_from_odometry: (4, 4); grounded: False while provisional (no floor yet)."""
+
+    world_from_odometry: np.ndarray
+    grounded: bool = True
+
+    def camera(self, odometry_from_camera: np.ndarray) -> np.ndarray:
+        """world_from_camera (4, 4)."""
+        return self.world_from_odometry @ odometry_from_camera
+
+    def points(self, odometry_from_camera: np.ndarray, points_camera: np.ndarray) -> np.ndarray:
+        """(..., 3) camera metres -> world metres."""
+        return transform_points(self.camera(odometry_from_camera), points_camera)
+
+    @property
+    def up_in_odometry(self) -> np.ndarray:
+        return self.world_from_odometry[1, :3].copy()
+
+
+def world_frame(up: np.ndarray, floor_point: np.ndarray, origin_hint: np.ndarray,
+                forward: Sequence[float] = (0.0, 0.0, 1.0), grounded: bool = True) -> WorldFrame:
+    """The world frame from odometry-frame quantities: the floor's up (3,), a point on it, the point
+    whose foot on the floor becomes the origin (the first person's hips), and the camera's forward
+    (its -z along the floor becomes the world's z)."""
+    y = np.asarray(up, np.float64) / np.linalg.norm(up)
+    z = -(np.asarray(forward, np.float64) - (np.asarray(forward) @ y) * y)
+    if np.linalg.norm(z) < 1e-6:  # looking straight down: the camera's up along the floor instead
+        z = np.array([0.0, -1.0, 0.0]) - y[1] * y
+    z /= np.linalg.norm(z)
+    x = np.cross(y, z)
+    rotation = np.stack([x, y, z])  # rows: world axes in odometry coordinates
+    hint = np.asarray(origin_hint, np.float64)
+    origin = hint - ((hint - floor_point) @ y) * y
+    return WorldFrame(rigid(rotation, -rotation @ origin), grounded)
+
+
+class WorldAnchor:
+    """Fixes the world frame from the people seen (see the module's docstring).
+
+    add(odometry_from_camera, points3d) once per person per depth frame (points3d (K, 3) camera
+    metres, the ground stage's scale-stabilised keypoints); the first call with known hips sets the
+    origin. `frame` is provisional until the floor's first fit (`min_frames` depth frames of feet),
+    then fixed.
+    """
+
+    def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30) -> None:
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self._hips = [index["left_hip"], index["right_hip"]]
+        self.floors = FloorEstimator(keypoint_names, min_frames=min_frames, refit_every=10**9)
+        self._origin: Optional[np.ndarray] = None
+        self._frame: Optional[WorldFrame] = None
+
+    @property
+    def floor(self) -> Optional[Floor]:
+        """The floor in the odometry frame (None before the first fit)."""
+        return self.floors.floor
+
+    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray) -> bool:
+        """True when this call fixed the world frame."""
+        points = transform_points(odometry_from_camera, points3d)
+        hips = points[self._hips].mean(axis=0)
+        if self._origin is None and np.isfinite(hips).all():
+            self._origin = hips
+        if self._frame is not None:
+            return False
+        if self.floors.add(points) and self._origin is not None:
+            floor = self.floors.floor
+            self._frame = world_frame(floor.normal, floor.point, self._origin)
+            return True
+        return False
+
+    @property
+    def frame(self) -> WorldFrame:
+        if self._frame is not None:
+            return self._frame
+        up = self.floors._up if np.linalg.norm(self.floors._up) > 0 else np.array([0.0, -1.0, 0.0])
+        origin = self._origin if self._origin is not None else np.zeros(3)
+        floor_point = origin - 0.9 * up / np.linalg.norm(up)  # the hips ~0.9 m above the floor
+        return world_frame(up, floor_point, origin, grounded=False)
+
+
+def bones_to_world(world_from_camera: np.ndarray, hips_camera: np.ndarray, root_rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A solved root in the world: hips (3,) camera metres and the root bone's global rotation as
+    an (x, y, z, w) quaternion in rig axes (`realtime.rig.solver`: rig = diag(1, -1, -1) camera)
+    -> (position (3,) world metres, quaternion (4,) world axes). The other bones' local rotations
+    are unchanged: a world frame turns the whole body."""
+    position = transform_points(world_from_camera, hips_camera)
+    turn = Rotation.from_matrix(world_from_camera[:3, :3] @ RIG_FROM_CAMERA)
+    return position, (turn * Rotation.from_quat(root_rotation)).as_quat()
+
+
+class HeightEstimator:
+    """A performer's standing height (stature, metres) with a confidence in [0, 1].
+
+    add(points_world) per depth frame ((K, 3) world metres, y up, floor at 0): when the body stands
+    upright (neck straight above the hips, both ankles near the floor) the eyes' height divided by
+    EYE_TO_STATURE is a sample. height: the median of the samples; confidence: grows with their
+    number (half at `half_samples`) and falls with the median's standard error (against `spread_m`).
+    """
+
+    def __init__(self, keypoint_names: Sequence[str], *, half_samples: int = 10, spread_m: float = 0.02) -> None:
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self._eyes = [index["left_eye"], index["right_eye"]]
+        self._hips = [index["left_hip"], index["right_hip"]]
+        self._ankles = [index["left_ankle"], index["right_ankle"]]
+        self._neck = index["neck"]
+        self.half_samples, self.spread_m = half_samples, spread_m
+        self.samples: list[float] = []
+
+    def add(self, points_world: np.ndarray) -> None:
+        p = np.asarray(points_world, np.float64)
+        eyes, hips, neck, ankles = p[self._eyes].mean(axis=0), p[self._hips].mean(axis=0), p[self._neck], p[self._ankles]
+        if not (np.isfinite(eyes).all() and np.isfinite(hips).all() and np.isfinite(neck).all() and np.isfinite(ankles).all()):
+            return
+        trunk = neck - hips
+        upright = trunk[1] > 0.95 * np.linalg.norm(trunk)
+        standing = np.abs(ankles[:, 1]).max() < 0.2
+        if upright and standing:
+            self.samples.append(float(eyes[1] / EYE_TO_STATURE))
+
+    def estimate(self) -> tuple[Optional[float], float]:
+        """(height m or None, confidence)."""
+        if not self.samples:
+            return None, 0.0
+        values = np.array(self.samples)
+        height = float(np.median(values))
+        spread = 1.4826 * float(np.median(np.abs(values - height))) if len(values) > 2 else self.spread_m
+        error = 1.25 * spread / np.sqrt(len(values))  # the median's standard error
+        confidence = len(values) / (len(values) + self.half_samples) * float(np.exp(-error / self.spread_m))
+        return height, confidence

@@ -1,0 +1,175 @@
+"""Real human motion: the CMU motion-capture clips in tests/data/mocap/ (see its README) as world
+joints in the 308-keypoint layout, with foot contacts, and as a `Walk` seen by bench/rig.py's
+tilted camera.
+
+`read_bvh` parses a BVH file (hierarchy, offsets, channels; rotations in the listed order, intrinsic)
+and `forward` gives every joint's world position and rotation. `load_clips` maps the CMU skeleton to
+keypoints: hips, knees, ankles, shoulders, elbows, wrists and the neck base at their joints; the heel,
+big and small toes, nose, eyes and ears at fixed offsets in the ankle's, toe's and head's frames.
+World: metres, y up, the floor at y = 0 (the clip's lowest toe heights). True contacts, from the
+clean motion: a foot's centre (heel and toes) within CONTACT_HEIGHT of its lowest height in the clip
+and moving slower than CONTACT_SPEED along the floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from realtime.data import keypoint_names
+
+FOLDER = Path(__file__).resolve().parent / "data" / "mocap"
+CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # start walk stop, start walk stop, start hop stop
+CONTACT_HEIGHT, CONTACT_SPEED = 0.03, 0.15  # m above the foot's lowest, m/s
+NAMES = keypoint_names()
+
+
+@dataclass(frozen=True)
+class Bvh:
+    names: list[str]
+    parents: np.ndarray     # (J,) -1 for the root
+    offsets: np.ndarray     # (J, 3)
+    channels: list[list[str]]
+    motion: np.ndarray      # (T, C)
+    frame_time: float
+
+
+def read_bvh(path: Path) -> Bvh:
+    tokens = Path(path).read_text().split()
+    names, parents, offsets, channels, stack = [], [], [], [], []
+    i, last = 0, -1
+    while tokens[i] != "MOTION":
+        word = tokens[i]
+        if word in ("ROOT", "JOINT"):
+            names.append(tokens[i + 1])
+            parents.append(stack[-1] if stack else -1)
+            offsets.append(None)
+            channels.append([])
+            last = len(names) - 1
+            i += 2
+        elif word == "End":  # an end site: skipped (a block with an offset)
+            depth = 0
+            while True:
+                i += 1
+                depth += tokens[i] == "{"
+                if tokens[i] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+            i += 1
+        elif word == "{":
+            stack.append(last)
+            i += 1
+        elif word == "}":
+            stack.pop()
+            i += 1
+        elif word == "OFFSET":
+            offsets[stack[-1]] = [float(v) for v in tokens[i + 1:i + 4]]
+            i += 4
+        elif word == "CHANNELS":
+            count = int(tokens[i + 1])
+            channels[stack[-1]] = tokens[i + 2:i + 2 + count]
+            i += 2 + count
+        else:
+            i += 1
+    frames = int(tokens[i + 2])
+    frame_time = float(tokens[i + 5])
+    width = sum(len(c) for c in channels)
+    motion = np.array(tokens[i + 6:i + 6 + frames * width], dtype=np.float64).reshape(frames, width)
+    return Bvh(names, np.array(parents), np.array(offsets), channels, motion, frame_time)
+
+
+def forward(bvh: Bvh) -> tuple[np.ndarray, np.ndarray]:
+    """(T, J, 3) joint positions and (T, J, 3, 3) global rotations."""
+    frames, count = len(bvh.motion), len(bvh.names)
+    positions, rotations = np.zeros((frames, count, 3)), np.zeros((frames, count, 3, 3))
+    column = 0
+    for j in range(count):
+        names = bvh.channels[j]
+        values = bvh.motion[:, column:column + len(names)]
+        column += len(names)
+        axes = "".join(n[0] for n in names if n.endswith("rotation"))
+        angles = values[:, [k for k, n in enumerate(names) if n.endswith("rotation")]]
+        local = Rotation.from_euler(axes.upper(), angles, degrees=True).as_matrix()
+        shift = values[:, [k for k, n in enumerate(names) if n.endswith("position")]] if "Xposition" in names else 0.0
+        parent = bvh.parents[j]
+        if parent < 0:
+            positions[:, j] = bvh.offsets[j] + shift
+            rotations[:, j] = local
+        else:
+            positions[:, j] = positions[:, parent] + rotations[:, parent] @ bvh.offsets[j]
+            rotations[:, j] = rotations[:, parent] @ local
+    return positions, rotations
+
+
+@dataclass(frozen=True)
+class Clip:
+    name: str
+    joints: np.ndarray     # (T, K, 3) world metres, NaN where not placed
+    contacts: np.ndarray   # (T, 2) bool
+    fps: float
+
+
+_AT_JOINT = {"left_hip": "LeftHip", "right_hip": "RightHip", "left_knee": "LeftKnee", "right_knee": "RightKnee",
+             "left_ankle": "LeftAnkle", "right_ankle": "RightAnkle", "left_shoulder": "LeftShoulder",
+             "right_shoulder": "RightShoulder", "left_elbow": "LeftElbow", "right_elbow": "RightElbow",
+             "left_wrist": "LeftWrist", "right_wrist": "RightWrist", "neck": "lowerneck"}
+# (keypoint, joint whose frame holds it, offset in that joint's rest frame: x = the body's left, y up, z forward)
+_IN_FRAME = [("left_heel", "LeftAnkle", (0.0, -0.065, -0.05)), ("right_heel", "RightAnkle", (0.0, -0.065, -0.05)),
+             ("left_big_toe", "LeftToe", (-0.025, -0.01, 0.06)), ("left_small_toe", "LeftToe", (0.03, -0.01, 0.045)),
+             ("right_big_toe", "RightToe", (0.025, -0.01, 0.06)), ("right_small_toe", "RightToe", (-0.03, -0.01, 0.045)),
+             ("nose", "Head", (0.0, 0.04, 0.1)), ("left_eye", "Head", (0.032, 0.07, 0.08)),
+             ("right_eye", "Head", (-0.032, 0.07, 0.08)), ("left_ear", "Head", (0.075, 0.05, -0.01)),
+             ("right_ear", "Head", (-0.075, 0.05, -0.01))]
+
+
+def _contacts(joints: np.ndarray, fps: float) -> np.ndarray:
+    out = []
+    for side in ("left", "right"):
+        centre = joints[:, [NAMES.index(f"{side}_{p}") for p in ("heel", "big_toe", "small_toe")]].mean(axis=1)
+        velocity = np.gradient(centre, axis=0) * fps
+        speed = np.linalg.norm(velocity[:, [0, 2]], axis=1)
+        low = centre[:, 1] - np.percentile(centre[:, 1], 2) < CONTACT_HEIGHT
+        out.append(low & (speed < CONTACT_SPEED))
+    return np.stack(out, axis=1)
+
+
+@lru_cache(maxsize=None)
+def load_clip(name: str) -> Clip:
+    bvh = read_bvh(FOLDER / f"{name}.bvh")
+    positions, rotations = forward(bvh)
+    index = {n: i for i, n in enumerate(bvh.names)}
+    joints = np.full((len(positions), len(NAMES), 3), np.nan)
+    for key, joint in _AT_JOINT.items():
+        joints[:, NAMES.index(key)] = positions[:, index[joint]]
+    for key, joint, offset in _IN_FRAME:
+        joints[:, NAMES.index(key)] = positions[:, index[joint]] + rotations[:, index[joint]] @ np.array(offset)
+    feet = joints[:, [NAMES.index(f"{s}_{p}") for s in ("left", "right") for p in ("heel", "big_toe", "small_toe")], 1]
+    joints[..., 1] -= np.percentile(feet.min(axis=1), 2)  # the floor at y = 0
+    fps = 1.0 / bvh.frame_time
+    return Clip(name, joints, _contacts(joints, fps), fps)
+
+
+def load_clips() -> list[Clip]:
+    return [load_clip(name) for name in CLIPS]
+
+
+def clip_walk(clip: Clip, frames: int | None = None):
+    """The clip as a `tests.ground_synthetic.Walk` seen by its camera (tilted 15 degrees, 1.5 m up):
+    the clip's ground path centred 4 m in front of it."""
+    from tests.ground_synthetic import CENTRE, FOCAL, Walk, camera_pose
+
+    world = clip.joints[:frames].copy()
+    hips = world[:, [NAMES.index("left_hip"), NAMES.index("right_hip")]].mean(axis=1)
+    middle = (hips.min(axis=0) + hips.max(axis=0)) / 2
+    world[..., 0] -= middle[0]
+    world[..., 2] += 4.0 - middle[2]
+    rotation, centre = camera_pose()
+    camera = (world - centre) @ rotation.T
+    pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
+    times = np.arange(len(world)) / clip.fps
+    return Walk(world, camera, pixels, clip.contacts[:frames].copy(), rotation @ np.array([0.0, 1.0, 0.0]), times)
