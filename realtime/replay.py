@@ -22,12 +22,13 @@ from typing import Iterator, Optional, Protocol, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import TrackRecords, read_header
+from realtime.export.jsonl import FrameRecord, TrackRecords, check_frame, read_header, schema_error
 from realtime.frames import Frame, Person
 
 log = logging.getLogger(__name__)
 
 _IMAGE = np.zeros((1, 1, 3), np.uint8)  # replayed frames carry no picture
+SPEED_RANGE = (1e-3, 1e3)  # --speed: slower than 1/1000 or faster than 1000x is no replay
 
 
 class Clock(Protocol):
@@ -69,32 +70,27 @@ class StreamSummary:
 
 
 def read_frames(path: Path, num_keypoints: int) -> Iterator[Frame]:
-    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped)."""
+    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped). Every line
+    goes through the tracks schema check (`realtime.export.jsonl.check_frame`); a line that
+    breaks it is one `UserError` with its line number."""
     records = iter(TrackRecords(path))
     next(records)  # the header, checked by the caller
     for line, record in records:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            yield _frame(record, num_keypoints)
-        except (ValueError, TypeError, KeyError) as err:
-            raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); pass a tracks .jsonl written by "
-                            f"sapiens-rt.") from None
+            checked = check_frame(record, num_keypoints)
+        except ValueError as err:
+            raise schema_error(path, line, err) from None
+        yield _frame(checked)
 
 
-def _frame(record: dict, num_keypoints: int) -> Frame:
-    people = []
-    for p in record.get("people") or []:
-        kpts = np.array(p["kpts"], dtype=np.float64)
-        if kpts.shape != (num_keypoints, 3):
-            raise ValueError(f"keypoints of shape {kpts.shape}")
-        box = np.array(p.get("box") or [np.nan] * 5, dtype=np.float64)
-        points3d = None if p.get("kpts3d") is None else np.array(p["kpts3d"], dtype=np.float64).astype(np.float32)
-        people.append(Person(box=box[:4].astype(np.float32), box_score=float(np.nan_to_num(box[4], nan=1.0)), track_id=p.get("id"),
-                             keypoints=kpts[:, :2].astype(np.float32), keypoint_scores=kpts[:, 2].astype(np.float32),
-                             keypoints3d=points3d))
-    t = record.get("t")
-    return Frame(index=int(record["frame"]), timestamp=float("nan") if t is None else float(t), image=_IMAGE, people=tuple(people))
+def _frame(record: FrameRecord) -> Frame:
+    people = tuple(Person(box=p.box[:4].astype(np.float32), box_score=float(np.nan_to_num(p.box[4], nan=1.0)), track_id=p.id,
+                          keypoints=p.kpts[:, :2].astype(np.float32), keypoint_scores=p.kpts[:, 2].astype(np.float32),
+                          keypoints3d=None if p.kpts3d is None else p.kpts3d.astype(np.float32))
+                   for p in record.people)
+    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, people=people)
 
 
 def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Optional[int] = None) -> StreamSummary:
@@ -105,8 +101,9 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
     from realtime.sinks.osc import motion_sinks
 
     clock = clock or MonotonicClock()
-    if not options.speed > 0:
-        raise UserError(f"--speed {options.speed} must be above 0; 1 is the recorded pace, 2 twice as fast.")
+    if not SPEED_RANGE[0] <= options.speed <= SPEED_RANGE[1]:  # also keeps every wait a finite number a sleep takes
+        raise UserError(f"--speed {options.speed:g} is outside {SPEED_RANGE[0]:g} to {SPEED_RANGE[1]:g}; "
+                        f"1 is the recorded pace, 0.5 half speed, 2 twice as fast.")
     path = Path(options.tracks)
     if path.is_dir():
         raise UserError(f"{path} is a folder; pass the tracks .jsonl file a sapiens-rt run wrote.")
@@ -115,7 +112,7 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
     first = next(read_frames(path, len(names)), None)
     if first is None:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
-    has_3d = any(p.keypoints3d is not None for p in first.people) or _any_3d(path, len(names))
+    has_3d = _any_3d(path, len(names))  # one pass over every line: a line that breaks the schema stops here, before anything is sent
     if not options.vmc and not options.osc and not options.sinks:
         raise UserError("stream needs somewhere to send: add --vmc HOST:PORT and/or --osc HOST:PORT.")
     if options.vmc and not options.vmc_face_only and not has_3d:
@@ -166,7 +163,11 @@ def stream(options: StreamOptions, clock: Optional[Clock] = None, max_laps: Opti
 
 
 def _any_3d(path: Path, num_keypoints: int) -> bool:
-    return any(p.keypoints3d is not None for f in read_frames(path, num_keypoints) for p in f.people)
+    """Whether any person has 3D keypoints; reads (and so checks) every line of the file."""
+    found = False
+    for frame in read_frames(path, num_keypoints):
+        found = found or any(p.keypoints3d is not None for p in frame.people)
+    return found
 
 
 def _prepare(sink, frame: Frame):

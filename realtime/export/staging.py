@@ -25,13 +25,29 @@ def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None
         raise UserError(f"{option} {out} is a file, but this format writes a folder of files; give a folder name.")
 
 
+def check_writable(out: Path, *, option: str = "-o") -> None:
+    """One sentence naming the folder and the system's reason when nothing can be written
+    beside `out` (a read-only folder, a missing parent that cannot be made): checked before
+    the work, so no converter (Blender for FBX) is blamed for it later."""
+    folder = Path(out).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".sapiens-rt-write-test-{os.getpid()}"
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as err:
+        raise UserError(f"Cannot write {out}: the folder {folder} is not writable ({err.strerror or err}); "
+                        f"choose another {option} path.") from None
+
+
 def staged(out: Path, write: Callable[[Path], object], *, folder: bool = False, option: str = "-o") -> Path:
     """Run `write(temporary)` and move the temporary to `out`; clean up on any failure."""
     out = Path(out)
     check_output(out, folder=folder, option=option)
+    check_writable(out, option=option)
     temporary = out.with_name(f".{out.stem}.partial{out.suffix}")  # same suffix: some writers check it
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         write(temporary)
         if folder:
             out.mkdir(exist_ok=True)
@@ -41,7 +57,8 @@ def staged(out: Path, write: Callable[[Path], object], *, folder: bool = False, 
         else:
             os.replace(temporary, out)
     except OSError as err:
-        raise UserError(f"Cannot write {out} ({err.strerror or err}); choose a writable {option} path.") from None
+        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); "
+                        f"choose a writable {option} path.") from None
     finally:
         _remove(temporary)
     return out
