@@ -17,7 +17,7 @@ import threading
 
 from realtime import __version__
 from realtime.errors import Terminated, UserError, stop_exit_code
-from realtime.export.table import BATCH_FORMATS, FORMATS, titles
+from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles
 
 log = logging.getLogger("sapiens-rt")
 
@@ -291,7 +291,8 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to vrma --fingers            # run.vrma, VRM Animation for VRM avatars""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=tuple(FORMATS), help="output format")
+    parser.add_argument("--to", required=True, choices=tuple(FORMATS) + tuple(ALIASES),
+                        help="output format (glb = gltf; gltf writes binary .glb, or JSON when -o ends in .gltf)")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
     parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF/FBX/VRMA need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
@@ -321,13 +322,15 @@ def _add_smooth(sub) -> None:
         description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets \"smoothed\": true.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
-  sapiens-rt smooth run.jsonl --method rts -o run_smooth.jsonl
+  sapiens-rt smooth run.jsonl                       # -> run_smooth.jsonl (rts)
+  sapiens-rt smooth run.jsonl --method rts -o run_rts.jsonl
   sapiens-rt smooth run.jsonl --method butterworth -o run_bw.jsonl && sapiens-rt export run_bw.jsonl --to trc --person 1""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
     parser.add_argument("--method", default="rts", choices=("rts", "savgol", "butterworth"),
                         help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
-    parser.add_argument("-o", "--out", required=True, metavar="SMOOTHED.jsonl", help="output tracks file")
+    parser.add_argument("-o", "--out", default=None, metavar="SMOOTHED.jsonl",
+                        help="output tracks file (default: next to TRACKS, run.jsonl -> run_smooth.jsonl; never TRACKS itself)")
     parser.set_defaults(func=_cmd_smooth)
 
 

@@ -73,6 +73,22 @@ def check_outputs(outputs: Mapping[str, PathLike], inputs: Iterable[PathLike], *
                                 f"give each output its own name.")
 
 
+def check_writable(out: PathLike, *, option: str = "-o") -> None:
+    """One sentence naming the folder and the system's reason when nothing can be written
+    beside `out` (a read-only folder, a parent that cannot be made): checked before the
+    work, so no converter (Blender for FBX, the ONNX exporter) is blamed for it later."""
+    folder = Path(out).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".sapiens-rt-write-test-{os.getpid()}"
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as err:
+        raise UserError(f"Cannot write {out}: the folder {folder} is not writable ({err.strerror or err}); "
+                        f"choose another {option} path.") from None
+
+
 def remove_stale(paths: Iterable[PathLike], why: str) -> list[Path]:
     """Remove the files of `paths` that exist (sidecars an earlier export of the same name wrote
     and this one does not): they would describe a file that is no longer there. Logs one line."""

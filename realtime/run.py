@@ -75,10 +75,10 @@ def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     return h, w
 
 
-def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
-        source: Optional[Source] = None) -> RunSummary:
-    """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
-    `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
+def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
+    """The checks of the options that need no source and no model: one sentence (exit 2) for
+    an option this machine or these tasks cannot honour. `run` and `batch` (before any worker
+    starts) both call it. Returns the device, the dtype and the options with canonical tasks."""
     device = options.device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
@@ -96,6 +96,14 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if options.boxes_from == "seg" and "seg" not in options.tasks:
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
+    return device, dtype, options
+
+
+def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
+        source: Optional[Source] = None) -> RunSummary:
+    """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
+    `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
+    device, dtype, options = check_options(options)
     if options.view:
         from viz.viewer import check_display  # Qt is imported only for --view
 

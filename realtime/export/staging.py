@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from realtime.errors import UserError
+from realtime.outputs import check_writable
 
 
 def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None:
@@ -23,22 +24,6 @@ def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None
         raise UserError(f"{option} {out} is a folder; give a file name such as {out / ('output' + out.suffix if out.suffix else 'output')}.")
     if folder and out.exists() and not out.is_dir():
         raise UserError(f"{option} {out} is a file, but this format writes a folder of files; give a folder name.")
-
-
-def check_writable(out: Path, *, option: str = "-o") -> None:
-    """One sentence naming the folder and the system's reason when nothing can be written
-    beside `out` (a read-only folder, a missing parent that cannot be made): checked before
-    the work, so no converter (Blender for FBX) is blamed for it later."""
-    folder = Path(out).parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".sapiens-rt-write-test-{os.getpid()}"
-        with open(probe, "wb"):
-            pass
-        probe.unlink()
-    except OSError as err:
-        raise UserError(f"Cannot write {out}: the folder {folder} is not writable ({err.strerror or err}); "
-                        f"choose another {option} path.") from None
 
 
 def staged(out: Path, write: Callable[[Path], object], *, folder: bool = False, option: str = "-o") -> Path:
