@@ -7,17 +7,26 @@ that imports what it needs lazily, so `--help` stays fast.
 
 from __future__ import annotations
 
-import argparse
-import logging
-import math
-import re
 import signal
-import sys
 import threading
+
+# Before anything else is imported: a Ctrl+C / SIGTERM from here on is remembered, and `main`
+# ends with 130 / 143 as soon as it starts, instead of a KeyboardInterrupt traceback from an import.
+_early: list[int] = []
+if threading.current_thread() is threading.main_thread():
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, lambda signum, _frame: _early.append(signum))
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
 
 from realtime import __version__
 from realtime.errors import Terminated, UserError, stop_exit_code
-from realtime.export.table import BATCH_FORMATS, FORMATS, titles
+from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles
 
 log = logging.getLogger("sapiens-rt")
 
@@ -294,7 +303,8 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to vrma --fingers            # run.vrma, VRM Animation for VRM avatars""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
-    parser.add_argument("--to", required=True, choices=tuple(FORMATS), help="output format")
+    parser.add_argument("--to", required=True, choices=tuple(FORMATS) + tuple(ALIASES),
+                        help="output format (glb = gltf; gltf writes binary .glb, or JSON when -o ends in .gltf)")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
     parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF/FBX/VRMA need one person)")
     parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
@@ -324,13 +334,15 @@ def _add_smooth(sub) -> None:
         description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets \"smoothed\": true.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
-  sapiens-rt smooth run.jsonl --method rts -o run_smooth.jsonl
+  sapiens-rt smooth run.jsonl                       # -> run_smooth.jsonl (rts)
+  sapiens-rt smooth run.jsonl --method rts -o run_rts.jsonl
   sapiens-rt smooth run.jsonl --method butterworth -o run_bw.jsonl && sapiens-rt export run_bw.jsonl --to trc --person 1""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
     parser.add_argument("--method", default="rts", choices=("rts", "savgol", "butterworth"),
                         help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
-    parser.add_argument("-o", "--out", required=True, metavar="SMOOTHED.jsonl", help="output tracks file")
+    parser.add_argument("-o", "--out", default=None, metavar="SMOOTHED.jsonl",
+                        help="output tracks file (default: next to TRACKS, run.jsonl -> run_smooth.jsonl; never TRACKS itself)")
     parser.set_defaults(func=_cmd_smooth)
 
 
@@ -503,17 +515,54 @@ def _raise_on_signal(signum, _frame) -> None:
 
 
 def _stopped(stop: KeyboardInterrupt) -> int:
+    if threading.current_thread() is threading.main_thread():  # stopping now: a further signal only waits its turn
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, _frame: _early.append(signum))
     print("terminated" if isinstance(stop, Terminated) else "interrupted", file=sys.stderr)
     return stop_exit_code(stop)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `sapiens-rt` command. With `argv` None (the real command line) a run stopped by a
+    signal leaves the process at once with 130 / 143 (`_exit_now`)."""
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt as err:  # a second signal inside the first one's handling
+        code = _stopped(err)
+    if argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """After the command is done (its outputs closed): a further Ctrl+C / SIGTERM ends the process
+    at once, with the command's own status; a stopped command does not wait for the interpreter's
+    slow tear-down (torch, daemon threads) either, where another Ctrl+C would print a traceback
+    or end it by the signal instead of exiting with 130."""
+    def now(signum, _frame) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code if code in (130, 143) else 143 if signum == signal.SIGTERM else 130)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, now)
+        signal.signal(signal.SIGTERM, now)
+    if code in (130, 143) or _signalled:
+        logging.shutdown()
+        now(signal.SIGTERM if code == 143 else signal.SIGINT, None)
+
+
+def _main(argv: list[str] | None) -> int:
     # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
     # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
     _signalled.clear()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _raise_on_signal)
         signal.signal(signal.SIGTERM, _raise_on_signal)
+    if _early:  # a signal while this module was being imported
+        stop = Terminated() if _early[-1] == signal.SIGTERM else KeyboardInterrupt()
+        _early.clear()
+        return _stopped(stop)
     try:
         args = build_parser().parse_args(argv)
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -526,6 +575,12 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt as err:
         return _stopped(err)
+    except Exception:
+        # A signal that lands inside an import can leave a library half-initialised, so that it
+        # fails later in its own way (numpy's lazy attributes: RecursionError): the signal wins.
+        if _signalled:
+            return _stopped(_signalled[-1])
+        raise
 
 
 if __name__ == "__main__":

@@ -21,8 +21,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import TrackRecords, read_header
-from realtime.expressions import ARKIT_NAMES
+from realtime.export.jsonl import FrameRecord, PersonRecord, TrackRecords, check_frame, read_header, schema_error
 from realtime.frames import Bones, Frame, Person
 from realtime.mode import RunMode
 from realtime.pipeline import Pipeline
@@ -33,6 +32,7 @@ from realtime.stages.motion import MotionStage
 log = logging.getLogger(__name__)
 
 _IMAGE = np.zeros((1, 1, 3), np.uint8)  # replayed frames carry no picture
+SPEED_RANGE = (1e-3, 1e3)  # --speed: slower than 1/1000 or faster than 1000x is no replay
 
 
 @dataclass
@@ -60,49 +60,37 @@ class StreamSummary:
 
 
 def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, ...]] = None) -> Iterator[Frame]:
-    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped)."""
+    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped). Every line
+    goes through the tracks schema check (`realtime.export.jsonl.check_frame`); a line that
+    breaks it is one `UserError` with its line number."""
     records = iter(TrackRecords(path))
     next(records)  # the header, checked by the caller
     for line, record in records:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            yield _frame(record, num_keypoints, bone_names)
-        except (ValueError, TypeError, KeyError) as err:
-            raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); pass a tracks .jsonl written by "
-                            f"sapiens-rt.") from None
+            checked = check_frame(record, num_keypoints, num_bones=None if bone_names is None else len(bone_names))
+        except ValueError as err:
+            raise schema_error(path, line, err) from None
+        yield _frame(checked, bone_names)
 
 
-def _frame(record: dict, num_keypoints: int, bone_names: Optional[tuple[str, ...]]) -> Frame:
-    people = []
-    for p in record.get("people") or []:
-        kpts = np.array(p["kpts"], dtype=np.float64)
-        if kpts.shape != (num_keypoints, 3):
-            raise ValueError(f"keypoints of shape {kpts.shape}")
-        box = np.array(p.get("box") or [np.nan] * 5, dtype=np.float64)
-        points3d = None if p.get("kpts3d") is None else np.array(p["kpts3d"], dtype=np.float64).astype(np.float32)
-        face = p.get("face")
-        if face is not None:
-            face = np.array([float(face.get(name, 0.0)) for name in ARKIT_NAMES], dtype=np.float32)
-        head = None if p.get("head") is None else np.array(p["head"], dtype=np.float64).reshape(4).astype(np.float32)
-        contacts = p.get("contacts")
-        contacts = None if contacts is None or None in contacts else np.array(contacts, dtype=bool).reshape(2)
-        people.append(Person(box=box[:4].astype(np.float32), box_score=float(np.nan_to_num(box[4], nan=1.0)), track_id=p.get("id"),
-                             keypoints=kpts[:, :2].astype(np.float32), keypoint_scores=kpts[:, 2].astype(np.float32),
-                             keypoints3d=points3d, face=face, lips_open=None if p.get("lips") is None else float(p["lips"]),
-                             head_rotation=head, contacts=contacts, bones=_bones(p.get("bones"), bone_names)))
-    t = record.get("t")
-    return Frame(index=int(record["frame"]), timestamp=float("nan") if t is None else float(t), image=_IMAGE, people=tuple(people))
+def _frame(record: FrameRecord, bone_names: Optional[tuple[str, ...]]) -> Frame:
+    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE,
+                 people=tuple(_person(p, bone_names) for p in record.people))
 
 
-def _bones(value, names: Optional[tuple[str, ...]]) -> Optional[Bones]:
-    """A person's recorded "bones" (the header's bone_names order) as `Bones`."""
-    if value is None:
-        return None
-    if names is None:
-        raise ValueError("bones without bone_names in the header")
-    return Bones(names, np.array(value["offsets"], dtype=np.float64), np.array(value["root"], dtype=np.float64),
-                 np.array(value["rot"], dtype=np.float64), np.array(value["held"], dtype=bool), bool(value["root_held"]))
+def _person(p: PersonRecord, bone_names: Optional[tuple[str, ...]]) -> Person:
+    """A recorded person as the stages left it: what the live senders encode."""
+    contacts = None if p.contacts is None or np.isnan(p.contacts).any() else p.contacts.astype(bool)
+    bones = None
+    if p.bones is not None:
+        bones = Bones(bone_names, p.bones["offsets"], p.bones["root"], p.bones["rot"], p.bones["held"], p.bones["root_held"])
+    return Person(box=p.box[:4].astype(np.float32), box_score=float(np.nan_to_num(p.box[4], nan=1.0)), track_id=p.id,
+                  keypoints=p.kpts[:, :2].astype(np.float32), keypoint_scores=p.kpts[:, 2].astype(np.float32),
+                  keypoints3d=None if p.kpts3d is None else p.kpts3d.astype(np.float32),
+                  face=None if p.face is None else np.nan_to_num(p.face).astype(np.float32), lips_open=p.lips,
+                  head_rotation=None if p.head is None else p.head.astype(np.float32), contacts=contacts, bones=bones)
 
 
 class TracksSource(Source):
@@ -156,8 +144,9 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     object with `now()` (monotonic seconds) and `sleep(seconds)` for the pacing; tests pass a
     simulated one (default: the monotonic clock, a sleep that ends when the run stops).
     """
-    if not options.speed > 0:
-        raise UserError(f"--speed {options.speed} must be above 0; 1 is the recorded pace, 2 twice as fast.")
+    if not SPEED_RANGE[0] <= options.speed <= SPEED_RANGE[1]:  # also keeps every wait a finite number a sleep takes
+        raise UserError(f"--speed {options.speed:g} is outside {SPEED_RANGE[0]:g} to {SPEED_RANGE[1]:g}; "
+                        f"1 is the recorded pace, 0.5 half speed, 2 twice as fast.")
     path = Path(options.tracks)
     if path.is_dir():
         raise UserError(f"{path} is a folder; pass the tracks .jsonl file a sapiens-rt run wrote.")
@@ -167,7 +156,7 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     first = next(read_frames(path, len(names), bone_names), None)
     if first is None:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
-    has_3d = any(p.keypoints3d is not None for p in first.people) or _any_3d(path, len(names), bone_names)
+    has_3d = _any_3d(path, len(names), bone_names)  # one pass over every line: a line that breaks the schema stops here
     if not options.vmc and not options.osc and not options.sinks:
         raise UserError("stream needs somewhere to send: add --vmc HOST:PORT and/or --osc HOST:PORT.")
     if options.vmc and not options.vmc_face_only and not has_3d:
@@ -193,7 +182,11 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
 
 
 def _any_3d(path: Path, num_keypoints: int, bone_names) -> bool:
-    return any(p.keypoints3d is not None for f in read_frames(path, num_keypoints, bone_names) for p in f.people)
+    """Whether any person has 3D keypoints; reads (and so checks) every line of the file."""
+    found = False
+    for frame in read_frames(path, num_keypoints, bone_names):
+        found = found or any(p.keypoints3d is not None for p in frame.people)
+    return found
 
 
 def _has_bones(path: Path, num_keypoints: int, bone_names) -> bool:

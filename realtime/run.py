@@ -26,7 +26,7 @@ from tqdm import tqdm
 from realtime import tasks as task_table
 from realtime.data import keypoint_names
 from realtime.detect import default_detect_every, make_box_finder
-from realtime.errors import UserError
+from realtime.errors import Terminated, UserError
 from realtime.infer import Predictor, default_device, default_dtype
 from realtime.metrics import Metrics
 from realtime.mode import RunMode, decide_mode
@@ -75,10 +75,10 @@ def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     return h, w
 
 
-def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
-        source: Optional[Source] = None) -> RunSummary:
-    """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
-    `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
+def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
+    """The checks of the options that need no source and no model: one sentence (exit 2) for
+    an option this machine or these tasks cannot honour. `run` and `batch` (before any worker
+    starts) both call it. Returns the device, the dtype and the options with canonical tasks."""
     device = options.device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
@@ -96,6 +96,14 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     if options.boxes_from == "seg" and not task_table.gives_body_parts(options.tasks):
         raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
 
+    return device, dtype, options
+
+
+def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optional[Callable] = None,
+        source: Optional[Source] = None) -> RunSummary:
+    """Run the whole pipeline. `models` (task -> module on the device), `box_finder` and
+    `source` (not yet opened) replace what `options` would load or open, for tests and benchmarks."""
+    device, dtype, options = check_options(options)
     if options.view:
         from viz.viewer import check_display  # Qt is imported only for --view
 
@@ -412,13 +420,23 @@ def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dty
     }
 
 
+def _only_models_busy() -> bool:
+    """While stopping: some stage thread still works on its frame, and the write stage (and so
+    every output) is done with its last one."""
+    alive = {t.name for t in threading.enumerate() if t.name.startswith("stage-") and t.is_alive()}
+    return bool(alive) and "stage-write" not in alive
+
+
 class _stop_on_signals:
-    """Ctrl+C / SIGTERM ask the pipeline to stop (outputs are finalized); a second Ctrl+C
-    while shutting down is ignored so the files can still be closed."""
+    """Ctrl+C / SIGTERM ask the pipeline to stop (outputs are finalized). A second one while
+    stopping ends the wait for frames still inside the models at once (KeyboardInterrupt: the
+    run's clean-up closes the outputs); it is ignored while the write stage itself is busy or
+    the outputs are being closed, so every file stays whole."""
 
     def __init__(self, pipeline: Pipeline):
         self.pipeline = pipeline
         self.saved = {}
+        self.signalled = False
 
     def __enter__(self):
         if threading.current_thread() is not threading.main_thread():
@@ -428,8 +446,12 @@ class _stop_on_signals:
         return self
 
     def _handle(self, signum, _frame) -> None:
-        if not self.pipeline.stop_event.is_set():
+        if self.signalled and _only_models_busy():
+            print("stopping now: frames still inside the models are dropped", file=sys.stderr)
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        if not self.signalled and not self.pipeline.stop_event.is_set():
             print("\nstopping: finishing the current frame and closing the outputs...", file=sys.stderr)
+        self.signalled = True
         self.pipeline.stop("terminated" if signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:

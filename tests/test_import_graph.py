@@ -25,7 +25,7 @@ from typing import Iterable, Optional
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames")
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs")  # outputs: the one rule every writer follows
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:

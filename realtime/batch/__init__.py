@@ -17,12 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from realtime.batch.plan import (append_manifest, check_writable, expected_outputs, find_videos, is_complete,
+from realtime.batch.plan import (PARTIAL, append_manifest, check_writable, expected_outputs, find_videos, is_complete,
                                  output_names, probe_frames, read_manifest)
 from realtime.batch.worker import Unit, unit_record
 from realtime.errors import UserError, stop_exit_code
 from realtime.export.table import BATCH_FORMATS, FORMATS
 from realtime.options import RunOptions
+from realtime.outputs import check_outputs
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def run_batch(options: BatchOptions) -> BatchResult:
         raise UserError(f"--retries must be 0 or more, not {options.retries}.")
     if options.workers is not None and options.workers < 1:
         raise UserError(f"--workers must be at least 1, not {options.workers}.")
+    check_run_options(options)  # as `run` checks them, before any folder or worker exists
     output_dir = Path(options.output_dir)
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,20 @@ def run_batch(options: BatchOptions) -> BatchResult:
     return book.result()
 
 
+def check_run_options(options: BatchOptions) -> None:
+    """`run`'s own option checks (realtime.run.check_options), here once for every video: a batch
+    refuses what `run` refuses, with the same sentence and exit 2, before any worker starts. On Ray
+    the workers' machines have the GPUs, so the device options are theirs to check."""
+    from dataclasses import replace as with_
+
+    from realtime.run import check_options
+
+    run = options.run
+    if options.ray is not None:
+        run = with_(run, device="cpu", dtype=None, fp8=False, cuda_graphs=False)
+    check_options(run)
+
+
 class Book:
     """The batch's bookkeeping: pending units, the manifest, progress, per-worker totals."""
 
@@ -102,6 +118,9 @@ class Book:
 
         videos = find_videos(options.inputs, output_dir)
         names = output_names(videos)
+        # a unit folder (and its working folder) is replaced whole: it may hold no input (realtime.outputs)
+        check_outputs({}, videos, folders={f"the unit folder {name} of --output-dir,": output_dir / name
+                                           for video in videos for name in (names[video], names[video] + PARTIAL)})
         done = read_manifest(output_dir)
         expected = expected_outputs(options.run.no_video, options.exports)
         units = []
@@ -112,7 +131,10 @@ class Book:
                 continue
             unit = Unit(str(video), name, 0)
             try:
-                units.append(replace(unit, frames=probe_frames(video, options.run.webcam_fps)))
+                frames = probe_frames(video, options.run.webcam_fps)
+                if options.run.max_frames is not None:  # the bar's total is what the workers will read
+                    frames = min(frames, options.run.max_frames) if frames else options.run.max_frames
+                units.append(replace(unit, frames=frames))
             except UserError as err:  # unreadable: fails here, without a worker, and the summary says why
                 self._record(unit_record(unit, "failed", error=str(err), worker="probe"))
         units.sort(key=lambda u: -u.frames)  # longest first: the last video to start is a short one

@@ -15,7 +15,7 @@ from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
 from realtime.export.staging import check_output, staged
 from realtime.export.subsets import SUBSETS
-from realtime.export.table import FORMATS
+from realtime.export.table import ALIASES, FORMATS
 from realtime.export.to_blender import write_blend
 from realtime.export.to_c3d import write_c3d
 from realtime.export.to_coco import write_coco
@@ -24,7 +24,7 @@ from realtime.export.to_npz import write_npz
 from realtime.export.to_openpose import write_openpose
 from realtime.export.to_trc import write_trc
 from realtime.export.tracks import Tracks
-from realtime.outputs import check_outputs
+from realtime.outputs import check_outputs, check_writable, remove_stale
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ def export_tracks(
     foot_lock: BVH / glTF / FBX / VRMA: hold each foot still while the tracks' `contacts` say it is
             on the floor (realtime.rig.leg_ik); False leaves the feet as measured.
     """
+    to = ALIASES.get(to, to)
     if to not in FORMATS:
         raise UserError(f"unknown export format '{to}'; use one of {', '.join(FORMATS)}.")
     if subset is not None and subset not in SUBSETS:
@@ -84,8 +85,11 @@ def export_tracks(
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
     out = Path(out) if out is not None else default_output(tracks_path, to)
-    check_outputs({"-o": str(out)}, [str(tracks_path)])  # never overwrite the recording (the rule of `run`)
+    sidecars = sidecar_paths(out, to)
+    # never overwrite the recording, also not with a sidecar (realtime.outputs: the rule of every command)
+    check_outputs({"-o": out, **{f"the {kind} sidecar of -o {out}:": path for kind, path in sidecars.items()}}, [tracks_path])
     check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
+    check_writable(out)  # a read-only folder is named as such, before any converter (Blender) runs
 
     if to == "blender":
         recorded = read_tracks(tracks_path)  # fail early, with our message, on a bad file, id or nobody
@@ -104,7 +108,7 @@ def export_tracks(
             _check_somebody(chosen, tracks_path, to)
         chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
-        return _export_motion(chosen, to, out, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock)
+        return _export_motion(chosen, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock)
 
     tracks = read_tracks(tracks_path)
     if to in ONE_PERSON and person is None:
@@ -115,12 +119,15 @@ def export_tracks(
         tracks = smooth_tracks(tracks, smooth)
     tracks = tracks.select(person)
     if to == "openpose":
+        # its files replace (never write through) links of the same name, so no input is touched by them
         staged(out, lambda target: write_openpose(tracks, target, stem=tracks_path.stem), folder=True)
         _remove_stale_openpose(out, tracks_path.stem, tracks)
         return out
     if to == "coco":
         return staged(out, lambda target: write_coco(tracks, target, subset=subset, stem=tracks_path.stem))
-    writer = {"csv": write_csv, "npz": write_npz, "trc": write_trc, "c3d": write_c3d}[to]
+    if to == "trc":  # its header names the file: the final one, not the temporary
+        return staged(out, lambda target: write_trc(tracks, target, subset=subset, file_name=out.name))
+    writer = {"csv": write_csv, "npz": write_npz, "c3d": write_c3d}[to]
     return staged(out, lambda target: writer(tracks, target, subset=subset))
 
 
@@ -136,6 +143,18 @@ def _check_somebody(tracks: Tracks, tracks_path: Path, to: str) -> None:
     if not tracks.people:
         raise UserError(f"{_nobody(tracks, tracks_path)}, so there is nobody to write as {ONE_PERSON[to]}; "
                         f"record a longer clip with the person in view, or export --to csv to keep the frames.")
+
+
+def sidecar_paths(out: Path, to: str) -> dict[str, Path]:
+    """The files an export to `to` may write beside `out` (kind -> path): BVH and FBX a held-marks
+    sidecar, every motion format a curves sidecar (face, contacts). Checked against the inputs
+    with `out`; the ones an export does not write are removed as stale."""
+    from realtime.export.curves import curves_path
+    from realtime.export.mocap import marks_path
+
+    if to not in MOTION_FORMATS:
+        return {}
+    return {**({"marks": marks_path(out)} if to in ("bvh", "fbx") else {}), "curves": curves_path(out)}
 
 
 def _remove_stale_openpose(folder: Path, stem: str, tracks: Tracks) -> None:
@@ -177,12 +196,12 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
 
 
-def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str], fingers: bool, rig: str,
+def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool, rig: str,
                    foot_lock: bool = True) -> Path:
     """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
     every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
-    from realtime.export.curves import curves_path, performance_curves, write_curves
-    from realtime.export.mocap import marks_path, motion_from_tracks, write_marks
+    from realtime.export.curves import performance_curves, write_curves
+    from realtime.export.mocap import motion_from_tracks, write_marks
     from realtime.export.to_bvh import write_bvh
     from realtime.export.to_fbx import check_blender, write_fbx
     from realtime.export.to_gltf import write_gltf
@@ -200,7 +219,9 @@ def _export_motion(chosen: Tracks, to: str, out: Path, *, smooth: Optional[str],
     else:
         writer = write_bvh if to == "bvh" else write_fbx
         staged(out, lambda target: writer(motion, target, fps))
-        staged(marks_path(out), lambda target: write_marks(motion, fps, target))
+        staged(sidecars["marks"], lambda target: write_marks(motion, fps, target))
     if curves is not None:
-        staged(curves_path(out), lambda target: write_curves(curves, target))
+        staged(sidecars["curves"], lambda target: write_curves(curves, target))
+    else:  # an earlier export to this name had face or contacts: its curves would describe another take
+        remove_stale([sidecars["curves"]], f"it belonged to an earlier export to {out}; these tracks have no face or contacts")
     return out

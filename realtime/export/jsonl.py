@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -153,14 +154,153 @@ def person_keys(people: list[dict]) -> list[Optional[int]]:
     return [None if person.get("id") is None else int(person["id"]) for person in people]
 
 
-def _numbers(value, what: str) -> np.ndarray:
-    """JSON numbers (null -> NaN) as float64; strings or booleans where numbers belong are refused."""
+# -- the schema check: every reader (export, smooth, stream, the Python API) goes through it
+
+@dataclass(frozen=True)
+class PersonRecord:
+    """One person of a frame line, checked and as arrays (NaN where the file says null).
+
+    contacts: (2,) float64, 1 (foot on the floor), 0 (off it) or NaN (not known), per foot."""
+
+    id: Optional[int]
+    kpts: np.ndarray  # (K, 3) x, y, score
+    box: np.ndarray  # (5,) x1, y1, x2, y2, score
+    smoothed: bool
+    kpts3d: Optional[np.ndarray] = None  # (K, 3) metres
+    predicted: Optional[np.ndarray] = None  # (K,) bool
+    face: Optional[np.ndarray] = None  # (F,) in ARKIT_NAMES order
+    head: Optional[np.ndarray] = None  # (4,)
+    contacts: Optional[np.ndarray] = None  # (2,)
+    lips: Optional[float] = None  # [0, 1]
+    bones: Optional[dict] = None  # "root" (3,), "root_held" bool, "rot" (B, 4), "held" (B,) bool, "offsets" (B, 3)
+
+
+@dataclass(frozen=True)
+class FrameRecord:
+    frame: int
+    t: float  # NaN when the line gives none
+    people: tuple[PersonRecord, ...]
+    file: Optional[str] = None
+    image_size: Optional[tuple[int, int]] = None
+
+
+def schema_error(path: Path, line: int, err: Exception) -> UserError:
+    """The one sentence for a line that breaks the schema, with its number."""
+    return UserError(f"{path} line {line} does not follow the tracks schema ({err}); pass a tracks .jsonl written by sapiens-rt.")
+
+
+def check_frame(record: dict, num_keypoints: int, row: int = 0, num_bones: Optional[int] = None) -> FrameRecord:
+    """Check every field of one frame line (type and shape) and return it as arrays.
+
+    Raises ValueError naming the field and what is wrong with it (callers add the path
+    and line number, see `schema_error`). Refused: text where numbers belong ("12.5"),
+    booleans as numbers, ids that are not whole numbers, lists of the wrong length.
+    Fields the schema does not name are accepted and ignored (newer writers add some).
+    num_bones: the header's `bone_names` count; `bones` are refused without it.
+    """
+    frame, t, people = record.get("frame", row), record.get("t"), record.get("people")
+    if not _is_int(frame) or not INT64[0] <= frame <= INT64[1]:
+        raise ValueError(f"frame is {_short(frame)}, not a whole number within 64 bits")
+    if t is not None and (not _is_number(t) or not math.isfinite(t)):
+        raise ValueError(f"t is {_short(t)}, not a finite number of seconds")
+    if people is None:
+        people = []
+    if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
+        raise ValueError("people is not a list of objects")
+    file, size = record.get("file"), record.get("image_size")
+    if file is not None and not isinstance(file, str):
+        raise ValueError(f"file is {_short(file)}, not a file name")
+    if size is not None and _image_size(size) is None:
+        raise ValueError(f"image_size is {_short(size)}, not [width, height] in whole pixels")
+    checked = tuple(_check_person(person, num_keypoints, n, num_bones) for n, person in enumerate(people))
+    return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file, _image_size(size) if size is not None else None)
+
+
+def _check_person(person: dict, num_keypoints: int, n: int, num_bones: Optional[int] = None) -> PersonRecord:
+    def field(name: str) -> str:
+        return f"person {n + 1}'s {name}"
+
+    track_id = person.get("id")
+    if track_id is not None and not _is_int(track_id):
+        raise ValueError(f"{field('id')} is {_short(track_id)}, not a whole number or null")
+    if track_id is not None and not INT64[0] < track_id <= INT64[1]:
+        raise ValueError(f"{field('id')} {_short(track_id)} is outside the 64-bit range track ids must fit")
+    if "kpts" not in person:
+        raise ValueError(f"{field('kpts')} is missing")
+    kpts = _numbers(person["kpts"], field("kpts"), (num_keypoints, 3))
+    box = np.full(5, np.nan)
+    if person.get("box") is not None:
+        value = person["box"]
+        if not isinstance(value, list) or len(value) not in (4, 5):
+            raise ValueError(f"{field('box')} is {_short(value)}, not [x1, y1, x2, y2, score]")
+        box[: len(value)] = _numbers(value, field("box"), (len(value),))
+    smoothed = person.get("smoothed", False)
+    if smoothed is not None and not isinstance(smoothed, bool):
+        raise ValueError(f"{field('smoothed')} is {_short(smoothed)}, not true or false")
+    points3d = None if person.get("kpts3d") is None else _numbers(person["kpts3d"], field("kpts3d"), (num_keypoints, 3))
+    predicted = None if person.get("predicted") is None else _flags(person["predicted"], field("predicted"), num_keypoints)
+    head = None if person.get("head") is None else _numbers(person["head"], field("head"), (4,))
+    contacts = None
+    if person.get("contacts") is not None:
+        value = person["contacts"]
+        if not isinstance(value, list) or len(value) != 2 or not all(v is None or v in (0, 1) for v in value) \
+                or any(isinstance(v, float) for v in value):
+            raise ValueError(f"{field('contacts')} is {_short(value)}, not [left, right] of 1, 0 or null")
+        contacts = np.array([np.nan if v is None else float(v) for v in value])  # null: that foot is not known
+    lips = person.get("lips")
+    if lips is not None and (not _is_number(lips) or not 0 <= lips <= 1):
+        raise ValueError(f"{field('lips')} is {_short(lips)}, not a weight from 0 to 1")
+    bones = None if person.get("bones") is None else _check_bones(person["bones"], field("bones"), num_bones)
+    return PersonRecord(track_id, kpts, box, bool(smoothed), points3d, predicted, _face(person.get("face"), field("face")), head,
+                        contacts, None if lips is None else float(lips), bones)
+
+
+def _check_bones(value, what: str, count: Optional[int]) -> dict:
+    """A person's "bones" (the header's `bone_names` order) as arrays."""
+    if count is None:
+        raise ValueError(f"{what} are given but the header has no bone_names")
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is {_short(value)}, not an object of root, root_held, rot, held and offsets")
+    held = _flags(value.get("held"), f"{what}' held", count)
+    root_held = value.get("root_held")
+    if root_held not in (0, 1) or isinstance(root_held, float):
+        raise ValueError(f"{what}' root_held is {_short(root_held)}, not 1 or 0")
+    return {"root": _numbers(value.get("root"), f"{what}' root", (3,)), "root_held": bool(root_held),
+            "rot": _numbers(value.get("rot"), f"{what}' rot", (count, 4)), "held": held,
+            "offsets": _numbers(value.get("offsets"), f"{what}' offsets", (count, 3))}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _numbers(value, what: str, shape: tuple[int, ...]) -> np.ndarray:
+    """JSON numbers (null -> NaN) of exactly `shape` as float64; text, booleans, nested lists of
+    the wrong length and numbers beyond float64 are refused with what was found."""
+    expected = " x ".join(str(n) for n in shape)
     try:
-        if np.array(value).dtype.kind in "USb":
-            raise ValueError
-        return np.array(value, dtype=np.float64)
-    except (ValueError, TypeError, OverflowError):
-        raise ValueError(f"{what} holds something other than numbers and nulls") from None
+        array = np.array(value)
+    except (ValueError, TypeError):  # ragged
+        raise ValueError(f"{what} is not a list of {expected} numbers") from None
+    if array.shape != shape:
+        found = f"shape {' x '.join(str(n) for n in array.shape) or 'a single value'}"
+        raise ValueError(f"{what} has {found}, expected {expected} numbers or nulls")
+    if array.dtype.kind in "fiu":
+        return array.astype(np.float64)
+    if array.dtype.kind == "O":
+        bad = next((v for v in array.flat if v is not None and not _is_number(v)), None)
+        if bad is None:
+            return np.array([np.nan if v is None else float(v) for v in array.flat], dtype=np.float64).reshape(shape)
+    else:
+        bad = next(iter(array.flat))
+    raise ValueError(f"{what} holds {_short(bad.item() if isinstance(bad, np.generic) else bad)}, not a number or null")
+
+
+def _flags(value, what: str, count: int) -> np.ndarray:
+    if not isinstance(value, list) or len(value) != count or not all(isinstance(v, bool) or v in (0, 1) for v in value) \
+            or any(isinstance(v, float) for v in value):
+        raise ValueError(f"{what} is not a list of {count} flags (1 or 0)")
+    return np.array(value, dtype=bool)
 
 
 def _short(value, limit: int = 40) -> str:
@@ -168,56 +308,28 @@ def _short(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _points(value, num_keypoints: int, path: Path, line: int) -> np.ndarray:
-    points = _numbers(value, "a keypoint list")
-    if points.shape != (num_keypoints, 3):
-        raise UserError(f"{path} line {line} has keypoints of shape {points.shape}, expected ({num_keypoints}, 3); pass an intact tracks file.")
-    return points
-
-
-def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: list, path: Path, line: int,
-                tracked: bool = False) -> None:
-    """Check one frame record's types and add its people to `seen` (track id -> entries), or
-    to `unseen` when they have no id in a file that is not tracked (stills)."""
-    frame, t, people = record.get("frame", row), record.get("t"), record.get("people") or []
-    if not isinstance(frame, int) or isinstance(frame, bool) or not INT64[0] <= frame <= INT64[1]:
-        raise ValueError(f"frame is {_short(frame)}, not a whole number within 64 bits")
-    if t is not None and (not _is_number(t) or not math.isfinite(t)):
-        raise ValueError(f"t is {_short(t)}, not a finite number of seconds")
-    if not isinstance(people, list) or not all(isinstance(p, dict) for p in people):
-        raise ValueError("people is not a list of objects")
-    for person in people:
-        track_id = person.get("id")
-        if track_id is not None and (not isinstance(track_id, int) or isinstance(track_id, bool)):
-            raise ValueError(f"id is {_short(track_id)}, not a whole number or null")
-        if track_id is not None and not INT64[0] < track_id <= INT64[1]:
-            raise ValueError(f"id {_short(track_id)} is outside the 64-bit range track ids must fit")
-    for track_id, person in zip(person_keys(people), people):
-        if track_id is None and tracked:  # a tentative detection of a tracked file: nobody's track
-            continue
-        kpts = _points(person.get("kpts"), num_keypoints, path, line)
-        box = np.full(5, np.nan)
-        if person.get("box") is not None:
-            values = _numbers(person["box"], "box").reshape(-1)[:5]
-            box[: len(values)] = values
-        points3d = None if person.get("kpts3d") is None else _points(person["kpts3d"], num_keypoints, path, line)
-        predicted = None if person.get("predicted") is None else np.array(person["predicted"], dtype=bool)
-        if track_id is None:
-            unseen.append((row, kpts, box, points3d))
+def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: list, tracked: bool = False) -> FrameRecord:
+    """Check one frame record and add its people to `seen` (track id -> records), or to
+    `unseen` when they have no id in a file that is not tracked (stills)."""
+    checked = check_frame(record, num_keypoints, row)
+    for person in checked.people:
+        if person.id is None:
+            if not tracked:  # in a tracked file: a tentative detection, nobody's track
+                unseen.append((row, person))
         else:
-            face = _face(person.get("face"))
-            head = None if person.get("head") is None else _numbers(person["head"], "head").reshape(4)
-            contacts = None if person.get("contacts") is None else np.array(person["contacts"], dtype=bool).reshape(2)
-            seen.setdefault(track_id, []).append((row, kpts, box, bool(person.get("smoothed", False)), points3d, predicted, face, head,
-                                                  contacts))
+            seen.setdefault(person.id, []).append((row, person))
+    return checked
 
 
-def _face(value) -> Optional[np.ndarray]:
+def _face(value, what: str = "face") -> Optional[np.ndarray]:
     """{"eyeBlinkLeft": w, ...} -> (F,) in ARKIT_NAMES order, NaN for names the record lacks; None when absent."""
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ValueError("face is not an object of blendshape weights")
+        raise ValueError(f"{what} is not an object of blendshape weights")
+    bad = next((k for k, v in value.items() if v is not None and not _is_number(v)), None)
+    if bad is not None:
+        raise ValueError(f"{what} {bad} is {_short(value[bad])}, not a number or null")
     from realtime.rig.face import ARKIT_NAMES
 
     return np.array([np.nan if value.get(name) is None else float(value[name]) for name in ARKIT_NAMES])
@@ -237,53 +349,53 @@ def read_tracks(path: str | Path) -> Tracks:
     frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
     sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
-    seen: dict[int, list[tuple]] = {}  # track id -> [(row, kpts (K, 3), box, smoothed, kpts3d, predicted, face, head, contacts)]
-    unseen: list[tuple] = []  # people without an id in a file that is not tracked: [(row, kpts, box, kpts3d or None)]
+    seen: dict[int, list[tuple[int, PersonRecord]]] = {}  # track id -> [(row, its record)]
+    unseen: list[tuple[int, PersonRecord]] = []  # people without an id in a file that is not tracked
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            _read_frame(record, len(frames), num_keypoints, seen, unseen, path, line, tracked)
-        except (ValueError, TypeError, AttributeError) as err:
-            raise UserError(f"{path} line {line} does not follow the tracks schema ({err}); "
-                            f"pass a tracks .jsonl written by sapiens-rt.") from None
-        frames.append(record.get("frame", len(frames)))
-        times.append(np.nan if record.get("t") is None else float(record["t"]))
-        files.append(record.get("file"))
-        sizes.append(_image_size(record.get("image_size")))
+            checked = _read_frame(record, len(frames), num_keypoints, seen, unseen, tracked)
+        except ValueError as err:
+            raise schema_error(path, line, err) from None
+        frames.append(checked.frame)
+        times.append(checked.t)
+        files.append(checked.file)
+        sizes.append(checked.image_size)
 
     T = len(frames)
     people = {}
     for track_id in sorted(seen):
+        entries = seen[track_id]
         keypoints = np.full((T, num_keypoints, 2), np.nan)
         scores = np.full((T, num_keypoints), np.nan)
         boxes = np.full((T, 5), np.nan)
         present = np.zeros(T, dtype=bool)
         smoothed = np.zeros(T, dtype=bool)
-        has_3d = any(entry[4] is not None for entry in seen[track_id])
-        points3d = np.full((T, num_keypoints, 3), np.nan) if has_3d else None
+        points3d = np.full((T, num_keypoints, 3), np.nan) if any(p.kpts3d is not None for _, p in entries) else None
         predicted = np.zeros((T, num_keypoints), dtype=bool)
         face = head = None
-        if any(entry[6] is not None for entry in seen[track_id]):
+        if any(p.face is not None for _, p in entries):
             from realtime.rig.face import ARKIT_NAMES
 
             face, head = np.full((T, len(ARKIT_NAMES)), np.nan), np.full((T, 4), np.nan)
         contacts = contacts_known = None
-        if any(entry[8] is not None for entry in seen[track_id]):
-            contacts, contacts_known = np.zeros((T, 2), dtype=bool), np.zeros(T, dtype=bool)
-        for row, kpts, box, was_smoothed, xyz, was_predicted, row_face, row_head, row_contacts in seen[track_id]:
-            if row_contacts is not None:
-                contacts[row], contacts_known[row] = row_contacts, True
-            if row_face is not None:
-                face[row] = row_face
-            if row_head is not None and head is not None:
-                head[row] = row_head
-            keypoints[row], scores[row], boxes[row] = kpts[:, :2], kpts[:, 2], box
-            present[row], smoothed[row] = True, was_smoothed
-            if xyz is not None:
-                points3d[row] = xyz
-            if was_predicted is not None and was_predicted.shape == (num_keypoints,):
-                predicted[row] = was_predicted
+        if any(p.contacts is not None for _, p in entries):
+            contacts, contacts_known = np.zeros((T, 2), dtype=bool), np.zeros((T, 2), dtype=bool)
+        for row, person in entries:
+            if person.contacts is not None:  # per foot: a null foot stays unknown
+                contacts_known[row] = np.isfinite(person.contacts)
+                contacts[row] = person.contacts == 1
+            if person.face is not None:
+                face[row] = person.face
+            if person.head is not None and head is not None:
+                head[row] = person.head
+            keypoints[row], scores[row], boxes[row] = person.kpts[:, :2], person.kpts[:, 2], person.box
+            present[row], smoothed[row] = True, person.smoothed
+            if person.kpts3d is not None:
+                points3d[row] = person.kpts3d
+            if person.predicted is not None:
+                predicted[row] = person.predicted
         people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head,
                                        contacts, contacts_known)
 
@@ -299,16 +411,16 @@ def read_tracks(path: str | Path) -> Tracks:
     )
 
 
-def _unidentified(unseen: list[tuple], num_keypoints: int) -> Optional[Unidentified]:
+def _unidentified(unseen: list[tuple[int, PersonRecord]], num_keypoints: int) -> Optional[Unidentified]:
     """The people without identities, stacked: one entry each."""
     if not unseen:
         return None
-    kpts = np.stack([entry[1] for entry in unseen]).reshape(len(unseen), num_keypoints, 3)
+    kpts = np.stack([p.kpts for _, p in unseen]).reshape(len(unseen), num_keypoints, 3)
     points3d = None
-    if any(entry[3] is not None for entry in unseen):
-        points3d = np.stack([np.full((num_keypoints, 3), np.nan) if entry[3] is None else entry[3] for entry in unseen])
-    return Unidentified(rows=np.array([entry[0] for entry in unseen], dtype=np.int64), keypoints=kpts[..., :2],
-                        scores=kpts[..., 2], boxes=np.stack([entry[2] for entry in unseen]), keypoints3d=points3d)
+    if any(p.kpts3d is not None for _, p in unseen):
+        points3d = np.stack([np.full((num_keypoints, 3), np.nan) if p.kpts3d is None else p.kpts3d for _, p in unseen])
+    return Unidentified(rows=np.array([row for row, _ in unseen], dtype=np.int64), keypoints=kpts[..., :2],
+                        scores=kpts[..., 2], boxes=np.stack([p.box for _, p in unseen]), keypoints3d=points3d)
 
 
 def _frame_sizes(sizes: list[Optional[tuple[int, int]]], default: list) -> Optional[np.ndarray]:

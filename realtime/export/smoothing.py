@@ -19,6 +19,7 @@ import numpy as np
 from realtime.errors import UserError
 from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, person_keys, rounded_rows, read_header, read_tracks
 from realtime.export.staging import check_output, staged
+from realtime.outputs import check_outputs, check_writable
 from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
@@ -47,15 +48,25 @@ def smooth_tracks(tracks: Tracks, method: str = "rts", *, smoother: Optional[Smo
     return tracks.replace(people=people)
 
 
+def default_smoothed(tracks_path: str | Path) -> Path:
+    """Beside the input, as `export` writes: `run.jsonl` -> `run_smooth.jsonl`."""
+    tracks_path = Path(tracks_path)
+    return tracks_path.with_name(f"{tracks_path.stem}_smooth{tracks_path.suffix or '.jsonl'}")
+
+
 def smooth_tracks_file(
-    tracks_path: str | Path, out_path: str | Path, method: str = "rts", *, smoother: Optional[Smoother] = None
+    tracks_path: str | Path, out_path: Optional[str | Path] = None, method: str = "rts", *, smoother: Optional[Smoother] = None
 ) -> Path:
-    """Write a smoothed copy of a tracks JSONL to `out_path`; returns `out_path`.
+    """Write a smoothed copy of a tracks JSONL to `out_path` (None: `default_smoothed`, beside the
+    input); returns the file written. The output may not be the input (realtime.outputs).
 
     A cut-off last line of the input (crashed run) is dropped from the output.
     """
-    tracks_path, out_path = Path(tracks_path), Path(out_path)
+    tracks_path = Path(tracks_path)
+    out_path = default_smoothed(tracks_path) if out_path is None else Path(out_path)
+    check_outputs({"-o": out_path}, [tracks_path])
     check_output(out_path)
+    check_writable(out_path)
     smoothed = smooth_tracks(read_tracks(tracks_path), method, smoother=smoother)
     stream = iter(TrackRecords(tracks_path))
     header = {**read_header(stream, tracks_path), "smoothing": {"method": method}}
@@ -77,8 +88,7 @@ def smooth_tracks_file(
                 handle.write(json.dumps(record, separators=(",", ":")) + "\n")
         rows.append(row)
 
-    # Written next to the target and renamed, so the input may also be the output.
-    staged(out_path, write)
+    staged(out_path, write)  # written next to the target and renamed: nothing half-written
     log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, rows[0], len(smoothed.people), method)
     return out_path
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from realtime.errors import UserError
+from realtime.outputs import check_writable
 
 
 def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None:
@@ -29,9 +30,9 @@ def staged(out: Path, write: Callable[[Path], object], *, folder: bool = False, 
     """Run `write(temporary)` and move the temporary to `out`; clean up on any failure."""
     out = Path(out)
     check_output(out, folder=folder, option=option)
+    check_writable(out, option=option)
     temporary = out.with_name(f".{out.stem}.partial{out.suffix}")  # same suffix: some writers check it
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         write(temporary)
         if folder:
             out.mkdir(exist_ok=True)
@@ -41,7 +42,8 @@ def staged(out: Path, write: Callable[[Path], object], *, folder: bool = False, 
         else:
             os.replace(temporary, out)
     except OSError as err:
-        raise UserError(f"Cannot write {out} ({err.strerror or err}); choose a writable {option} path.") from None
+        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); "
+                        f"choose a writable {option} path.") from None
     finally:
         _remove(temporary)
     return out

@@ -34,6 +34,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("vrma", "VRM Animation", ".vrma", motion="a VRM Animation file"),
 )}
 
+# Other names --to accepts: what users type for a format, by the file it writes.
+ALIASES: dict[str, str] = {"glb": "gltf"}
+
 BATCH_FORMATS: tuple[str, ...] = tuple(name for name, f in FORMATS.items() if f.in_batch)
 
 

@@ -78,8 +78,8 @@ def _performance_columns(person: PersonTrack) -> list[tuple[np.ndarray, list[str
     if person.head_rotation is not None:
         out.append((person.head_rotation, ["head_qx", "head_qy", "head_qz", "head_qw"], 4))
     if person.contacts is not None:
-        known = person.present & person.contacts_known
-        contacts = np.where(known[:, None], person.contacts.astype(np.float64), np.nan)  # empty where not seen or not known
+        known = person.present[:, None] & person.contacts_known  # per foot
+        contacts = np.where(known, person.contacts.astype(np.float64), np.nan)  # empty where not seen or not known
         out.append((contacts, ["contact_left", "contact_right"], 0))
     return out
 

@@ -1,4 +1,4 @@
-"""glTF export (.glb) and VRM Animation (.vrma): the solved skeleton as a node hierarchy with one animation.
+"""glTF export (.glb binary, or .gltf JSON with the buffer embedded) and VRM Animation (.vrma): the solved skeleton as a node hierarchy with one animation.
 
 One node per bone (named as the bone: VRM humanoid names, or a rig's from
 `realtime.rig.retarget`), under a top node `sapiens_person`; the nodes hold the rest
@@ -18,6 +18,7 @@ errors and no warnings (tests/test_motion_clients.py).
 
 from __future__ import annotations
 
+import base64
 import logging
 from pathlib import Path
 
@@ -91,9 +92,14 @@ def write_gltf(motion: Motion, path: str | Path, fps: float, *, vrm_animation: b
         gltf.extensionsUsed = [VRMA_EXTENSION]
         gltf.extensions = {VRMA_EXTENSION: {"specVersion": "1.0",
                                             "humanoid": {"humanBones": {name: {"node": node} for name, node in bones.items()}}}}
-    gltf.buffers.append(gl.Buffer(byteLength=len(blob.data)))
-    gltf.set_binary_blob(bytes(blob.data))
     path.parent.mkdir(parents=True, exist_ok=True)
-    gltf.save_binary(str(path))
+    if path.suffix.lower() == ".gltf":  # the JSON form, its buffer embedded (one file, as importers expect of .gltf)
+        uri = "data:application/octet-stream;base64," + base64.b64encode(bytes(blob.data)).decode("ascii")
+        gltf.buffers.append(gl.Buffer(byteLength=len(blob.data), uri=uri))
+        path.write_text(gltf.to_json(separators=(",", ":")), encoding="utf-8")
+    else:  # .glb / .vrma: the binary container
+        gltf.buffers.append(gl.Buffer(byteLength=len(blob.data)))
+        gltf.set_binary_blob(bytes(blob.data))
+        gltf.save_binary(str(path))
     log.info("wrote %s: %d nodes, %d frames", path, len(gltf.nodes), len(motion.times))
     return path

@@ -34,11 +34,14 @@ from realtime.export.tracks import Tracks
 log = logging.getLogger(__name__)
 
 
-def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None, use_3d: Optional[bool] = None) -> Path:
+def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None, use_3d: Optional[bool] = None,
+              file_name: Optional[str] = None) -> Path:
     """Write the one person of `tracks` as an OpenSim .trc marker file.
 
     use_3d: True for metres (needs `kpts3d`), False for pixels, None to pick 3D when
-    the person has 3D keypoints. Returns the path written.
+    the person has 3D keypoints. file_name: the name the header gives (default: the
+    name of `path`; an export written to a temporary first passes its final name).
+    Returns the path written.
     """
     path = Path(path)
     person = tracks.single_person("a TRC file")
@@ -56,7 +59,7 @@ def write_trc(tracks: Tracks, path: str | Path, *, subset: Optional[str] = None,
     fps, count, markers = tracks.fps, len(tracks), len(names)
     first = int(tracks.frames[0]) + 1 if count else 1
     lines = [
-        f"PathFileType\t4\t(X/Y/Z)\t{path.name}",
+        f"PathFileType\t4\t(X/Y/Z)\t{file_name or path.name}",
         "DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\tOrigDataRate\tOrigDataStartFrame\tOrigNumFrames",
         f"{fps:g}\t{fps:g}\t{count}\t{markers}\t{units}\t{fps:g}\t{first}\t{count}",
         "Frame#\tTime\t" + "\t\t\t".join(names) + "\t\t",

@@ -41,8 +41,8 @@ class PersonTrack:
                  head), NaN where not read, or None with `face`.
     contacts:    (T, 2) bool, left / right foot on the floor (False where not known), or None when
                  no frame carried `contacts`.
-    contacts_known: (T,) bool, True in frames whose record carried `contacts` (the floor was
-                 known), or None with `contacts`.
+    contacts_known: (T, 2) bool, True for each foot whose record gave 1 or 0 (the floor was
+                 known; a `null` foot is unknown, never "off"), or None with `contacts`.
     """
 
     id: int

@@ -32,8 +32,9 @@ import torch
 from torch import nn
 
 from realtime.errors import UserError
-from realtime.models.loading import load_model
 from realtime.models import registry
+from realtime.models.loading import load_model
+from realtime.outputs import check_outputs, check_writable, remove_stale
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,14 @@ def export_onnx(
     `Sapiens2TaskModel` returns them (see OUTPUT_NAMES), all with the dynamic batch axis."""
     onnx = require_onnx()
     out = Path(out)
+    data = out.with_name(f"{out.name}.data")  # the weights of a model over 1 GB, beside the graph
+    # never over the checkpoint, also not with the weights file beside the graph (realtime.outputs)
+    check_outputs({"the ONNX file": out, "its weights file": data}, [checkpoint] if checkpoint is not None else [])
     if not out.parent.is_dir():
-        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist; create it or pick another -o path.")
+        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist; create it or choose another output path.")
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; give the ONNX file a name such as {out / (task + '.onnx')}.")
+    check_writable(out, option="output")
     h, w = input_hw or registry.spec(task).input_hw
     model = load_model(task, checkpoint, arch=arch)
     sample = torch.zeros(2, 3, h, w)  # batch 2: nothing gets specialised to one person
@@ -95,11 +102,15 @@ def export_onnx(
     large = sum(len(t.raw_data) for t in graph.graph.initializer) > EXTERNAL_DATA_BYTES
     partial = out.with_name(out.name + ".partial")
     try:
-        onnx.save_model(graph, str(partial), save_as_external_data=large, all_tensors_to_one_file=True, location=f"{out.name}.data")
+        onnx.save_model(graph, str(partial), save_as_external_data=large, all_tensors_to_one_file=True, location=data.name)
         onnx.checker.check_model(str(partial))
         partial.replace(out)
+    except OSError as err:
+        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); choose a writable output path.") from None
     finally:
         partial.unlink(missing_ok=True)
+    if not large:  # a weights file of an earlier, larger export to this name belongs to no graph now
+        remove_stale([data], f"an earlier export to {out} wrote it; this model's weights are inside the graph")
     log.info("exported %s %s (%dx%d) to %s", model.arch, task, h, w, out)
     return out
 
