@@ -80,7 +80,7 @@ def take(tmp_path_factory) -> Path:
     lines = path.read_text().splitlines()
     record = json.loads(lines[6])  # line 7 = frame 5
     record["people"][0]["contacts"] = [None, 1]
-    record["people"][0]["bones"] = {"hips": [0, 0, 0, 1]}  # a field this reader does not know: accepted
+    record["people"][0]["gaze"] = {"left": [0, 0, 1]}  # a field this reader does not know: accepted
     lines[6] = json.dumps(record)
     path.write_text("\n".join(lines) + "\n")
     return path
