@@ -48,7 +48,7 @@ from viz.compose import Layers
 log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-LIVE_MAX_IN_FLIGHT = 2  # frames inside the stages at once on cameras and streams (lower latency)
+LIVE_MAX_IN_FLIGHT = 3  # frames inside the stages at once on cameras and streams: 3 keeps the GPU fed (docs/gpu-performance.md)
 
 
 @dataclass
@@ -140,6 +140,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
                           compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
     log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
+    if hasattr(box_finder, "warm_up"):
+        box_finder.warm_up((info.height, info.width))  # the detector's CUDA graph too: no capture mid-run
     smoother = None
     if options.smooth != "none" and "pose" in models:
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
@@ -192,6 +194,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
             Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
         raise
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
+    lines += predictor.graph_report() + (box_finder.graph_report() if hasattr(box_finder, "graph_report") else [])
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
 

@@ -49,6 +49,44 @@ def test_standin_records_streams_and_waits():
         assert y.cpu().tolist() == [2.0] * 4
 
 
+def _copy_down_then_write_on_a_thread(wait_before_start: bool) -> list[str]:
+    """A non-blocking copy into a pinned buffer on a side stream; a thread later writes the
+    buffer on the host. Safe only if the host waited for the copy before starting the thread."""
+    import threading
+
+    errors = []
+    with StandinGPU():
+        side = torch.cuda.Stream()
+        x = torch.ones(4, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        host = torch.empty(4).pin_memory()
+        with torch.cuda.stream(side):
+            host.copy_(x, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record(side)
+
+        def write():
+            try:
+                host.numpy()[...] = 0
+            except AssertionError as error:
+                errors.append(type(error).__name__)
+
+        worker = threading.Thread(target=write)
+        if wait_before_start:
+            done.synchronize()
+            worker.start()
+        else:
+            worker.start()
+            done.synchronize()  # too late: the thread did not see this wait
+        worker.join()
+    return errors
+
+
+def test_thread_start_orders_what_the_starter_waited_for_and_nothing_later():
+    assert _copy_down_then_write_on_a_thread(wait_before_start=True) == []
+    assert _copy_down_then_write_on_a_thread(wait_before_start=False) == ["StreamRace"]
+
+
 # -- the detector
 
 
