@@ -25,6 +25,7 @@ from realtime.errors import UserError
 from realtime.models import heads
 from realtime.models.archs import INPUT_HW
 from realtime.models.cuda_graph import GraphCache
+from realtime.models.sapiens2 import set_sdpa_backend
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,12 @@ class Predictor:
                  the official demo and the golden fixtures; "bilinear" or "bicubic" for all.
     channels_last: run the heads' convolutions channels_last (`heads.to_channels_last`, which
                  changes the given models in place); default on CUDA only.
+    sdpa:        the attention kernel of the backbones (`sapiens2.SDPA_BACKENDS`: "default" is
+                 PyTorch's choice, "cudnn" cuDNN's fused attention with KV heads expanded, ...;
+                 bench/gpu_sdpa.py measures them); changes the given models in place.
+    fp8:         the backbones' attention projections in E4M3 (`realtime.models.fp8`, q/k/v as
+                 one GEMM), their static input scales calibrated here once on
+                 `fp8.calibration_batch`; needs `compile` (it is slower than bf16 eager).
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -155,7 +162,7 @@ class Predictor:
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None):
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -173,6 +180,16 @@ class Predictor:
         if self.channels_last:  # before compiling: the graphs see the layout
             for model in models.values():
                 heads.to_channels_last(model)
+        for model in models.values():
+            set_sdpa_backend(model, sdpa)
+        if fp8:
+            from realtime.models import fp8 as float8
+
+            float8.check_fp8_compiled(bool(compile))
+            for name, model in models.items():
+                float8.to_float8(model, "attention")
+                dtype_of = next(model.parameters()).dtype
+                float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
         self.compiled = bool(compile)
         if compile:
             for name, model in models.items():  # RoPE tables made now, eagerly: no graph break at the first call

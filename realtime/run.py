@@ -84,9 +84,10 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
     if options.fp8:
-        from realtime.models.fp8 import check_fp8_device
+        from realtime.models.fp8 import check_fp8_compiled, check_fp8_device
 
         check_fp8_device(device)
+        check_fp8_compiled(options.compile)
     if options.cuda_graphs and not device.startswith("cuda"):
         raise UserError(f"--cuda-graphs needs a CUDA GPU, and this run is on {device}; drop --cuda-graphs or use --device cuda.")
     if options.max_frames is not None and options.max_frames < 1:
@@ -137,7 +138,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
+                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling,
+                          fp8=options.fp8, sdpa=options.sdpa)
     log.info("warming up")
     predictor.warm_up((info.height, info.width))  # before any output exists: a failure here leaves no files
     if hasattr(box_finder, "warm_up"):
@@ -307,10 +309,6 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     for task in options.tasks:
         model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
                            device=device, dtype=dtype)
-        if options.fp8:
-            from realtime.models.fp8 import to_float8
-
-            to_float8(model)
         models[task] = model  # --compile: the Predictor compiles them (fixed shapes, every bucket warmed)
     return models
 

@@ -156,3 +156,35 @@ def test_inductor_keeps_the_bf16_rope_numerics(pose_model, fixtures_dir):
     assert torch._inductor.config.emulate_precision_casts == global_before
     d = (out - io["heatmaps"]).abs()
     assert d.max() <= 1e-2 and d.mean() <= 5e-4, (d.max().item(), d.mean().item())
+
+
+# -- the attention kernel, chosen explicitly (--sdpa)
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_explicit_sdpa_backends_equal_the_default(kv_heads):
+    """`attention(q, k, v, backend)`: the CPU's kernels give the default's numbers, and the
+    expanded KV heads (cuDNN / efficient take equal head counts) equal `enable_gqa`'s sharing."""
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 21, 16)
+    k, v = torch.randn(2, kv_heads, 21, 16), torch.randn(2, kv_heads, 21, 16)
+    want = sapiens2.attention(q, k, v)
+    for backend in ("math", "flash"):  # what a CPU build runs
+        torch.testing.assert_close(sapiens2.attention(q, k, v, backend), want, rtol=1e-5, atol=1e-6)
+    expanded = F.scaled_dot_product_attention(q, k.repeat_interleave(4 // kv_heads, 1), v.repeat_interleave(4 // kv_heads, 1))
+    torch.testing.assert_close(expanded, want, rtol=1e-5, atol=1e-6)
+
+
+def test_set_sdpa_backend_reaches_every_attention_layer(backbone, backbone_io):
+    x = backbone_io[f"{CASE}.input"]
+    with torch.no_grad():
+        want = backbone(x)
+    try:
+        assert sapiens2.set_sdpa_backend(backbone, "math") == 18
+        assert {m.sdpa for m in backbone.modules() if isinstance(m, GroupedQueryAttention)} == {"math"}
+        with torch.no_grad():
+            torch.testing.assert_close(backbone(x), want, rtol=1e-4, atol=1e-4)
+        with pytest.raises(ValueError, match="SDPA backend must be one of"):
+            sapiens2.set_sdpa_backend(backbone, "fastest")
+    finally:
+        sapiens2.set_sdpa_backend(backbone, "default")

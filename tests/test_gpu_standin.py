@@ -227,6 +227,51 @@ def test_gpu_check_says_there_is_no_gpu_and_exits_0():
     assert done.returncode == 0 and "No CUDA GPU here" in done.stdout
 
 
+BLOCKER = """
+import importlib.abc, sys
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in ("av", "pyqtgraph", "filterpy"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a GPU machine lacks it)", name=name)
+sys.meta_path.insert(0, Blocked())
+for name in [m for m in sys.modules if m.partition(".")[0] in ("av", "pyqtgraph", "filterpy")]:
+    del sys.modules[name]
+"""
+
+
+def test_gpu_check_imports_and_collects_without_pyav_pyqtgraph_or_filterpy():
+    """What a GPU machine with only PyTorch, NumPy, safetensors, OpenCV (and pytest) does:
+    gpu_check imports everything it uses and pytest collects every GPU test file it names."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = BLOCKER + """
+try:
+    import av
+except ImportError:
+    pass
+else:
+    raise SystemExit("the blocker did not block PyAV")
+sys.path.insert(0, ".")
+import bench.gpu_check as check
+check.imports()
+import pytest
+rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *check.GPU_TESTS])
+assert rc == 0, rc
+assert check.main() == 0  # no CUDA here: says so
+assert not [m for m in sys.modules if m.partition(".")[0] in ("av", "pyqtgraph", "filterpy")]
+print("IMPORTS OK")
+"""
+    done = subprocess.run([sys.executable, "-c", script, "--no-tests"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "IMPORTS OK" in done.stdout and "error" not in done.stdout.lower().replace("errors", "")
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert {line.split("::")[0] for line in collected} == {"tests/test_models_gpu.py", "tests/test_cuda_graphs_gpu.py",
+                                                          "tests/test_detector_graph_gpu.py"}
+
+
 def test_gpu_check_knows_the_peaks_of_common_gpus():
     import importlib.util
     from pathlib import Path
