@@ -198,6 +198,9 @@ def main() -> int:
     bad_graphs = 0
     for mode, opts in MODES.items():
         left = args.budget - (time.perf_counter() - began)
+        if opts.get("fp8") and torch.cuda.get_device_capability() < (8, 9):
+            print(f"  {mode:<25}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
+            continue
         if opts.get("compile") and (args.no_compile or left < COMPILE_SECONDS):
             print(f"  {mode:<25}: skipped ({'--no-compile' if args.no_compile else f'{left:.0f} s of the budget left'})", flush=True)
             continue

@@ -183,7 +183,12 @@ def test_set_sdpa_backend_reaches_every_attention_layer(backbone, backbone_io):
         assert sapiens2.set_sdpa_backend(backbone, "math") == 18
         assert {m.sdpa for m in backbone.modules() if isinstance(m, GroupedQueryAttention)} == {"math"}
         with torch.no_grad():
-            torch.testing.assert_close(backbone(x), want, rtol=1e-4, atol=1e-4)
+            got = backbone(x)
+        # another kernel's rounding, through 18 layers and the bf16 RoPE: within the golden
+        # fixture's tolerance, as the default kernel is
+        for out in (got, want):
+            d = (out - backbone_io[f"{CASE}.featmap"]).abs()
+            assert d.max() <= 4e-3 and d.mean() <= 3e-4
         with pytest.raises(ValueError, match="SDPA backend must be one of"):
             sapiens2.set_sdpa_backend(backbone, "fastest")
     finally:
