@@ -23,16 +23,23 @@ import torch
 from safetensors.torch import load_file
 
 from realtime.models import load_model
-from realtime.models.fp8 import to_float8
+from realtime.models.fp8 import calibrate, calibration_batch, to_float8
 
 FIXTURES = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resolve().parents[1] / "tests" / "reference") / "fixtures"
-VARIANTS = (("bf16", None), ("bf16 + FP8 all linears", "all"), ("bf16 + FP8 attention projections only", "attention"))
+VARIANTS = (("bf16", None), ("bf16 + FP8 all linears, per-call scales", "all"),
+            ("bf16 + FP8 attention projections, per-call scales", "attention"),
+            ("bf16 + FP8 attention projections, static calibrated scales (--fp8)", "attention static"))
 
 
 def variant_output(task: str, scope: str | None, x: torch.Tensor) -> torch.Tensor:
+    """The fixture model's output in bf16 with FP8 in `scope` ("all", "attention", or
+    "attention static": scales calibrated once on `fp8.calibration_batch`, as `--fp8` does,
+    not on the evaluated input)."""
     model = load_model(task, FIXTURES / f"{task}_weights.safetensors", dtype=torch.bfloat16)
     if scope is not None:
-        to_float8(model, scope)
+        to_float8(model, scope.split()[0])
+        if scope.endswith("static"):
+            calibrate(model, [calibration_batch(tuple(x.shape[-2:]), x.device, torch.bfloat16)])
     with torch.no_grad():
         return model(x).float()
 

@@ -1,24 +1,27 @@
-"""One command for anyone with an NVIDIA GPU: check the GPU path, then time it.
+"""One command for anyone with an NVIDIA GPU: check the GPU path, then time it, in one call.
 
-    python bench/gpu_check.py                 # tests, then fps eager, compiled and with CUDA graphs
-    python bench/gpu_check.py --no-compile    # skip torch.compile (its first frames take minutes)
-    python bench/gpu_check.py --no-graphs     # skip the CUDA graph runs
-    python bench/gpu_check.py --peak-tflops 989   # your GPU's dense bf16/fp16 peak, if not in the table
+    python bench/gpu_check.py                 # tests, SDPA rates, fps per mode, the detector (< 8 min on an H100)
+    python bench/gpu_check.py --no-compile    # skip the compiled modes (their first frames take minutes)
+    python bench/gpu_check.py --budget 300    # seconds: modes that would not fit are skipped, and said so
 
-1. Runs the GPU tests (`pytest -m gpu`), among them the one that runs `Predictor.predict`
-   and the detector under `torch.cuda.set_sync_debug_mode("error")`: any hidden host sync
-   in the hot path fails it.
-2. Prints frames per second at 1024x768 network input (the released models' size) for
-   pose only (1 person), pose + seg, and all four tasks, with random 0.4B weights (speed
-   does not depend on weight values), eager, compiled and with `cuda_graphs`, with the
-   achieved TFLOP/s and MFU (achieved / the GPU's dense half-precision peak). Each is timed
-   twice: one frame at a time (`predict`), and pipelined as the run's infer and collect
-   stages do it (frame N+1 launched before frame N is collected); their ratio is the
-   overlap figure (1.00: the GPU waited for Python between frames as long as ever).
-3. Times the RTMDet-m person detector (random weights, batch norms folded) per call on a
-   720p frame, eager and replayed as a CUDA graph (`cuda_graphs=True`: a call is 5 launches
-   instead of about 350, counted on the stand-in by `bench/gpu_syncs.py`).
+Needs only PyTorch, NumPy, safetensors and OpenCV (and pytest for step 1): no PyAV,
+pyqtgraph or filterpy, no network. tests/test_gpu_standin.py runs its import path with those
+three made unimportable.
 
+1. Runs the GPU tests (GPU_TESTS, by file: collecting the whole tests folder would import
+   modules that need PyAV), among them the ones that run `Predictor.predict` and the detector
+   under `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
+2. Times each attention kernel (`--sdpa`) on the 0.4B backbone's shapes (bench/gpu_sdpa.py).
+3. Pose + seg at 1024x768 network input, 1 person, random 0.4B weights (speed does not depend
+   on weight values), per mode (MODES: eager, --cuda-graphs, --compile --cuda-graphs, and that
+   with --sdpa cudnn --fp8): frames per second pipelined (frame N+1 launched before frame N is
+   collected, as the run's stages do), host launches per frame (CUDA runtime launch and copy
+   calls, counted by torch.profiler), the CUDA graph keys captured in the warm-up against
+   those that fell back to eager or were captured after it, and bench/gpu_estimate.py's
+   estimate for this GPU beside each measured number.
+4. Times the RTMDet-m person detector per call on a 720p frame, eager and as a CUDA graph.
+
+Exits 1 if a test failed or a CUDA graph capture failed or happened after a warm-up.
 Without a CUDA GPU it says so and exits 0.
 """
 
@@ -34,17 +37,28 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-# FLOP per image at 1024x768 for the 0.4B models (torch.utils.flop_counter, 1 multiply-add = 2 FLOP)
-TFLOP_PER_IMAGE = {"pose": 3.87, "seg": 3.59, "normal": 5.03, "pointmap": 8.34}
+# The GPU test files, by name: `pytest -m gpu tests` would import every test module, and 40 of
+# them need packages a GPU machine may lack (PyAV, pyqtgraph, filterpy).
+GPU_TESTS = ("tests/test_models_gpu.py", "tests/test_cuda_graphs_gpu.py", "tests/test_detector_graph_gpu.py")
 # Dense (no sparsity) bf16/fp16 tensor-core peaks with fp32 accumulation, TFLOP/s, from the vendors'
 # datasheets, by words in torch.cuda.get_device_name() (the H100 SXM calls itself "H100 80GB HBM3")
 PEAK_TFLOPS = {("H100", "HBM3"): 989, ("H100", "SXM"): 989, ("H100", "NVL"): 835, ("H100", "PCIe"): 756,
                ("H200",): 989, ("GH200",): 989, ("B200",): 2250, ("A100",): 312, ("L40S",): 362, ("L40",): 181,
                ("L4",): 121, ("A10",): 125, ("RTX", "6000", "Ada"): 364, ("RTX", "4090"): 165, ("RTX", "4080"): 97,
                ("RTX", "3090"): 71}
-SETS = (("pose only", ("pose",)), ("pose + seg", ("pose", "seg")), ("all tasks", ("pose", "seg", "normal", "pointmap")))
+# mode -> (Predictor options, is compiled); the estimate's Config is built from the same flags
+MODES = {
+    "eager": dict(),
+    "graphs": dict(cuda_graphs=True),
+    "compile+graphs": dict(compile=True, cuda_graphs=True),
+    "compile+graphs+cudnn+fp8": dict(compile=True, cuda_graphs=True, sdpa="cudnn", fp8=True),
+}
+COMPILE_SECONDS = 150  # what a compiled mode may take on an H100 machine (two 0.4B models): skipped when it would not fit
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
+                "cudaMemcpyAsync", "cudaMemsetAsync")
 
 
 def peak_tflops(name: str) -> float | None:
@@ -55,30 +69,69 @@ def peak_tflops(name: str) -> float | None:
     return None
 
 
+def imports() -> None:
+    """Import everything the check uses (what tests/test_gpu_standin.py runs with PyAV,
+    pyqtgraph and filterpy blocked)."""
+    import bench.gpu_estimate  # noqa: F401
+    import bench.gpu_sdpa  # noqa: F401
+    import realtime.infer  # noqa: F401
+    import realtime.models  # noqa: F401
+    import realtime.models.fp8  # noqa: F401
+    import realtime.models.rtmdet  # noqa: F401
+
+
 def run_gpu_tests() -> int:
-    print("== GPU tests (pytest -m gpu), the hot path under torch.cuda.set_sync_debug_mode('error')", flush=True)
-    return subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests"], cwd=ROOT)
+    print(f"== GPU tests: pytest -m gpu {' '.join(GPU_TESTS)}", flush=True)
+    return subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", *GPU_TESTS], cwd=ROOT)
 
 
-def time_predictor(tasks, mode: str, frames: int, dtype: torch.dtype) -> tuple[float, float]:
-    """Frames per second of one frame at a time and of pipelined frames (launch N+1, then
-    collect N) on a 720p frame with one person, models random. mode: eager, compiled, graphs."""
+def estimate_gpu(name: str):
+    """bench/gpu_estimate.py's GPU closest to this one, and a note when it is not the same."""
+    from bench.gpu_estimate import GPUS
+
+    if "4090" in name:
+        return GPUS["4090"], ""
+    if "H100" in name:
+        return GPUS["h100"], ""
+    return GPUS["h100"], f" (estimate for an H100; this is {name})"
+
+
+def estimate_for(mode: str, gpu):
+    from bench.gpu_estimate import Config, estimate
+
+    opts = MODES[mode]
+    config = Config(mode, graphs=opts.get("cuda_graphs", False), compiled=opts.get("compile", False),
+                    fp8="static" if opts.get("fp8") else "", sdpa=opts.get("sdpa", "default"))
+    return estimate(config, gpu)
+
+
+def host_launches(fn) -> int:
+    """CUDA runtime launch and copy calls the host makes in `fn()` (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.name in LAUNCH_CALLS)
+
+
+def time_mode(mode: str, frames: int, dtype: torch.dtype) -> dict:
+    """Pose + seg on a 720p frame with one person: fps pipelined, launches per frame and the graph keys."""
     from realtime.infer import Predictor
     from realtime.models import build_model
 
+    tasks = ("pose", "seg")
     models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
-    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768), compile=mode == "compiled",
-                          cuda_graphs=mode == "graphs")
+    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768), max_batch=1, **MODES[mode])
     image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
     boxes = np.array([[400, 60, 880, 700]], np.float32)
-    predictor.warm_up(image.shape[:2])  # compiled: every person-count bucket (minutes)
-    for _ in range(3):
-        predictor.predict(image, boxes)  # graphs: captured here
-    torch.cuda.synchronize()
     start = time.perf_counter()
-    for _ in range(frames):
-        predictor.predict(image, boxes)  # each returns numpy: the frame is done
-    serial = frames / (time.perf_counter() - start)
+    predictor.warm_up(image.shape[:2])  # compiles and captures every key here
+    warm_s = time.perf_counter() - start
+    for _ in range(3):
+        predictor.predict(image, boxes)
+    launches = host_launches(lambda: predictor.predict(image, boxes))
+    torch.cuda.synchronize()
     start = time.perf_counter()
     pending = predictor.launch(image, boxes)
     for _ in range(frames - 1):
@@ -86,27 +139,32 @@ def time_predictor(tasks, mode: str, frames: int, dtype: torch.dtype) -> tuple[f
         predictor.collect(pending)
         pending = queued
     predictor.collect(pending)
-    pipelined = frames / (time.perf_counter() - start)
+    fps = frames / (time.perf_counter() - start)
+    graphs = predictor._graphs
+    out = {"fps": fps, "launches": launches, "warm_s": warm_s, "captured": len(graphs.captured()),
+           "failed": dict(graphs.failed), "late": list(graphs.late)}
     del predictor, models
     torch.cuda.empty_cache()
-    return serial, pipelined
+    return out
 
 
-def time_detector(graphs: bool, calls: int, dtype: torch.dtype) -> float:
+def time_detector(graphs: bool, calls: int, dtype: torch.dtype) -> tuple[float, list[str]]:
     """Milliseconds per detector call (upload, network, decoding, the one wait, the host NMS)
-    on a 720p frame; RTMDet-m with random weights, batch norms folded as at load."""
+    on a 720p frame, RTMDet-m with random weights, batch norms folded as at load; and its
+    graph warnings."""
     from realtime.models.rtmdet import Detector, RTMDet, fold_batchnorm
 
     model = RTMDet(widen=0.75).eval()
     fold_batchnorm(model)
     detector = Detector(model, device="cuda", dtype=dtype, cuda_graphs=graphs)
     image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    detector.warm_up(image.shape[:2])
     for _ in range(3):
-        detector(image, rgb=True)  # graphs: captured here
+        detector(image, rgb=True)
     start = time.perf_counter()
     for _ in range(calls):
         detector(image, rgb=True)  # each waits for its rows: the call is done
-    return 1e3 * (time.perf_counter() - start) / calls
+    return 1e3 * (time.perf_counter() - start) / calls, detector.graph_report()
 
 
 def main() -> int:
@@ -114,39 +172,60 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=50)
     parser.add_argument("--no-tests", action="store_true")
     parser.add_argument("--no-compile", action="store_true")
-    parser.add_argument("--no-graphs", action="store_true")
+    parser.add_argument("--budget", type=float, default=450, help="seconds the whole check may take (default 450)")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
     args = parser.parse_args()
+    began = time.perf_counter()
     if not torch.cuda.is_available():
         print(f"No CUDA GPU here (torch {torch.__version__}, built with CUDA {torch.version.cuda}): nothing to check. "
               "Run this on a machine with an NVIDIA GPU and a CUDA build of torch.")
         return 0
+    imports()
+    from bench import gpu_sdpa
     from realtime.infer import default_dtype
 
     name = torch.cuda.get_device_name()
     peak = args.peak_tflops or peak_tflops(name)
     dtype = default_dtype("cuda")
+    gpu, note = estimate_gpu(name)
     print(f"GPU: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, dtype {str(dtype).removeprefix('torch.')}; "
-          f"peak {'%g TFLOP/s dense half precision' % peak if peak else 'unknown (pass --peak-tflops for MFU)'}")
+          f"peak {'%g TFLOP/s dense half precision' % peak if peak else 'unknown'}; estimates: {gpu.name}{note}", flush=True)
     failed = 0 if args.no_tests else run_gpu_tests()
     torch.backends.cudnn.benchmark = True
-    print(f"== Predictor.predict, 1024x768 network input, 1 person, 0.4B models, {args.frames} frames")
-    for label, tasks in SETS:
-        tflop = sum(TFLOP_PER_IMAGE[t] for t in tasks)
-        ceiling = f", ceiling {peak / tflop:6.1f} fps" if peak else ""
-        modes = ["eager"] + ([] if args.no_compile else ["compiled"]) + ([] if args.no_graphs else ["graphs"])
-        for mode in modes:
-            serial, fps = time_predictor(tasks, mode, args.frames, dtype)
-            rate = fps * tflop
-            mfu = f", MFU {rate / peak:5.1%}" if peak else ""
-            print(f"  {label:<10} {mode:>8}: {fps:7.1f} fps pipelined ({serial:7.1f} one at a time, overlap "
-                  f"x{fps / serial:4.2f}), {rate:6.1f} TFLOP/s ({tflop:.2f} TFLOP/frame){mfu}{ceiling}", flush=True)
-    print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {args.frames} calls")
-    for graphs in (False,) + (() if args.no_graphs else (True,)):
-        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {time_detector(graphs, args.frames, torch.float16):6.2f} ms per call", flush=True)
-    if failed:
-        print("Some GPU tests FAILED (see above).")
-    return 1 if failed else 0
+    print(f"== SDPA backends (TFLOP/s measured; the estimate assumes {gpu.attention})", flush=True)
+    print("\n".join(gpu_sdpa.rates()), flush=True)
+    print(f"== pose + seg, 1024x768 network input, 1 person, 0.4B models, 720p frames, {args.frames} frames pipelined")
+    bad_graphs = 0
+    for mode, opts in MODES.items():
+        left = args.budget - (time.perf_counter() - began)
+        if opts.get("fp8") and torch.cuda.get_device_capability() < (8, 9):
+            print(f"  {mode:<25}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
+            continue
+        if opts.get("compile") and (args.no_compile or left < COMPILE_SECONDS):
+            print(f"  {mode:<25}: skipped ({'--no-compile' if args.no_compile else f'{left:.0f} s of the budget left'})", flush=True)
+            continue
+        try:
+            got = time_mode(mode, args.frames, dtype)
+        except Exception as error:  # a mode this GPU or build cannot run (e.g. FP8 before sm_89): say so, go on
+            print(f"  {mode:<25}: FAILED: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}", flush=True)
+            failed += 1
+            continue
+        want = estimate_for(mode, gpu)
+        bad_graphs += len(got["failed"]) + len(got["late"])
+        keys = ""
+        if opts.get("cuda_graphs"):
+            keys = (f", graph keys {got['captured']} captured in warm-up / {len(got['failed'])} eager (failed) / "
+                    f"{len(got['late'])} captured later")
+            keys += "".join(f"\n      failed {key}: {reason}" for key, reason in got["failed"].items())
+        print(f"  {mode:<25}: {got['fps']:7.1f} fps (estimate {want.fps:6.1f}), {got['launches']:5d} host launches per "
+              f"frame (estimate {want.launches:5.0f} kernels), warm-up {got['warm_s']:5.1f} s{keys}", flush=True)
+    print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {args.frames} calls", flush=True)
+    for graphs in (False, True):
+        ms, report = time_detector(graphs, args.frames, torch.float16)
+        bad_graphs += len(report)
+        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {ms:6.2f} ms per call" + "".join(f"\n      {r}" for r in report), flush=True)
+    print(f"== done in {time.perf_counter() - began:.0f} s; {failed} failure(s), {bad_graphs} failed or late CUDA graph capture(s)")
+    return 1 if failed or bad_graphs else 0
 
 
 if __name__ == "__main__":

@@ -192,7 +192,9 @@ def _add_model_options(p) -> None:
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
                    "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
-    m.add_argument("--fp8", action="store_true", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); see docs/deploy.md")
+    m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); needs --compile; see docs/deploy.md")
+    m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
+                   help="the attention kernel (default: PyTorch's choice; cudnn is faster on Hopper, see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count, and one for the "
                    "detector (CUDA only; each is captured the first time it is needed; see docs/gpu-performance.md)")
     m.add_argument("--crop-sampling", default="official", choices=["official", "bilinear", "bicubic"],
@@ -262,7 +264,7 @@ def _model_options(args):
     return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
                         device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
                         dense_auto=dense_auto, flip_test=args.flip_test, compile=args.compile,
-                        fp8=args.fp8, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
+                        fp8=args.fp8, sdpa=args.sdpa, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
 
 
 def _people_options(args):

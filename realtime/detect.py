@@ -92,6 +92,20 @@ class BoxFinder:
         self._last_detection: Optional[int] = None
         self._people_at_detection = 0
 
+    def warm_up(self, image_hw: tuple[int, int]) -> list[str]:
+        """Warm the detector (if any) up on the run's frame size, capturing its CUDA graph before
+        the first frame; returns its graph warnings for the run summary (`graph_report`)."""
+        warm = getattr(self.detector, "warm_up", None)
+        if warm is None:
+            return []
+        warm(image_hw, rgb=True)  # the channel order __call__ uses
+        return self.detector.graph_report()
+
+    def graph_report(self) -> list[str]:
+        """The detector's CUDA graph warnings (failed or mid-run captures), for the run summary."""
+        report = getattr(self.detector, "graph_report", None)
+        return report() if report is not None else []
+
     def __call__(
         self,
         image_rgb: np.ndarray,

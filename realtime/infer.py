@@ -25,6 +25,7 @@ from realtime.errors import UserError
 from realtime.models import heads
 from realtime.models.archs import INPUT_HW
 from realtime.models.cuda_graph import GraphCache
+from realtime.models.sapiens2 import set_sdpa_backend
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +130,12 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
-    cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket, crop sampling) from
-                 crop to decoded keypoints (and from resize to the map), captured on first use by
-                 the thread that launches frames (`realtime.models.cuda_graph`, which the detector
-                 shares); pads person batches. Ignored on the CPU.
+    cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket) from crop to decoded
+                 keypoints (and per frame size from resize to the map), all captured by `warm_up`
+                 (`realtime.models.cuda_graph`, which the detector shares): the crops' sampling
+                 is then picked per crop on the device, so it is no part of a key and no person
+                 count or size meets a key the warm-up did not capture; pads person batches.
+                 `graph_report()` lists failed or mid-run captures. Ignored on the CPU.
     pad_batches: pad person crops up to BATCH_BUCKETS so shapes repeat (default: only when
                  compiled; eager runs the crops there are).
     crop_sampling: how person crops are interpolated, picked per batch on the host from the
@@ -141,6 +144,12 @@ class Predictor:
                  the official demo and the golden fixtures; "bilinear" or "bicubic" for all.
     channels_last: run the heads' convolutions channels_last (`heads.to_channels_last`, which
                  changes the given models in place); default on CUDA only.
+    sdpa:        the attention kernel of the backbones (`sapiens2.SDPA_BACKENDS`: "default" is
+                 PyTorch's choice, "cudnn" cuDNN's fused attention with KV heads expanded, ...;
+                 bench/gpu_sdpa.py measures them); changes the given models in place.
+    fp8:         the backbones' attention projections in E4M3 (`realtime.models.fp8`, q/k/v as
+                 one GEMM), their static input scales calibrated here once on
+                 `fp8.calibration_batch`; needs `compile` (it is slower than bf16 eager).
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -153,7 +162,7 @@ class Predictor:
                  input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None):
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -171,8 +180,20 @@ class Predictor:
         if self.channels_last:  # before compiling: the graphs see the layout
             for model in models.values():
                 heads.to_channels_last(model)
+        for model in models.values():
+            set_sdpa_backend(model, sdpa)
+        if fp8:
+            from realtime.models import fp8 as float8
+
+            float8.check_fp8_compiled(bool(compile))
+            for name, model in models.items():
+                float8.to_float8(model, "attention")
+                dtype_of = next(model.parameters()).dtype
+                float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
         self.compiled = bool(compile)
         if compile:
+            for name, model in models.items():  # RoPE tables made now, eagerly: no graph break at the first call
+                _set_input_size(model, self.sizes[name])
             backend = "inductor" if compile is True else compile
             # Round bf16 intermediates as eager does: fused in fp32, the bf16 RoPE rotation
             # drifts past the golden fixtures' tolerance (measured: 0.028 vs 1e-2 max). Set per
@@ -186,7 +207,6 @@ class Predictor:
         # would only compute the padding (3 people would cost 4 forwards).
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
         self._graphs = GraphCache()  # (task, shapes) -> graph; one memory pool per task stream
-        self._warming_up = False
         self.padded = (self.compiled or self.cuda_graphs) if pad_batches is None else pad_batches
         self._streams: dict[str, torch.cuda.Stream] = {}
         if self.cuda:
@@ -208,22 +228,30 @@ class Predictor:
 
     def warm_up(self, image_hw: tuple[int, int]) -> None:
         """Predictions on a black frame, so the first real frame does not pay for kernel
-        selection, allocator growth or compilation. When batches are padded (compiled), every
-        person-count bucket runs once, so `--compile` never compiles mid-run."""
+        selection, allocator growth, compilation or a CUDA graph capture. When batches are
+        padded (compiled, graphs), every person-count bucket runs once, so `--compile` never
+        compiles and `--cuda-graphs` never captures mid-run (`graph_report` tells if one did)."""
         h, w = image_hw
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
-        self._warming_up = True  # eager: CUDA graphs are captured by the thread that replays them
-        try:
-            self.predict(black, whole)
-            per_person = {name for name, t in self.tasks.items() if t.per_person}
-            if self.padded and per_person:
-                for n in self.buckets()[1:]:
-                    self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
-        finally:
-            self._warming_up = False
+        self.predict(black, whole)
+        per_person = {name for name, t in self.tasks.items() if t.per_person}
+        if self.padded and per_person:
+            for n in self.buckets()[1:]:
+                self.predict(black, np.repeat(whole, n, axis=0), tasks=per_person)
+        self._graphs.seal()
         if self.cuda:
             torch.cuda.synchronize(self.device)
+
+    def graph_keys(self) -> list[tuple]:
+        """Every CUDA graph key a run on frames of the warmed-up size can meet: per-person tasks
+        one per bucket, whole-image tasks one (what `warm_up` captures)."""
+        return sorted(self._graphs.graphs, key=str)
+
+    def graph_report(self) -> list[str]:
+        """Run-summary warnings about CUDA graphs: captures that failed (those keys run eagerly,
+        with the reason) and captures after the warm-up (each one stalled the run)."""
+        return self._graphs.report("inference") if self.cuda_graphs else []
 
     def predict(self, image: np.ndarray, boxes: np.ndarray, tasks: Optional[set[str]] = None) -> Prediction:
         """image: (H, W, 3) uint8 RGB; boxes: (N, 4) xyxy pixels; tasks: which of the
@@ -299,7 +327,9 @@ class Predictor:
         for _, count, bucket, sampling in chunks:
             rows = geometry[offset:offset + bucket]  # center | scale
             offset += bucket
-            key = (task.name, bucket, sampling, tuple(frame.shape))
+            if self.cuda_graphs and task.host_sampling:  # one graph per bucket: sampled per crop on the device
+                sampling = None if self.crop_sampling == "official" else self.crop_sampling
+            key = (task.name, bucket, tuple(frame.shape))
             results.append(self._run(key, functools.partial(self._person_work, task, sampling), frame, rows)[:count])
         return torch.cat(results) if len(results) > 1 else results[0]
 
@@ -324,8 +354,8 @@ class Predictor:
 
     def _run(self, key: tuple, work, *inputs: torch.Tensor) -> torch.Tensor:
         """`work(*inputs)` eagerly, or with `cuda_graphs` by replaying the graph captured for
-        `key` (task, shapes) on its first use, on the thread and stream that launch it."""
-        if not self.cuda_graphs or self._warming_up:
+        `key` (task, shapes), captured by `warm_up` (or on a first use after it, counted late)."""
+        if not self.cuda_graphs:
             return work(*inputs)
         return self._graphs.run(key, key[0], work, *inputs)  # one memory pool per task (its stream)
 
@@ -398,6 +428,14 @@ class Predictor:
         done = torch.cuda.Event(blocking=True)
         done.record(collect)
         return Launched(pinned, done)
+
+
+def _set_input_size(model: nn.Module, input_hw: tuple[int, int]) -> None:
+    """`Sapiens2.set_input_size` on the model's backbone, if it has one (a registered task's
+    model may not)."""
+    backbone = getattr(model, "backbone", None)
+    if hasattr(backbone, "set_input_size"):
+        backbone.set_input_size(*input_hw)
 
 
 def _fit(h: int, w: int, max_side: int) -> tuple[int, int]:

@@ -48,6 +48,7 @@ class ModelOptions:
     flip_test: bool = False
     compile: bool = False
     fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
+    sdpa: str = "default"  # the backbones' attention kernel (realtime.models.sapiens2.SDPA_BACKENDS; bench/gpu_sdpa.py)
     cuda_graphs: bool = False  # replay a CUDA graph per (task, person bucket) and for the detector; CUDA only
     crop_sampling: str = "official"  # person-crop interpolation, realtime.transforms.CROP_SAMPLING
 

@@ -39,7 +39,7 @@ from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, LiveStage, MotionStage, RenderStage,
+from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, InferStage, LiveStage, MotionStage, RenderStage,
                              SmoothStage, WriteStage, inference_stages)
 from trackers.identity import IdentityTracker
 from trackers.live import LiveSmoother
@@ -48,7 +48,7 @@ from viz.compose import Layers
 log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-LIVE_MAX_IN_FLIGHT = 2  # frames inside the stages at once on cameras and streams (lower latency)
+LIVE_MAX_IN_FLIGHT = 3  # frames inside the stages at once on cameras and streams: 3 keeps the GPU fed (docs/gpu-performance.md)
 
 
 @dataclass
@@ -84,9 +84,10 @@ def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
         raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
     dtype = _dtype(options.dtype, device)
     if options.fp8:
-        from realtime.models.fp8 import check_fp8_device
+        from realtime.models.fp8 import check_fp8_compiled, check_fp8_device
 
         check_fp8_device(device)
+        check_fp8_compiled(options.compile)
     if options.cuda_graphs and not device.startswith("cuda"):
         raise UserError(f"--cuda-graphs needs a CUDA GPU, and this run is on {device}; drop --cuda-graphs or use --device cuda.")
     if options.max_frames is not None and options.max_frames < 1:
@@ -145,6 +146,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     metrics = Metrics()
     log.info("warming up")
     people_stages = analysis_stages(options, models, box_finder, mode, device, dtype, (info.height, info.width), info.fps)
+    predictor = next(stage.predictor for stage in people_stages if isinstance(stage, InferStage))
     rows = task_table.ordered(models)
     layers = Layers(skeleton=task_table.gives_keypoints(models), seg=task_table.gives_body_parts(models),
                     panes=("overlay",) + tuple(t.pane for t in rows if t.pane))
@@ -196,6 +198,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
             Path(outputs["tracks"]).unlink(missing_ok=True)  # a header without frames is nothing worth keeping
         raise
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
+    lines += predictor.graph_report() + (box_finder.graph_report() if hasattr(box_finder, "graph_report") else [])
     lines += live.summary_lines() if live is not None else []
     if pipeline.behind_skipped:
         lines.append(f"the picture, video and tracks skipped {pipeline.behind_skipped} frames that the live senders sent "
@@ -212,8 +215,11 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling)
+                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling,
+                          fp8=options.fp8, sdpa=options.sdpa)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
+    if hasattr(box_finder, "warm_up"):
+        box_finder.warm_up(image_hw)  # the detector's CUDA graph too: no capture mid-run
     smoother = None
     if options.smooth != "none" and task_table.gives_keypoints(models) and mode.follows_people:
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
@@ -356,10 +362,6 @@ def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     for task in options.tasks:
         model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
                            device=device, dtype=dtype)
-        if options.fp8:
-            from realtime.models.fp8 import to_float8
-
-            to_float8(model)
         models[task] = model  # --compile: the Predictor compiles them (fixed shapes, every bucket warmed)
     return models
 

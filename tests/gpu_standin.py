@@ -28,8 +28,10 @@ each stream (through `wait_event`, `wait_stream`, a host wait, or the host launc
 after such a wait). A read of a storage on a stream or by the host that has not seen
 its last write, or a write that has not seen the last reads and write, raises
 `StreamRace` naming both places. Host -> device order needs no wait (a launch comes
-after the host code before it); host reads are `.numpy()`, `.tolist()`, `.item()` and
-host ops on plain CPU tensors (e.g. a pinned buffer a non-blocking copy writes).
+after the host code before it); a thread starts having seen what its starter had seen
+(`Thread.start` is a happens-before edge, as in ThreadSanitizer; queues are not modelled).
+Host reads are `.numpy()`, `.tolist()`, `.item()` and host ops on plain CPU tensors (e.g.
+a pinned buffer a non-blocking copy writes).
 
 What it cannot see: time, and memory the CPU allocator reuses (a freed storage is
 forgotten, not recycled late as the CUDA caching allocator would without
@@ -381,6 +383,7 @@ class FakeStream(Agent):
     def __init__(self, device=None, priority: int = 0, *, name: str | None = None) -> None:
         super().__init__(name or f"stream{next(_stream_ids)}")
         self.device = CUDA
+        self.priority = priority  # lower is sooner, as on CUDA (recorded, not simulated)
         if _active:
             _recorder().all_streams.append(self)
 
@@ -743,9 +746,22 @@ class StandinGPU:
 
         def run(thread):
             with _Mode(rec):
+                rec.host.see(getattr(thread, "_standin_start_clock", {}))  # what its starter had seen
                 orig_run(thread)
 
         return run
+
+    def _start_after_host(self, orig_start):
+        """Thread.start: everything the starting thread has seen happens before the new thread
+        runs (a happens-before edge, as in ThreadSanitizer); e.g. a warm-up's host wait on the
+        main thread covers the pipeline threads it starts afterwards."""
+        rec = self.rec
+
+        def start(thread):
+            thread._standin_start_clock = dict(rec.host.clock)
+            orig_start(thread)
+
+        return start
 
     def __enter__(self) -> "StandinGPU":
         rec, patch = self.rec, self._patch
@@ -783,6 +799,7 @@ class StandinGPU:
         patch(torch, "tensor", self._factory(torch.tensor))
         patch(torch, "as_tensor", self._factory(torch.as_tensor))
         patch(threading.Thread, "run", self._run_under_mode(threading.Thread.run))
+        patch(threading.Thread, "start", self._start_after_host(threading.Thread.start))
         self._stack.enter_context(_Mode(rec))
         return self
 

@@ -32,6 +32,10 @@ def task_models(fixtures_dir):
     return {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg")}
 
 
+def _captures(gpu) -> int:
+    return sum(e.what == CAPTURE for e in gpu.rec.log)
+
+
 def test_graphed_predictions_equal_eager_with_few_launches(task_models):
     # the same padded batches and head layout (channels_last: what a CUDA Predictor picks)
     eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
@@ -42,26 +46,69 @@ def test_graphed_predictions_equal_eager_with_few_launches(task_models):
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
         assert predictor.padded and predictor.buckets() == (1, 2, 3, 4, 6, 8, 12, 16)
         predictor.warm_up(IMAGE.shape[:2])
-        assert not len(predictor._graphs)  # the warm-up runs eagerly: the launching thread captures
+        # the warm-up captures every key: one per bucket (sampling is picked per crop on the
+        # device, so it is no part of a key) and the seg map of this frame size
+        assert set(predictor._graphs.captured()) == {("pose", b, (3, 96, 128)) for b in predictor.buckets()} | {
+            ("seg", (3, 96, 128), (96, 128))}
+        assert _captures(gpu) == 9 and predictor._graphs.sealed
         got, launches, syncs = [], [], []
         for n in people:
             gpu.rec.clear()
             got.append(predictor.predict(IMAGE, BOXES[:n]))
             launches.append(gpu.rec.launches())
             syncs.append(len(gpu.rec.syncs()))
-        # 1 person: a small one, bicubic; 3 and 5: small and large, sampled per crop (None)
-        assert set(predictor._graphs.captured()) == {("pose", 1, "bicubic", (3, 96, 128)), ("pose", 3, None, (3, 96, 128)),
-                                                     ("pose", 6, None, (3, 96, 128)), ("seg", (3, 96, 128), (96, 128))}
-        assert not gpu.rec.races
-    # each capture synchronizes first (frame 1: pose and seg; then pose for 3 and for 5
-    # people); a frame of known shapes only replays, with the frame's one wait
-    assert syncs == [3, 2, 2, 1, 1]
+            assert not _captures(gpu)
+        assert not gpu.rec.races and predictor._graphs.late == [] and predictor.graph_report() == []
+    assert syncs == [1, 1, 1, 1, 1]  # the frame's one wait: no capture (and its synchronize) mid-run
     # replayed: per task a graph launch, its input copies and the output's clone, plus the transfers
     assert launches[3] == launches[4] <= 16, launches
     for g, w in zip(got, wants):
         np.testing.assert_array_equal(g.keypoints, w.keypoints)
         np.testing.assert_array_equal(g.keypoint_scores, w.keypoint_scores)
         np.testing.assert_array_equal(g.seg, w.seg)
+
+
+def _people(n: int) -> np.ndarray:
+    """n boxes, small ones (crops that enlarge: bicubic) and large ones (bilinear) mixed."""
+    rng = np.random.default_rng(n)
+    sides = np.where(np.arange(n) % 2 == 0, 20.0, 90.0)[:, None]
+    x0, y0 = rng.uniform(0, 40, (n, 1)), rng.uniform(0, 10, (n, 1))
+    return np.hstack((x0, y0, x0 + 0.75 * sides, y0 + sides)).astype(np.float32)
+
+
+def test_no_capture_after_the_warm_up_while_the_people_count_goes_1_to_9_and_back(task_models):
+    """The issue-31 stall: a graph captured mid-run (a device-wide synchronize and a capture)
+    whenever the people count met a new bucket or a person crossed the bilinear/bicubic edge."""
+    counts = list(range(1, 10)) + list(range(8, 0, -1))
+    eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
+    wants = [eager.predict(IMAGE, _people(n)) for n in counts]
+    with StandinGPU() as gpu:
+        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
+        predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
+        predictor.warm_up(IMAGE.shape[:2])
+        warmed = set(predictor._graphs.captured())
+        per_frame = []
+        for n, want in zip(counts, wants):
+            gpu.rec.clear()
+            got = predictor.predict(IMAGE, _people(n))
+            per_frame.append((_captures(gpu), len(gpu.rec.syncs())))
+            np.testing.assert_array_equal(got.keypoints, want.keypoints)
+            np.testing.assert_array_equal(got.seg, want.seg)
+        assert not gpu.rec.races
+        assert set(predictor._graphs.captured()) == warmed and predictor._graphs.late == []
+    assert per_frame == [(0, 1)] * len(counts)  # no capture after the warm-up, one host wait per predict
+
+
+def test_a_key_the_warm_up_missed_is_counted_and_reported(task_models):
+    with StandinGPU():
+        models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}
+        predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
+        predictor.warm_up(IMAGE.shape[:2])
+        other = np.zeros((64, 128, 3), np.uint8)  # another frame size than the warm-up's
+        predictor.predict(other, BOXES[:1])
+    assert predictor._graphs.late == [("pose", 1, (3, 64, 128))]
+    assert predictor.graph_report() == ["inference: 1 CUDA graph(s) captured mid-run (each stalled the run), "
+                                        "for keys the warm-up did not meet: ('pose', 1, (3, 64, 128))"]
 
 
 def test_graphed_frames_in_flight_keep_their_own_outputs(task_models):
@@ -156,7 +203,7 @@ def test_the_detector_runs_eagerly_without_graphs_or_on_the_cpu(detector_case):
     assert not len(det._graphs)
 
 
-def test_work_that_cannot_be_captured_runs_eagerly_with_a_warning(caplog):
+def test_work_that_cannot_be_captured_runs_eagerly_with_a_warning_and_a_reason(caplog):
     with StandinGPU(), caplog.at_level(logging.WARNING, logger="realtime.models.cuda_graph"):
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -169,12 +216,22 @@ def test_work_that_cannot_be_captured_runs_eagerly_with_a_warning(caplog):
     assert got == [[0.0, 6.0, 12.0, 18.0]] * 2 and fine == [0.0, 2.0, 4.0, 6.0]
     assert cache.captured() == [("ok",)] and cache.graphs[("k",)] is None
     assert "could not capture a CUDA graph for ('k',)" in caplog.text
+    assert list(cache.failed) == [("k",)] and cache.failed[("k",)]  # the reason, for the run summary
+    (line,) = cache.report("inference")
+    assert line.startswith("inference: no CUDA graph for ('k',) (runs eagerly): ")
 
 
-def test_a_graphed_run_captures_the_detector_on_the_detect_thread(tmp_path, task_models, rtmdet_fixtures_dir):
-    """`run(cuda_graphs=True)` with the detector on the stand-in: the detect stage's thread
-    captures the detector's graph once and replays it on every detection, the infer thread its
-    own graphs, and nothing races."""
+def test_the_detector_stream_has_high_priority(detector_case):
+    weights, _ = detector_case
+    with StandinGPU():
+        det = load_detector(weights, widen=0.25, device="cuda")
+    assert det.stream.priority < 0  # lower is sooner: the detector's kernels go before a queued backbone's
+
+
+def test_a_graphed_run_captures_every_graph_before_the_first_frame(tmp_path, task_models, rtmdet_fixtures_dir):
+    """`run(cuda_graphs=True)` with the detector on the stand-in: the warm-up (main thread)
+    captures the detector's graph and the task models' graphs before the stages start; the detect
+    and infer threads only replay them, nothing is captured mid-run and nothing races."""
     from media import gaussian_marker, write_video
     from realtime.detect import make_box_finder
     from realtime.run import RunOptions, run
@@ -195,4 +252,5 @@ def test_a_graphed_run_captures_the_detector_on_the_detect_thread(tmp_path, task
     replays = [e.thread for e in log if e.kind == "op" and e.what.startswith("graph replay")]
     assert replays.count("stage-detect") == 4 and replays.count("stage-infer") == 4
     captures = [e.thread for e in log if e.what == CAPTURE]
-    assert sorted(captures) == ["stage-detect", "stage-infer"]  # one graph each: one frame size, one person
+    assert set(captures) == {"MainThread"} and len(captures) == 1 + 8  # the detector, pose's 8 buckets
+    assert finder.detector._graphs.late == [] and not any("CUDA graph" in line for line in summary.lines)

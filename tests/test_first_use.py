@@ -86,7 +86,7 @@ def test_the_viewer_help_lists_only_the_tasks_that_are_on():
     assert "normals" not in text and "albedo" not in text and "parts" not in text
 
 
-def test_live_sources_default_to_two_frames_in_flight(tmp_path, monkeypatch):
+def test_live_sources_default_to_three_frames_in_flight(tmp_path, monkeypatch):
     import realtime.run as run_module
     from doubles import MarkerPoseModel, whole_frame_boxes
     from test_reliability import Trickle
@@ -105,7 +105,7 @@ def test_live_sources_default_to_two_frames_in_flight(tmp_path, monkeypatch):
     options.max_in_flight = 1
     options.tracks = str(tmp_path / "t2.jsonl")
     run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
-    assert seen == [2, 1]
+    assert seen == [3, 1]  # issue 31: 2 capped live runs at about 50-55 fps (docs/gpu-performance.md)
 
 
 def test_messages_say_what_the_user_typed(tmp_path, capsys, fixtures_dir):

@@ -49,6 +49,44 @@ def test_standin_records_streams_and_waits():
         assert y.cpu().tolist() == [2.0] * 4
 
 
+def _copy_down_then_write_on_a_thread(wait_before_start: bool) -> list[str]:
+    """A non-blocking copy into a pinned buffer on a side stream; a thread later writes the
+    buffer on the host. Safe only if the host waited for the copy before starting the thread."""
+    import threading
+
+    errors = []
+    with StandinGPU():
+        side = torch.cuda.Stream()
+        x = torch.ones(4, device="cuda")
+        side.wait_stream(torch.cuda.current_stream())
+        host = torch.empty(4).pin_memory()
+        with torch.cuda.stream(side):
+            host.copy_(x, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record(side)
+
+        def write():
+            try:
+                host.numpy()[...] = 0
+            except AssertionError as error:
+                errors.append(type(error).__name__)
+
+        worker = threading.Thread(target=write)
+        if wait_before_start:
+            done.synchronize()
+            worker.start()
+        else:
+            worker.start()
+            done.synchronize()  # too late: the thread did not see this wait
+        worker.join()
+    return errors
+
+
+def test_thread_start_orders_what_the_starter_waited_for_and_nothing_later():
+    assert _copy_down_then_write_on_a_thread(wait_before_start=True) == []
+    assert _copy_down_then_write_on_a_thread(wait_before_start=False) == ["StreamRace"]
+
+
 # -- the detector
 
 
@@ -187,6 +225,51 @@ def test_gpu_check_says_there_is_no_gpu_and_exits_0():
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, str(root / "bench" / "gpu_check.py")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "No CUDA GPU here" in done.stdout
+
+
+BLOCKER = """
+import importlib.abc, sys
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in ("av", "pyqtgraph", "filterpy"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a GPU machine lacks it)", name=name)
+sys.meta_path.insert(0, Blocked())
+for name in [m for m in sys.modules if m.partition(".")[0] in ("av", "pyqtgraph", "filterpy")]:
+    del sys.modules[name]
+"""
+
+
+def test_gpu_check_imports_and_collects_without_pyav_pyqtgraph_or_filterpy():
+    """What a GPU machine with only PyTorch, NumPy, safetensors, OpenCV (and pytest) does:
+    gpu_check imports everything it uses and pytest collects every GPU test file it names."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = BLOCKER + """
+try:
+    import av
+except ImportError:
+    pass
+else:
+    raise SystemExit("the blocker did not block PyAV")
+sys.path.insert(0, ".")
+import bench.gpu_check as check
+check.imports()
+import pytest
+rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *check.GPU_TESTS])
+assert rc == 0, rc
+assert check.main() == 0  # no CUDA here: says so
+assert not [m for m in sys.modules if m.partition(".")[0] in ("av", "pyqtgraph", "filterpy")]
+print("IMPORTS OK")
+"""
+    done = subprocess.run([sys.executable, "-c", script, "--no-tests"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "IMPORTS OK" in done.stdout and "ERROR" not in done.stdout and " error" not in done.stdout  # no collection error
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert {line.split("::")[0] for line in collected} == {"tests/test_models_gpu.py", "tests/test_cuda_graphs_gpu.py",
+                                                          "tests/test_detector_graph_gpu.py"}
 
 
 def test_gpu_check_knows_the_peaks_of_common_gpus():

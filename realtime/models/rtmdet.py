@@ -236,6 +236,9 @@ class RTMDet(nn.Module):
         return self.bbox_head(self.neck(self.backbone(x)))
 
 
+DETECTOR_STREAM_PRIORITY = -1  # lower is sooner; CUDA maps it into the device's range (0 is the default)
+
+
 class Detector:
     """A loaded RTMDet with the official pre- and post-processing.
 
@@ -260,13 +263,25 @@ class Detector:
         self.cuda_graphs = bool(cuda_graphs) and self.cuda
         self._graphs = GraphCache()  # (frame shape, rgb) -> graph, in one memory pool (the detector's stream)
         # Its own stream, so a detection overlaps the task models' streams instead of
-        # queueing behind them on the default stream.
-        self.stream = torch.cuda.Stream(self.device) if self.cuda else None
+        # queueing behind them on the default stream; high priority, so its few small kernels
+        # go first whenever the GPU is busy with a backbone (the next frame's crops wait on it).
+        self.stream = torch.cuda.Stream(self.device, priority=DETECTOR_STREAM_PRIORITY) if self.cuda else None
         self._pinned: dict[str, torch.Tensor] = {}  # host buffers the GPU copies from / into
         if self.cuda:
             if self.device.index is None:  # as tensors report it, so per-device caches hit
                 self.device = torch.device("cuda", torch.cuda.current_device())
             post.mean_std(self.device)  # made now, not with the first frame
+
+    def warm_up(self, image_hw: tuple[int, int], *, rgb: bool = True) -> None:
+        """One call on a black frame of the run's size, so the first detection pays for no kernel
+        choice or allocation, and with `cuda_graphs` no capture: the graph of that frame size is
+        captured here (by the calling thread; later calls replay it from any thread)."""
+        self.raw(np.zeros((*image_hw, 3), np.uint8), rgb=rgb)
+        self._graphs.seal()
+
+    def graph_report(self) -> list[str]:
+        """Run-summary warnings about the detector's CUDA graphs (see `GraphCache.report`)."""
+        return self._graphs.report("detector") if self.cuda_graphs else []
 
     def preprocess(self, image: np.ndarray, *, rgb: bool = True) -> tuple[torch.Tensor, float, float]:
         """(H, W, 3) uint8 -> ((1, 3, 640, 640) network input, w_scale, h_scale).

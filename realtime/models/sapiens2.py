@@ -159,6 +159,8 @@ class GroupedQueryAttention(nn.Module):
     parameters (`.to()`/`.half()`, `load_state_dict(assign=True)`, deepcopy, unpickling);
     assigning a new Parameter to `wq.weight` by hand unties them (call `tie_qkv()`)."""
 
+    sdpa = "default"  # the attention kernel (SDPA_BACKENDS); `set_sdpa_backend` sets it per model
+
     def __init__(self, embed_dim: int, num_heads: int, kv_heads: int, *, qk_norm: bool = True, layer_scale: bool = True) -> None:
         super().__init__()
         self.num_heads, self.kv_heads = num_heads, kv_heads
@@ -176,7 +178,7 @@ class GroupedQueryAttention(nn.Module):
 
     def _fusable(self) -> bool:
         """wq/wk/wv are plain nn.Linear (not swapped for other layers, e.g. FP8)."""
-        return all(type(m) is nn.Linear for m in (self.wq, self.wk, self.wv))
+        return all(type(getattr(self, n, None)) is nn.Linear for n in ("wq", "wk", "wv"))
 
     def qkv_tied(self) -> bool:
         """Whether wq/wk/wv are still views into `qkv_weight` / `qkv_bias` (always, once swapped:
@@ -193,11 +195,11 @@ class GroupedQueryAttention(nn.Module):
 
     def tie_qkv(self) -> None:
         """(Re)build the fused weight from wq/wk/wv and make those views into it."""
-        parts = (self.wq, self.wk, self.wv)
         if not self._fusable():  # swapped layers (FP8) run one by one: no fused copy to keep
             self.register_buffer("qkv_weight", None, persistent=False)
             self.register_buffer("qkv_bias", None, persistent=False)
             return
+        parts = (self.wq, self.wk, self.wv)
         with torch.no_grad():
             weight = torch.cat([m.weight for m in parts])
             bias = torch.cat([m.bias for m in parts])
@@ -225,7 +227,9 @@ class GroupedQueryAttention(nn.Module):
         H, KV, hd = self.num_heads, self.kv_heads, self.head_dim
         if self._fusable():
             qkv = linear(x, self.qkv_weight, self.qkv_bias)  # (B, T, (H + 2 KV) hd): [q | k | v]
-        else:  # swapped layers (FP8) each run themselves
+        elif hasattr(self, "qkv"):  # one swapped layer for all three (FP8: `fp8.to_float8`)
+            qkv = self.qkv(x)
+        else:  # swapped layers each run themselves
             qkv = torch.cat([self.wq(x), self.wk(x), self.wv(x)], dim=-1)
         qk = qkv[..., : (H + KV) * hd].view(B, T, H + KV, hd)
         v = qkv[..., (H + KV) * hd :].view(B, T, KV, hd).transpose(1, 2)
@@ -253,8 +257,51 @@ class GroupedQueryAttention(nn.Module):
                 q, k = self.q_norm(q), self.k_norm(k)
         # GQA: kv head j serves query heads j*r .. j*r+r-1 (repeat_interleave order), without
         # materialising the repeated K/V where the kernel supports it.
-        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
+        o = attention(q, k, v, self.sdpa)
         return self.gamma(self.proj(o.transpose(1, 2).reshape(B, T, -1)))
+
+
+# Explicit attention kernels (`--sdpa`): PyTorch's default picks one by its own rules, and with
+# `enable_gqa` (the GQA layers) that is FlashAttention-2 on a Hopper GPU. cuDNN's fused attention
+# is faster there (bench/gpu_sdpa.py measures each), but takes equal q and kv head counts, so
+# the KV heads are expanded first (repeat_interleave: a copy of K and V, counted by
+# bench/gpu_estimate.py).
+SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient", "math")
+_EQUAL_HEADS = ("cudnn", "efficient")  # kernels that take no enable_gqa: K/V heads are expanded
+
+
+def _sdpa_kernels(name: str):
+    from torch.nn.attention import SDPBackend
+
+    return {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}[name]
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "default") -> torch.Tensor:
+    """softmax(q k^T / sqrt(hd)) v for q (B, H, T, hd) and k, v (B, KV, T, hd), KV dividing H;
+    `backend` one of SDPA_BACKENDS ("default": PyTorch's choice)."""
+    H, KV = q.shape[1], k.shape[1]
+    if backend == "default":
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
+    from torch.nn.attention import sdpa_kernel
+
+    if KV != H and backend in _EQUAL_HEADS:
+        k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+        KV = H
+    with sdpa_kernel(_sdpa_kernels(backend)):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
+
+
+def set_sdpa_backend(model: nn.Module, backend: str) -> int:
+    """Run every attention layer of `model` with the SDPA kernel `backend` (SDPA_BACKENDS);
+    returns how many layers. A kernel the device cannot run fails at the first forward, with
+    PyTorch's reason (the Predictor's warm-up, before any output exists)."""
+    if backend not in SDPA_BACKENDS:
+        raise ValueError(f"SDPA backend must be one of {SDPA_BACKENDS}, got {backend!r}")
+    layers = [m for m in model.modules() if isinstance(m, GroupedQueryAttention)]
+    for layer in layers:
+        layer.sdpa = backend
+    return len(layers)
 
 
 def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:

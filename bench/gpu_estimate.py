@@ -1,0 +1,389 @@
+"""Frames per second of a configuration, from counts, per kind of work at its own rate.
+
+    python bench/gpu_estimate.py              # the table for an H100 and an RTX 4090, then `best: ...`
+    python bench/gpu_estimate.py --gpu h100   # one GPU
+
+No GPU is needed: the models run on PyTorch's meta device (shapes, no numbers) under a
+counter (`count`) that sees every op a frame launches:
+
+- GEMMs (`mm`, `addmm`, `bmm`, `_scaled_mm`): 2*M*N*K FLOP, by operand dtype (bf16 or FP8);
+- attention (`scaled_dot_product_attention`, counted as one fused kernel): 4*B*H*T*T*hd FLOP;
+- convolutions and deconvolutions: 2 * MACs;
+- every other op is memory-bound: the bytes it reads and writes. Eager, each op moves its
+  inputs and outputs. Compiled (inductor), the memory-bound ops between two compute ops are
+  one fused kernel: it moves only what enters from outside the region and what leaves it
+  (`Counts.fused_bytes`), one launch per region;
+- launches: one per kernel op (eager) or per fused region plus compute op (compiled).
+
+A frame's GPU time is the sum over kinds of (work / that kind's rate) plus a gap per launch;
+eager, the host's Python dispatch per op runs alongside, and the frame takes the longer of
+the two. With CUDA graphs the host cost is one replay. The rates (`GPUS`) are stated per
+kind of work; they are assumptions from vendor peaks and published kernel benchmarks, not
+measurements on this project: bench/gpu_check.py prints this estimate beside what it measures,
+and bench/gpu_sdpa.py measures the attention rates on a GPU.
+
+Only configurations the code implements are listed (`CONFIGS`): eager, `--cuda-graphs`,
+`--compile --cuda-graphs`, `--sdpa cudnn` (explicit backend, KV heads expanded), `--fp8`
+(attention projections, one q/k/v GEMM, static scales; needs --compile) and
+`--input-size 768x576`. (`Config.seg_every` can price a seg schedule, but no run option
+runs seg less often than every frame yet, so no row uses it.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+aten = torch.ops.aten
+_GEMM = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten._scaled_mm.default}
+_GEMM_NAMES = ("aten._scaled_mm",)  # and its versions (_scaled_mm_v2 in newer PyTorch)
+_CONV = {aten.convolution.default}
+_NO_KERNEL = {aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default,
+              aten.new_empty_strided.default, aten.lift_fresh.default, aten.detach.default, aten.alias.default,
+              aten._unsafe_view.default, aten.resize_.default, aten.zeros.default, aten.scalar_tensor.default}
+
+
+def _tensors(tree) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+@dataclass
+class Counts:
+    """What one forward (or one frame) launches. `ops` keeps, in order, each kernel op as
+    (kind, reads, writes): kind "gemm-bf16", "gemm-fp8", "attention", "conv" or "mem";
+    reads/writes as (storage key, bytes) pairs."""
+
+    flops: dict[str, float] = field(default_factory=dict)  # kind -> FLOP
+    ops: list[tuple[str, list, list]] = field(default_factory=list)
+    _keep: list = field(default_factory=list, repr=False)  # tensors alive, so storage keys stay unique
+
+    def add(self, kind: str, flop: float, reads, writes) -> None:
+        if flop:
+            self.flops[kind] = self.flops.get(kind, 0.0) + flop
+        self._keep.extend(reads + writes)
+        self.ops.append((kind, [(_key(t), _nbytes(t)) for t in reads], [(_key(t), _nbytes(t)) for t in writes]))
+
+    def __iadd__(self, other: "Counts") -> "Counts":
+        for kind, flop in other.flops.items():
+            self.flops[kind] = self.flops.get(kind, 0.0) + flop
+        self.ops += other.ops
+        self._keep += other._keep
+        return self
+
+    def scaled(self, times: float) -> dict:
+        """The totals of `times` such forwards (e.g. 0.5: seg every other frame)."""
+        return {"flops": {k: v * times for k, v in self.flops.items()}, "eager_bytes": self.eager_bytes() * times,
+                "fused_bytes": self.fused_bytes() * times, "eager_launches": self.eager_launches() * times,
+                "fused_launches": self.fused_launches() * times}
+
+    def eager_bytes(self) -> int:
+        """Memory-bound ops run one by one: each reads its inputs and writes its outputs."""
+        return sum(b for kind, reads, writes in self.ops if kind == "mem" for _, b in reads + writes)
+
+    def eager_launches(self) -> int:
+        return len(self.ops)
+
+    def _regions(self) -> list[list[int]]:
+        """Runs of consecutive memory-bound ops (indices into `ops`), split by compute ops."""
+        regions, current = [], []
+        for i, (kind, _, _) in enumerate(self.ops):
+            if kind == "mem":
+                current.append(i)
+            elif current:
+                regions.append(current)
+                current = []
+        if current:
+            regions.append(current)
+        return regions
+
+    def fused_bytes(self) -> int:
+        """Each region of memory-bound ops as one kernel (what inductor makes of them): it reads
+        what was written before the region (once per storage) and writes what is read after it
+        or never read again (the outputs)."""
+        later_reads: dict[int, int] = {}  # storage -> index of its last read
+        for i, (_, reads, _) in enumerate(self.ops):
+            for key, _ in reads:
+                later_reads[key] = i
+        total = 0
+        for region in self._regions():
+            made, read_in, written = set(), {}, {}
+            for i in region:
+                _, reads, writes = self.ops[i]
+                for key, b in reads:
+                    if key not in made:
+                        read_in[key] = max(read_in.get(key, 0), b)
+                for key, b in writes:
+                    made.add(key)
+                    written[key] = max(written.get(key, 0), b)
+            last = region[-1]
+            total += sum(read_in.values())
+            total += sum(b for key, b in written.items() if later_reads.get(key, -1) > last or key not in later_reads)
+        return total
+
+    def fused_launches(self) -> int:
+        return len(self._regions()) + sum(kind != "mem" for kind, _, _ in self.ops)
+
+
+class _Counter(TorchDispatchMode):
+    def __init__(self, counts: Counts) -> None:
+        super().__init__()
+        self.counts = counts
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in _NO_KERNEL or func.is_view or func.overloadpacket in (aten.view, aten.reshape, aten.expand):
+            return out
+        ins = _tensors((args, kwargs))
+        outs = _tensors(out)
+        written = [t for t in ins if any(_key(t) == _key(o) for o in outs)]  # in place (and read)
+        reads = ins
+        if func in _GEMM or str(func).startswith(_GEMM_NAMES):
+            a, b = (args[1], args[2]) if func in (aten.addmm.default, aten.baddbmm.default) else (args[0], args[1])
+            m, k = a.shape[-2], a.shape[-1]
+            n = b.shape[-1]
+            batch = a.shape[0] if a.dim() == 3 else 1
+            kind = "gemm-fp8" if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else "gemm-bf16"
+            self.counts.add(kind, 2.0 * batch * m * n * k, reads, outs)
+        elif func in _CONV:
+            x, w = args[0], args[1]
+            transposed, groups = args[6], args[8]
+            if transposed:  # every input pixel scatters through the whole kernel
+                macs = x.numel() * w.shape[1] * w.shape[2] * w.shape[3]
+            else:
+                macs = outs[0].numel() * (w.shape[1]) * w.shape[2] * w.shape[3]
+            self.counts.add("conv", 2.0 * macs, reads, outs)
+        else:
+            self.counts.add("mem", 0.0, reads, [o for o in outs if all(_key(o) != _key(t) for t in written)] + written)
+        return out
+
+
+class _FusedOps(TorchFunctionMode):
+    """Ops that are one kernel on a GPU but that the meta device decomposes: attention (SDPA,
+    one fused kernel) and RMSNorm (PyTorch's fused CUDA kernel: reads x and the weight once,
+    writes once). Counted here as those kernels; their insides are not counted."""
+
+    def __init__(self, counts: Counts) -> None:
+        super().__init__()
+        self.counts = counts
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in (F.scaled_dot_product_attention, F.rms_norm):
+            return func(*args, **kwargs)
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():
+            out = func(*args, **kwargs)
+        if func is F.scaled_dot_product_attention:
+            q, k, v = args[:3]
+            B, H, T, hd = q.shape
+            self.counts.add("attention", 4.0 * B * H * T * k.shape[-2] * hd, [q, k, v], [out])
+        else:
+            weight = args[2] if len(args) > 2 else kwargs.get("weight")
+            self.counts.add("mem", 0.0, [args[0]] + ([weight] if weight is not None else []), [out])
+        return out
+
+
+def count(fn, *args) -> Counts:
+    """The ops `fn(*args)` launches (on meta tensors: no memory, no arithmetic). Under
+    no_grad, not inference_mode, so composite ops reach the counter decomposed into the
+    kernels they launch (inference_mode would hand over `aten.linear` whole)."""
+    counts = Counts()
+    with torch.no_grad(), _Counter(counts), _FusedOps(counts):
+        fn(*args)
+    return counts
+
+
+# ----------------------------------------------------------------------------- the models
+
+
+@functools.lru_cache(maxsize=None)
+def frame_counts(task: str, input_hw: tuple[int, int], fp8: str, map_hw: tuple[int, int] | None = None,
+                 arch: str = "sapiens2_0.4b", sdpa: str = "default") -> Counts:
+    """One person's (pose) or one frame's (seg) forward in bf16 at `input_hw`, with the
+    post-processing that stays on the device (heatmaps to fp32 for decoding; seg logits
+    resized to `map_hw` and argmax)."""
+    from realtime.models import build_model
+    from realtime.models import fp8 as fp8_module
+    from realtime.models.sapiens2 import set_sdpa_backend
+
+    model = build_model(task, arch, device="meta", dtype=torch.bfloat16)
+    set_sdpa_backend(model, sdpa)
+    if fp8:  # a scale's value changes no count
+        fp8_module.to_float8(model, scope="attention", static_scale=1.0 if fp8 == "static" else None)
+    x = torch.zeros(1, 3, *input_hw, device="meta", dtype=torch.bfloat16)
+
+    def forward(x):
+        out = model(x).float()
+        if task == "seg" and map_hw is not None:
+            out = F.interpolate(out, size=map_hw, mode="bilinear", align_corners=False).argmax(1).to(torch.uint8)
+        return out
+
+    return count(forward, x)
+
+
+# ----------------------------------------------------------------------------- the GPUs
+
+
+@dataclass(frozen=True)
+class GPU:
+    """Rates per kind of work, TFLOP/s or TB/s achieved (not peaks), and launch costs in µs."""
+
+    name: str
+    gemm_bf16: float  # cuBLAS bf16 GEMM at M ~ 1.7k-3k tokens, K, N 1024-8192, fp32 accumulation
+    gemm_fp8: float  # cuBLAS E4M3 scaled GEMM at the same sizes (tensor-wise scales)
+    attention: dict  # SDPA backend -> TFLOP/s at head_dim 64, ~1.7k-3.1k tokens
+    conv: float  # cuDNN channels_last bf16 (de)convolutions of the heads
+    bandwidth: float  # TB/s reached by memory-bound kernels
+    gap_us: float  # GPU idle between two kernels launched back to back (eager)
+    graph_gap_us: float  # the same inside a CUDA graph
+    host_us: float  # host time per eager op (Python + dispatcher + launch)
+    notes: str
+
+
+GPUS = {
+    "h100": GPU("H100 SXM", gemm_bf16=540, gemm_fp8=900, attention={"default": 250, "flash": 250, "cudnn": 380},
+                conv=350, bandwidth=2.6, gap_us=1.5, graph_gap_us=0.6, host_us=7.0,
+                notes="peaks 989 bf16 / 1979 FP8 TFLOP/s dense, 3.35 TB/s; SDPA 'default' with enable_gqa is "
+                      "FlashAttention-2 (~250 at head_dim 64); cuDNN attention ~380 (assumed, gpu_sdpa.py measures)"),
+    "4090": GPU("RTX 4090", gemm_bf16=150, gemm_fp8=290, attention={"default": 120, "flash": 120, "cudnn": 120},
+                conv=110, bandwidth=0.9, gap_us=2.0, graph_gap_us=0.8, host_us=7.0,
+                notes="peaks 165 bf16 / 330 FP8 TFLOP/s dense with fp32 accumulation, 1.0 TB/s; no faster "
+                      "cuDNN attention assumed on Ada"),
+}
+
+
+# ----------------------------------------------------------------------------- configurations
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str  # how it is asked for
+    input_hw: tuple[int, int] = (1024, 768)
+    graphs: bool = False
+    compiled: bool = False
+    fp8: str = ""  # "static" (calibrated scales, one q/k/v GEMM: --fp8 now) or "dynamic" (per-call amax)
+    sdpa: str = "default"
+    seg_every: int = 1  # seg on every Nth frame (the live seg schedule when behind)
+    current: bool = False  # what the code before issue 31 ran (marked * in the table): its counts are the same
+
+
+CONFIGS = (
+    Config("eager (current default)", current=True),
+    Config("--fp8 without --compile (per-call scales; now refused)", fp8="dynamic", current=True),
+    Config("--cuda-graphs", graphs=True),
+    Config("--compile --cuda-graphs", graphs=True, compiled=True),
+    Config("--compile --cuda-graphs --sdpa cudnn", graphs=True, compiled=True, sdpa="cudnn"),
+    Config("--compile --cuda-graphs --sdpa cudnn --fp8", graphs=True, compiled=True, sdpa="cudnn", fp8="static"),
+    Config("--input-size 768x576", input_hw=(768, 576)),
+    Config("--input-size 768x576 --compile --cuda-graphs", input_hw=(768, 576), graphs=True, compiled=True),
+    Config("--input-size 768x576 --compile --cuda-graphs --sdpa cudnn --fp8", input_hw=(768, 576), graphs=True,
+           compiled=True, sdpa="cudnn", fp8="static"),
+)
+
+
+def map_hw_of(frame_hw: tuple[int, int], max_side: int = 512) -> tuple[int, int]:
+    s = min(1.0, max_side / max(frame_hw))
+    return max(1, round(frame_hw[0] * s)), max(1, round(frame_hw[1] * s))
+
+
+@dataclass
+class Estimate:
+    config: Config
+    gpu: GPU
+    ms: dict  # part -> milliseconds
+    launches: float
+    fps: float
+    flops: dict = field(default_factory=dict)
+    traffic_gb: float = 0.0
+
+
+def estimate(config: Config, gpu: GPU, tasks=("pose", "seg"), frame_hw=(720, 1280)) -> Estimate:
+    """Milliseconds per frame (one person) by kind of work, and fps (pipelined: the longer of
+    the GPU's time and the host's)."""
+    flops: dict[str, float] = {}
+    traffic, launches_total, eager_launches = 0.0, 0.0, 0.0
+    for task in tasks:
+        times = 1.0 / config.seg_every if task == "seg" else 1.0
+        c = frame_counts(task, config.input_hw, config.fp8, map_hw_of(frame_hw) if task == "seg" else None,
+                         sdpa=config.sdpa).scaled(times)
+        for k, v in c["flops"].items():
+            flops[k] = flops.get(k, 0.0) + v
+        traffic += c["fused_bytes"] if config.compiled else c["eager_bytes"]
+        launches_total += c["fused_launches"] if config.compiled else c["eager_launches"]
+        eager_launches += c["eager_launches"]
+    ms = {
+        "gemm bf16": flops.get("gemm-bf16", 0.0) / gpu.gemm_bf16 / 1e9,
+        "gemm fp8": flops.get("gemm-fp8", 0.0) / gpu.gemm_fp8 / 1e9,
+        "attention": flops.get("attention", 0.0) / gpu.attention[config.sdpa] / 1e9,
+        "conv": flops.get("conv", 0.0) / gpu.conv / 1e9,
+        "memory": traffic / gpu.bandwidth / 1e9,
+        "gaps": launches_total * (gpu.graph_gap_us if config.graphs else gpu.gap_us) / 1e3,
+    }
+    gpu_ms = sum(ms.values())
+    # the host: eager, Python launches every op; compiled without graphs, one call per region;
+    # with graphs, one replay per task and bucket plus the transfers (about 20 calls)
+    host_ms = (20 if config.graphs else (launches_total if config.compiled else eager_launches)) * gpu.host_us / 1e3
+    ms["host (overlapped)"] = host_ms
+    return Estimate(config, gpu, ms, launches_total, 1e3 / max(gpu_ms, host_ms), flops, traffic / 1e9)
+
+
+def table(gpus=("h100", "4090")) -> tuple[list[str], dict]:
+    lines, best = [], {}
+    for key in gpus:
+        gpu = GPUS[key]
+        lines.append(f"== {gpu.name}: pose + seg, Sapiens2 0.4B, bf16, 1 person, 720p frames (seg map 512x288)")
+        lines.append(f"   rates: GEMM bf16 {gpu.gemm_bf16:g}, FP8 {gpu.gemm_fp8:g}, attention "
+                     f"{', '.join(f'{k} {v:g}' for k, v in gpu.attention.items())}, conv {gpu.conv:g} TFLOP/s; "
+                     f"memory {gpu.bandwidth:g} TB/s; launch gap {gpu.gap_us:g} µs eager, {gpu.graph_gap_us:g} µs in a "
+                     f"graph; host {gpu.host_us:g} µs per eager op")
+        lines.append(f"   ({gpu.notes}; * = what the code before issue 31 offered)")
+        lines.append(f"   {'fps':>6} {'ms':>6} | {'gemm':>5} {'fp8':>5} {'attn':>5} {'conv':>5} {'mem':>5} {'gaps':>5} | "
+                     f"{'host':>5} {'GB':>5} {'launch':>6} | configuration")
+        for config in CONFIGS:
+            e = estimate(config, gpu)
+            m = e.ms
+            lines.append(f"   {e.fps:6.1f} {1e3 / e.fps:6.2f} | {m['gemm bf16']:5.2f} {m['gemm fp8']:5.2f} {m['attention']:5.2f} "
+                         f"{m['conv']:5.2f} {m['memory']:5.2f} {m['gaps']:5.2f} | {m['host (overlapped)']:5.2f} "
+                         f"{e.traffic_gb:5.1f} {e.launches:6.0f} | {'* ' if config.current else ''}{config.name}")
+            if e.fps > best.get(key, (0.0, None))[0]:
+                best[key] = (e.fps, config.name)
+    return lines, best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpu", choices=sorted(GPUS), action="append", help="default: h100 and 4090")
+    args = parser.parse_args()
+    gpus = tuple(args.gpu or ("h100", "4090"))
+    lines, best = table(gpus)
+    print("\n".join(lines))
+    print("best: " + "; ".join(f"{GPUS[k].name.split()[0] if k == 'h100' else k} pose+seg {best[k][0]:.0f} fps ({best[k][1]})"
+                               for k in gpus))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
