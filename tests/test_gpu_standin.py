@@ -108,7 +108,7 @@ def test_detector_on_gpu_waits_once_and_uses_its_own_stream(rtmdet_fixtures_dir,
         det = load_detector(weights, widen=0.25, device="cuda")
         for call, want in ((det.raw, (want_boxes, want_scores)), (det, want_people)):
             gpu.rec.clear()
-            got = call(image)
+            got = call(image, rgb=False)  # the fixture image is BGR
             syncs = gpu.rec.syncs()
             assert len(syncs) <= 1, [s.what for s in syncs]
             assert gpu.rec.ops() and not gpu.rec.ops("default"), "detector work went to the default stream"
