@@ -23,6 +23,7 @@ import math  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
+from typing import Optional  # noqa: E402
 
 from realtime import __version__
 from realtime.errors import Terminated, UserError, stop_exit_code
@@ -191,6 +192,9 @@ def _add_model_options(p) -> None:
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
                    "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
+    m.add_argument("--seg-every", default=None, metavar="N|auto", help="run seg every N frames and reuse its last map in between; "
+                   "auto: every frame, or every other frame while the run is behind the source's frame rate (default: auto for "
+                   "cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
     m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
@@ -247,13 +251,8 @@ def _model_options(args):
 
             raise UserError(f"--checkpoint {item} names the unknown task {task.strip()!r}; write it as TASK=PATH with TASK one of "
                             f"{choices()}.") from None
-    dense_every, dense_auto = None, False
-    if args.dense_every == "auto":
-        dense_auto = True
-    elif args.dense_every is not None:
-        if not args.dense_every.isdigit() or int(args.dense_every) < 1:
-            raise UserError(f"--dense-every {args.dense_every} is neither a whole number of frames (1 or more) nor auto; write e.g. --dense-every 3.")
-        dense_every = int(args.dense_every)
+    dense_every, dense_auto = _every(args.dense_every, "--dense-every")
+    seg_every, seg_auto = _every(args.seg_every, "--seg-every")
     task_sizes = {}
     if args.dense_size:
         from realtime.tasks import all_tasks
@@ -263,8 +262,19 @@ def _model_options(args):
     sized = {"input_hw": parse_size(args.input_size)} if args.input_size else {}
     return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
                         device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
-                        dense_auto=dense_auto, flip_test=args.flip_test, compile=args.compile,
+                        dense_auto=dense_auto, seg_every=seg_every, seg_auto=seg_auto, flip_test=args.flip_test, compile=args.compile,
                         fp8=args.fp8, sdpa=args.sdpa, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
+
+
+def _every(value: Optional[str], option: str) -> tuple[Optional[int], bool]:
+    """'3' -> (3, False), 'auto' -> (None, True), None -> (None, False): a schedule option."""
+    if value is None:
+        return None, False
+    if value == "auto":
+        return None, True
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(f"{option} {value} is neither a whole number of frames (1 or more) nor auto; write e.g. {option} 3.")
+    return int(value), False
 
 
 def _people_options(args):

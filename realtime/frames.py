@@ -161,15 +161,26 @@ class DenseMaps:
     albedo:    (h, w, 3) float32 RGB base colour in [0, 1].
 
     A registered task adds its own field; read any field with `get(name)`.
-    computed_on: index of the frame these maps were computed on; dense tasks
-               may run every N frames and their last result is reused.
+    computed_on: index of the frame these maps were computed on, the oldest of them when some
+               are reused: dense tasks may run every N frames, and seg every other frame when
+               a live run is behind, their last result reused in between.
+               `computed_on_of(field)` says it per map.
     """
 
-    __slots__ = ("_maps", "computed_on")
+    __slots__ = ("_maps", "computed_on", "_computed_on_each")
 
-    def __init__(self, computed_on: Optional[int] = None, **maps: Optional[np.ndarray]) -> None:
+    def __init__(self, computed_on: Optional[int] = None, *, computed_on_each: Optional[dict[str, int]] = None,
+                 **maps: Optional[np.ndarray]) -> None:
         object.__setattr__(self, "_maps", {k: v for k, v in maps.items() if v is not None})
+        each = {k: v for k, v in (computed_on_each or {}).items() if k in self._maps}
+        if computed_on is None and each:
+            computed_on = min(each.values())
         object.__setattr__(self, "computed_on", computed_on)
+        object.__setattr__(self, "_computed_on_each", each)
+
+    def computed_on_of(self, name: str) -> Optional[int]:
+        """The index of the frame map `name` was computed on (`computed_on` if not said per map)."""
+        return self._computed_on_each.get(name, self.computed_on)
 
     def __setattr__(self, name, value):
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")

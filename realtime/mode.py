@@ -5,7 +5,8 @@ part of a run that behaves differently reads the mode instead of asking the
 source or the options again.
 
     LIVE    camera or network stream: the gate keeps only the newest frame,
-            2 frames in flight, dense maps as often as the frame rate allows,
+            3 frames in flight, dense maps as often as the frame rate allows,
+            seg every other frame while the run is behind,
             extra outputs are latest-wins, no progress bar.
     FILE    video file or image sequence: every frame once and in order,
             dense maps every frame, a progress bar.
@@ -47,7 +48,8 @@ class RunMode(enum.Enum):
 
     @property
     def adaptive_dense(self) -> bool:
-        """Dense maps (normal, depth) as often as the source's frame rate leaves time for, by default."""
+        """Dense maps (normal, depth) as often as the source's frame rate leaves time for, and seg
+        every other frame while the run is behind it, by default (`realtime.stages.SegSchedule`)."""
         return self is RunMode.LIVE
 
 

@@ -45,6 +45,8 @@ class ModelOptions:
     task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
     dense_every: Optional[int] = None  # normal/depth every N frames; None: adaptive on live sources, 1 on files
     dense_auto: bool = False  # adaptive for any source (fit the dense tasks into the source's frame budget)
+    seg_every: Optional[int] = None  # seg every N frames; None: every other frame when behind on live sources, 1 on files
+    seg_auto: bool = False  # seg every other frame when behind, for any source
     flip_test: bool = False
     compile: bool = False
     fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8

@@ -40,7 +40,7 @@ from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
 from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, InferStage, LiveStage, MotionStage, RenderStage,
-                             SmoothStage, WriteStage, inference_stages)
+                             SegSchedule, SmoothStage, WriteStage, inference_stages)
 from trackers.identity import IdentityTracker
 from trackers.live import LiveSmoother
 from viz.compose import Layers
@@ -224,7 +224,8 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     if options.smooth != "none" and task_table.gives_keypoints(models) and mode.follows_people:
         smoother = LiveSmoother(method=options.smooth, smoothness=options.smoothness)
     return [DetectStage(box_finder, feedback),
-            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, fps)),  # launch, then collect
+            *inference_stages(predictor, feedback, schedule=_dense_schedule(options, mode, fps),  # launch, then collect
+                              seg_schedule=_seg_schedule(options, mode, fps)),
             SmoothStage(IdentityTracker() if mode.follows_people else None, smoother, feedback),
             *motion_stages(options, models, mode)]
 
@@ -261,6 +262,14 @@ def _dense_schedule(options: RunOptions, mode: RunMode, fps: Optional[float]):
         return DenseSchedule(every=options.dense_every, fps=fps)
     adaptive = options.dense_auto or mode.adaptive_dense
     return DenseSchedule(every=None if adaptive else 1, fps=fps)
+
+
+def _seg_schedule(options: RunOptions, mode: RunMode, fps: Optional[float]) -> SegSchedule:
+    """Seg every frame, or, on live sources (or `--seg-every auto`), every other frame while
+    the run is behind the source's frame rate (as the dense schedule measures it)."""
+    if options.seg_every is not None and not options.seg_auto:
+        return SegSchedule(every=options.seg_every, fps=fps)
+    return SegSchedule(every=None if options.seg_auto or mode.adaptive_dense else 1, fps=fps)
 
 
 def _viewer_loop(viewer, pipeline: Pipeline) -> Callable[[threading.Event], None]:

@@ -14,7 +14,7 @@ drawn or written; `render` the picture; `write` the sinks (tracks, video, viewer
 from realtime.stages.detect import DetectStage, Feedback
 from realtime.stages.face import FaceStage
 from realtime.stages.ground import GroundStage
-from realtime.stages.infer import CollectStage, DenseSchedule, InferStage, InFlight, inference_stages
+from realtime.stages.infer import CollectStage, DenseSchedule, InferStage, InFlight, SegSchedule, inference_stages
 from realtime.stages.live import LiveStage, live_senders
 from realtime.stages.motion import Filter3D, MotionStage, rest_bones
 from realtime.stages.render import RenderStage
@@ -22,5 +22,5 @@ from realtime.stages.smooth import SmoothStage
 from realtime.stages.write import WriteStage
 
 __all__ = ["CollectStage", "DenseSchedule", "DetectStage", "FaceStage", "Feedback", "Filter3D", "GroundStage", "InFlight",
-           "InferStage", "LiveStage", "MotionStage", "RenderStage", "SmoothStage", "WriteStage", "inference_stages",
+           "InferStage", "LiveStage", "MotionStage", "RenderStage", "SegSchedule", "SmoothStage", "WriteStage", "inference_stages",
            "live_senders", "rest_bones"]
