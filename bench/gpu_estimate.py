@@ -221,13 +221,15 @@ def count(fn, *args) -> Counts:
 
 @functools.lru_cache(maxsize=None)
 def frame_counts(task: str, input_hw: tuple[int, int], fp8: str, map_hw: tuple[int, int] | None = None,
-                 arch: str = "sapiens2_0.4b", sdpa: str = "default") -> Counts:
+                 arch: str = "sapiens2_0.4b", sdpa: str = "default", full_logits: bool = False) -> Counts:
     """One person's (pose) or one frame's (seg) forward in bf16 at `input_hw`, with the
-    post-processing that stays on the device (heatmaps to fp32 for decoding; seg logits
-    resized to `map_hw` and argmax)."""
+    post-processing that stays on the device (heatmaps to fp32 for decoding; seg as the
+    Predictor runs it: logits at `map_hw` from the head, then argmax). `full_logits=True`
+    counts seg as it ran before: full-size logits, resized to `map_hw` in fp32, argmax."""
     from realtime.models import build_model
     from realtime.models import fp8 as fp8_module
     from realtime.models.sapiens2 import set_sdpa_backend
+    from realtime.transforms import seg_postprocess
 
     model = build_model(task, arch, device="meta", dtype=torch.bfloat16)
     set_sdpa_backend(model, sdpa)
@@ -236,10 +238,9 @@ def frame_counts(task: str, input_hw: tuple[int, int], fp8: str, map_hw: tuple[i
     x = torch.zeros(1, 3, *input_hw, device="meta", dtype=torch.bfloat16)
 
     def forward(x):
-        out = model(x).float()
         if task == "seg" and map_hw is not None:
-            out = F.interpolate(out, size=map_hw, mode="bilinear", align_corners=False).argmax(1).to(torch.uint8)
-        return out
+            return seg_postprocess((model(x) if full_logits else model(x, map_hw)).float(), map_hw)
+        return model(x).float()
 
     return count(forward, x)
 

@@ -109,12 +109,12 @@ class CompiledModel(nn.Module):
     def _orig_mod(self) -> nn.Module:
         return self.compiled._orig_mod
 
-    def forward(self, x: torch.Tensor):
+    def forward(self, x: torch.Tensor, *args):
         import torch._dynamo
 
         limit = max(self.graphs, torch._dynamo.config.recompile_limit)
         with torch._dynamo.config.patch(recompile_limit=limit):
-            return self.compiled(x)
+            return self.compiled(x, *args)
 
 
 class Predictor:
@@ -348,7 +348,8 @@ class Predictor:
 
     def _image_work(self, task, map_hw: tuple[int, int], frame: torch.Tensor) -> torch.Tensor:
         x, meta = task.preprocess(frame, self.sizes[task.name])
-        raw = self.models[task.name](x.to(self.dtype))
+        model = self.models[task.name]
+        raw = model(x.to(self.dtype), map_hw) if task.resized_in_model else model(x.to(self.dtype))
         raw = tuple(r.float() for r in raw) if isinstance(raw, tuple) else raw.float()
         return task.postprocess(raw, meta, map_hw)
 

@@ -44,6 +44,7 @@ class Task:
 
         x, meta = preprocess(image (3, H, W) uint8, input_hw)
         map     = postprocess(model(x), meta, map_hw)       # (h, w) or (h, w, C) tensor
+                  # model(x, map_hw) when `resized_in_model`
 
     and land in `Frame.dense` under `field` (plus `derived` fields computed from it).
     A per-person task (pose) runs on crops of the person boxes instead:
@@ -65,6 +66,9 @@ class Task:
                  floor, contacts and bones (the ground and motion stages), and `--vmc` works.
     body_parts:  its map labels the person's pixels: boxes can come from it (`--boxes-from seg`)
                  and the overlay colours it.
+    resized_in_model: the model takes the map's size as a second argument and shrinks its own
+                 output to it (seg: `SegHead` resizes its features before the 1x1 classifier, so
+                 the full-size logits are never written); postprocess resizes what is not yet.
     """
 
     model: ModelSpec
@@ -81,6 +85,7 @@ class Task:
     host_sampling: bool = False
     metric_3d: bool = False
     body_parts: bool = False
+    resized_in_model: bool = False
 
     @property
     def name(self) -> str:
@@ -147,7 +152,8 @@ _BUILTIN = (
          aliases=("keypoints", "pose-estimation", "keypoint-detection"), follows_input_size=True, per_person=True,
          flip_indices=_flip_indices, host_sampling=True),
     Task(registry.spec("seg"), _seg_preprocess, _seg_postprocess, "seg",
-         aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True, body_parts=True),
+         aliases=("segmentation", "image-segmentation", "semantic-segmentation"), follows_input_size=True, body_parts=True,
+         resized_in_model=True),
     Task(registry.spec("pointmap"), transforms.resize_pad, _pointmap_postprocess, "pointmap",
          aliases=("depth", "depth-estimation"), dense=True, derived={"depth": lambda xyz: xyz[..., 2]}, pane=DEPTH,
          metric_3d=True),

@@ -297,8 +297,10 @@ def seg_preprocess(image: torch.Tensor, size_hw: tuple[int, int] = INPUT_HW) -> 
 
 
 def seg_postprocess(logits: torch.Tensor, out_hw: tuple[int, int]) -> torch.Tensor:
-    """Logits (B, C, h, w) -> labels (B, H, W) uint8 at out_hw (bilinear logits, then argmax)."""
-    logits = F.interpolate(logits.float(), size=out_hw, mode="bilinear", align_corners=False)
+    """Logits (B, C, h, w) -> labels (B, H, W) uint8 at out_hw (bilinear logits, then argmax;
+    logits already at out_hw, as `SegHead(out_hw=...)` makes them, go straight to the argmax)."""
+    if tuple(logits.shape[-2:]) != tuple(out_hw):
+        logits = F.interpolate(logits.float(), size=out_hw, mode="bilinear", align_corners=False)
     return logits.argmax(dim=1).to(torch.uint8)
 
 

@@ -193,7 +193,12 @@ class PoseHeatmapHead(_Layout):
 
 
 class SegHead(_Layout):
-    """featmap (B, E, h, w) -> class logits (B, 29, 16h, 16w): 4 deconvs, 1x1 convs, conv_seg."""
+    """featmap (B, E, h, w) -> class logits (B, 29, 16h, 16w): 4 deconvs, 1x1 convs, conv_seg.
+
+    With `out_hw` smaller than 16h x 16w (in pixels), the logits come out at `out_hw`: the last
+    features are resized (bilinear, half-pixel centres) before the 1x1 classifier, which equals
+    resizing the logits (both are linear, and bilinear weights sum to 1) without the full-size
+    logits ever being written; a larger `out_hw` leaves the logits at 16h x 16w."""
 
     output_channels_arg = "num_classes"
 
@@ -203,8 +208,11 @@ class SegHead(_Layout):
         self.conv_layers = _conv_stack(deconv_out_channels[-1], conv_out_channels, 1)
         self.conv_seg = nn.Conv2d(conv_out_channels[-1], num_classes, 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv_seg(self.conv_layers(self.deconv_layers(self._in(x)))).contiguous()
+    def forward(self, x: torch.Tensor, out_hw: tuple[int, int] | None = None) -> torch.Tensor:
+        features = self.conv_layers(self.deconv_layers(self._in(x)))
+        if out_hw is not None and out_hw[0] * out_hw[1] < features.shape[-2] * features.shape[-1]:
+            features = F.interpolate(features, size=tuple(out_hw), mode="bilinear", align_corners=False)
+        return self.conv_seg(features).contiguous()
 
 
 class _DenseHead(_Layout):

@@ -22,7 +22,7 @@ class Sapiens2TaskModel(nn.Module):
     """Normalised image (B, 3, H, W) -> the official estimator's raw output:
 
     pose:     heatmaps (B, 308, H/4, W/4)
-    seg:      logits (B, 29, H, W)
+    seg:      logits (B, 29, H, W), or at `out_hw` when that is smaller (`SegHead`)
     normal:   raw normals (B, 3, H, W), not unit length
     pointmap: (canonical pointmap (B, 3, H, W), scale (B, 1)); metric = pointmap / scale
     albedo:   raw RGB (B, 3, H, W), clamp to [0, 1] to view
@@ -35,8 +35,9 @@ class Sapiens2TaskModel(nn.Module):
         self.backbone = Sapiens2(arch)
         self.decode_head = registry.spec(task).head(arch.embed_dim, **head_kwargs)
 
-    def forward(self, x: torch.Tensor):
-        return self.decode_head(self.backbone(x.to(self.backbone.cls_token.dtype)))
+    def forward(self, x: torch.Tensor, out_hw: Optional[tuple[int, int]] = None):
+        featmap = self.backbone(x.to(self.backbone.cls_token.dtype))
+        return self.decode_head(featmap) if out_hw is None else self.decode_head(featmap, out_hw)
 
 
 def check_task(task: str) -> None:
