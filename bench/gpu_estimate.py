@@ -4,7 +4,9 @@
     python bench/gpu_estimate.py --gpu h100   # one GPU
 
 No GPU is needed: the models run on PyTorch's meta device (shapes, no numbers) under a
-counter (`count`) that sees every op a frame launches:
+counter (`count`) that sees every op a frame launches, the heads channels_last as a CUDA
+`Predictor` runs them (the meta device's convolutions would hand back NCHW; the counter keeps
+their output NHWC, as cuDNN does):
 
 - GEMMs (`mm`, `addmm`, `bmm`, `_scaled_mm`): 2*M*N*K FLOP, by operand dtype (bf16 or FP8);
 - attention (`scaled_dot_product_attention`, counted as one fused kernel): 4*B*H*T*T*hd FLOP;
@@ -12,7 +14,12 @@ counter (`count`) that sees every op a frame launches:
 - every other op is memory-bound: the bytes it reads and writes. Eager, each op moves its
   inputs and outputs. Compiled (inductor), the memory-bound ops between two compute ops are
   one fused kernel: it moves only what enters from outside the region and what leaves it
-  (`Counts.fused_bytes`), one launch per region;
+  (`Counts.fused_bytes`), one launch per region; a large reduction (more than
+  `PERSISTENT_REDUCTION` values per result, e.g. an instance norm's statistics over a map)
+  must finish before its result is used, so it ends its kernel and what follows reads its
+  input again;
+- batch norm with batch statistics (the heads' instance norm of one image) is two kernels, as
+  on CUDA: the statistics, then the normalising pass, each reading the input;
 - launches: one per kernel op (eager) or per fused region plus compute op (compiled).
 
 A frame's GPU time is the sum over kinds of (work / that kind's rate) plus a gap per launch;
@@ -51,6 +58,8 @@ aten = torch.ops.aten
 _GEMM = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten._scaled_mm.default}
 _GEMM_NAMES = ("aten._scaled_mm",)  # and its versions (_scaled_mm_v2 in newer PyTorch)
 _CONV = {aten.convolution.default}
+_BATCH_NORM = {aten.native_batch_norm.default, aten._native_batch_norm_legit.no_stats, aten._native_batch_norm_legit.default}
+PERSISTENT_REDUCTION = 1024  # values per result that one fused kernel can reduce and then use (rows of a layer norm)
 _NO_KERNEL = {aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default,
               aten.new_empty_strided.default, aten.lift_fresh.default, aten.detach.default, aten.alias.default,
               aten._unsafe_view.default, aten.resize_.default, aten.zeros.default, aten.scalar_tensor.default}
@@ -62,6 +71,10 @@ def _tensors(tree) -> list[torch.Tensor]:
 
 def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
+
+
+def _is_channels_last(t: torch.Tensor) -> bool:
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
 
 
 def _key(t: torch.Tensor) -> int:
@@ -76,17 +89,21 @@ class Counts:
 
     flops: dict[str, float] = field(default_factory=dict)  # kind -> FLOP
     ops: list[tuple[str, list, list]] = field(default_factory=list)
+    reductions: set = field(default_factory=set)  # indices into `ops` of large reductions (they end a fused kernel)
     _keep: list = field(default_factory=list, repr=False)  # tensors alive, so storage keys stay unique
 
-    def add(self, kind: str, flop: float, reads, writes) -> None:
+    def add(self, kind: str, flop: float, reads, writes, reduction: bool = False) -> None:
         if flop:
             self.flops[kind] = self.flops.get(kind, 0.0) + flop
         self._keep.extend(reads + writes)
+        if reduction:
+            self.reductions.add(len(self.ops))
         self.ops.append((kind, [(_key(t), _nbytes(t)) for t in reads], [(_key(t), _nbytes(t)) for t in writes]))
 
     def __iadd__(self, other: "Counts") -> "Counts":
         for kind, flop in other.flops.items():
             self.flops[kind] = self.flops.get(kind, 0.0) + flop
+        self.reductions |= {i + len(self.ops) for i in other.reductions}
         self.ops += other.ops
         self._keep += other._keep
         return self
@@ -105,12 +122,13 @@ class Counts:
         return len(self.ops)
 
     def _regions(self) -> list[list[int]]:
-        """Runs of consecutive memory-bound ops (indices into `ops`), split by compute ops."""
+        """Runs of consecutive memory-bound ops (indices into `ops`), split by compute ops and
+        after each large reduction: the fused kernels."""
         regions, current = [], []
         for i, (kind, _, _) in enumerate(self.ops):
             if kind == "mem":
                 current.append(i)
-            elif current:
+            if (kind != "mem" or i in self.reductions) and current:
                 regions.append(current)
                 current = []
         if current:
@@ -121,10 +139,12 @@ class Counts:
         """Each region of memory-bound ops as one kernel (what inductor makes of them): it reads
         what was written before the region (once per storage) and writes what is read after it
         or never read again (the outputs)."""
-        later_reads: dict[int, int] = {}  # storage -> index of its last read
-        for i, (_, reads, _) in enumerate(self.ops):
+        later_reads: dict[int, int] = {}  # storage -> index of its last read (not by an op writing it in place)
+        for i, (_, reads, writes) in enumerate(self.ops):
+            in_place = {key for key, _ in writes}
             for key, _ in reads:
-                later_reads[key] = i
+                if key not in in_place:
+                    later_reads[key] = i
         total = 0
         for region in self._regions():
             made, read_in, written = set(), {}, {}
@@ -155,7 +175,8 @@ class _Counter(TorchDispatchMode):
         out = func(*args, **kwargs)
         if func in _NO_KERNEL or func.is_view or func.overloadpacket in (aten.view, aten.reshape, aten.expand):
             return out
-        ins = _tensors((args, kwargs))
+        given_out = _tensors(kwargs.get("out"))  # an out= tensor is written, not read
+        ins = [t for t in _tensors((args, kwargs)) if all(t is not o for o in given_out)]
         outs = _tensors(out)
         written = [t for t in ins if any(_key(t) == _key(o) for o in outs)]  # in place (and read)
         reads = ins
@@ -166,8 +187,15 @@ class _Counter(TorchDispatchMode):
             batch = a.shape[0] if a.dim() == 3 else 1
             kind = "gemm-fp8" if a.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else "gemm-bf16"
             self.counts.add(kind, 2.0 * batch * m * n * k, reads, outs)
+        elif func in _BATCH_NORM and (func != aten.native_batch_norm.default or args[5]):  # batch statistics
+            x, (y, *stats) = args[0], outs
+            self.counts.add("mem", 0.0, [x], stats, reduction=True)  # the statistics kernel
+            self.counts.add("mem", 0.0, [x, *stats], [y])  # the normalising kernel
         elif func in _CONV:
             x, w = args[0], args[1]
+            if _is_channels_last(x) and not _is_channels_last(out):  # the meta kernel says NCHW; cuDNN keeps NHWC
+                out = out.contiguous(memory_format=torch.channels_last)  # on meta: no op, not counted
+                outs = [out]
             transposed, groups = args[6], args[8]
             if transposed:  # every input pixel scatters through the whole kernel
                 macs = x.numel() * w.shape[1] * w.shape[2] * w.shape[3]
@@ -175,7 +203,9 @@ class _Counter(TorchDispatchMode):
                 macs = outs[0].numel() * (w.shape[1]) * w.shape[2] * w.shape[3]
             self.counts.add("conv", 2.0 * macs, reads, outs)
         else:
-            self.counts.add("mem", 0.0, reads, [o for o in outs if all(_key(o) != _key(t) for t in written)] + written)
+            big_in, big_out = max((t.numel() for t in ins), default=0), max((t.numel() for t in outs), default=0)
+            self.counts.add("mem", 0.0, reads, [o for o in outs if all(_key(o) != _key(t) for t in written)] + written,
+                            reduction=big_in > PERSISTENT_REDUCTION * max(big_out, 1))
         return out
 
 
@@ -221,21 +251,23 @@ def count(fn, *args) -> Counts:
 
 @functools.lru_cache(maxsize=None)
 def frame_counts(task: str, input_hw: tuple[int, int], fp8: str, map_hw: tuple[int, int] | None = None,
-                 arch: str = "sapiens2_0.4b", sdpa: str = "default", full_logits: bool = False) -> Counts:
-    """One person's (pose) or one frame's (seg) forward in bf16 at `input_hw`, with the
-    post-processing that stays on the device (heatmaps to fp32 for decoding; seg as the
-    Predictor runs it: logits at `map_hw` from the head, then argmax). `full_logits=True`
-    counts seg as it ran before: full-size logits, resized to `map_hw` in fp32, argmax."""
+                 arch: str = "sapiens2_0.4b", sdpa: str = "default", full_logits: bool = False, batch: int = 1) -> Counts:
+    """`batch` people's (pose) or one frame's (seg) forward in bf16 at `input_hw` as a CUDA
+    `Predictor` runs it (channels_last heads), with the post-processing that stays on the
+    device (heatmaps to fp32 for decoding; seg logits at `map_hw` from the head, then argmax).
+    `full_logits=True` counts seg as it ran before: full-size logits, resized in fp32, argmax."""
     from realtime.models import build_model
     from realtime.models import fp8 as fp8_module
+    from realtime.models.heads import to_channels_last
     from realtime.models.sapiens2 import set_sdpa_backend
     from realtime.transforms import seg_postprocess
 
     model = build_model(task, arch, device="meta", dtype=torch.bfloat16)
+    to_channels_last(model)  # what a CUDA Predictor does
     set_sdpa_backend(model, sdpa)
     if fp8:  # a scale's value changes no count
         fp8_module.to_float8(model, scope="attention", static_scale=1.0 if fp8 == "static" else None)
-    x = torch.zeros(1, 3, *input_hw, device="meta", dtype=torch.bfloat16)
+    x = torch.zeros(batch, 3, *input_hw, device="meta", dtype=torch.bfloat16)
 
     def forward(x):
         if task == "seg" and map_hw is not None:
@@ -288,6 +320,7 @@ class Config:
     fp8: str = ""  # "static" (calibrated scales, one q/k/v GEMM: --fp8 now) or "dynamic" (per-call amax)
     sdpa: str = "default"
     seg_every: int = 1  # seg on every Nth frame (`--seg-every`; auto on a live run: 2 while behind)
+    people: int = 1  # pose crops per frame (a bucket size, so compiled and graphed runs pad none)
     current: bool = False  # what the code before issue 31 ran (marked * in the table): its counts are the same
 
 
@@ -306,6 +339,9 @@ CONFIGS = (
            compiled=True, sdpa="cudnn", fp8="static"),
     Config("--input-size 768x576 --compile --cuda-graphs --sdpa cudnn --fp8 --seg-every 2", input_hw=(768, 576),
            graphs=True, compiled=True, sdpa="cudnn", fp8="static", seg_every=2),
+    Config("--cuda-graphs, 4 people", graphs=True, people=4),
+    Config("--compile --cuda-graphs --sdpa cudnn --fp8, 4 people", graphs=True, compiled=True, sdpa="cudnn", fp8="static",
+           people=4),
 )
 
 
@@ -326,14 +362,14 @@ class Estimate:
 
 
 def estimate(config: Config, gpu: GPU, tasks=("pose", "seg"), frame_hw=(720, 1280)) -> Estimate:
-    """Milliseconds per frame (one person) by kind of work, and fps (pipelined: the longer of
-    the GPU's time and the host's)."""
+    """Milliseconds per frame (`config.people` people) by kind of work, and fps (pipelined: the
+    longer of the GPU's time and the host's)."""
     flops: dict[str, float] = {}
     traffic, launches_total, eager_launches = 0.0, 0.0, 0.0
     for task in tasks:
         times = 1.0 / config.seg_every if task == "seg" else 1.0
         c = frame_counts(task, config.input_hw, config.fp8, map_hw_of(frame_hw) if task == "seg" else None,
-                         sdpa=config.sdpa).scaled(times)
+                         sdpa=config.sdpa, batch=config.people if task == "pose" else 1).scaled(times)
         for k, v in c["flops"].items():
             flops[k] = flops.get(k, 0.0) + v
         traffic += c["fused_bytes"] if config.compiled else c["eager_bytes"]
@@ -355,16 +391,28 @@ def estimate(config: Config, gpu: GPU, tasks=("pose", "seg"), frame_hw=(720, 128
     return Estimate(config, gpu, ms, launches_total, 1e3 / max(gpu_ms, host_ms), flops, traffic / 1e9)
 
 
+def floor_ms(gpu: GPU, input_hw: tuple[int, int] = (1024, 768)) -> dict:
+    """The part of a frame no implemented option removes: the pose and seg backbones' GEMMs (the
+    attention projections in FP8, the rest bf16) and attention (cuDNN), at `gpu`'s rates, one
+    person, seg every frame; memory traffic, convolutions and gaps come on top."""
+    flops: dict[str, float] = {}
+    for task in ("pose", "seg"):
+        for kind, flop in frame_counts(task, input_hw, "static", (288, 512) if task == "seg" else None, sdpa="cudnn").flops.items():
+            flops[kind] = flops.get(kind, 0.0) + flop
+    return {"gemm": flops.get("gemm-bf16", 0.0) / gpu.gemm_bf16 / 1e9 + flops.get("gemm-fp8", 0.0) / gpu.gemm_fp8 / 1e9,
+            "attention": flops.get("attention", 0.0) / gpu.attention["cudnn"] / 1e9}
+
+
 def table(gpus=("h100", "4090")) -> tuple[list[str], dict]:
     lines, best = [], {}
     for key in gpus:
         gpu = GPUS[key]
-        lines.append(f"== {gpu.name}: pose + seg, Sapiens2 0.4B, bf16, 1 person, 720p frames (seg map 512x288)")
+        lines.append(f"== {gpu.name}: pose + seg, Sapiens2 0.4B, bf16, 1 person (unless said), 720p frames (seg map 512x288)")
         lines.append(f"   rates: GEMM bf16 {gpu.gemm_bf16:g}, FP8 {gpu.gemm_fp8:g}, attention "
                      f"{', '.join(f'{k} {v:g}' for k, v in gpu.attention.items())}, conv {gpu.conv:g} TFLOP/s; "
                      f"memory {gpu.bandwidth:g} TB/s; launch gap {gpu.gap_us:g} µs eager, {gpu.graph_gap_us:g} µs in a "
                      f"graph; host {gpu.host_us:g} µs per eager op")
-        lines.append(f"   ({gpu.notes}; * = what the code before issue 31 offered)")
+        lines.append(f"   ({gpu.notes}; * = the defaults before the GPU work: eager, and --fp8 without --compile)")
         lines.append(f"   {'fps':>6} {'ms':>6} | {'gemm':>5} {'fp8':>5} {'attn':>5} {'conv':>5} {'mem':>5} {'gaps':>5} | "
                      f"{'host':>5} {'GB':>5} {'launch':>6} | configuration")
         for config in CONFIGS:
@@ -373,8 +421,12 @@ def table(gpus=("h100", "4090")) -> tuple[list[str], dict]:
             lines.append(f"   {e.fps:6.1f} {1e3 / e.fps:6.2f} | {m['gemm bf16']:5.2f} {m['gemm fp8']:5.2f} {m['attention']:5.2f} "
                          f"{m['conv']:5.2f} {m['memory']:5.2f} {m['gaps']:5.2f} | {m['host (overlapped)']:5.2f} "
                          f"{e.traffic_gb:5.1f} {e.launches:6.0f} | {'* ' if config.current else ''}{config.name}")
-            if e.fps > best.get(key, (0.0, None))[0]:
+            if config.people == 1 and e.fps > best.get(key, (0.0, None))[0]:
                 best[key] = (e.fps, config.name)
+        floor = floor_ms(gpu)
+        lines.append(f"   floor at 1024x768: the two backbones' GEMMs {floor['gemm']:.2f} ms (attention projections FP8) + "
+                     f"attention {floor['attention']:.2f} ms (cuDNN) = {sum(floor.values()):.2f} ms, "
+                     f"{1e3 / sum(floor.values()):.0f} fps before any memory traffic, convolution or gap")
     return lines, best
 
 

@@ -33,17 +33,25 @@ def _is_channels_last(x: torch.Tensor) -> bool:
 class InstanceNorm2d(nn.InstanceNorm2d):
     """`nn.InstanceNorm2d` (no affine, no running statistics) that keeps a channels_last input
     channels_last: PyTorch's makes it contiguous, which in a channels_last head would cost a
-    transpose before and after every norm. The same statistics (biased variance, `eps`): for one
-    image from batch norm (NHWC kernels on CPU and CUDA, float statistics), for a batch from
-    `var_mean`, which reads either layout; a contiguous input takes PyTorch's own kernel."""
+    transpose before and after every norm. The same statistics (biased variance, `eps`), in two
+    passes over the input: for one image batch norm's (NHWC kernels on CPU and CUDA: statistics,
+    then normalising, in float); for a batch `var_mean` (one reduction, either layout), then
+    x * scale + shift in one `addcmul` (scale = 1/std and shift = -mean/std, a few float32
+    values per image, so half precision loses nothing to the cancellation), written in the
+    input's dtype, instead of a subtraction and a multiplication that each read and write the
+    whole map. A contiguous input takes PyTorch's own kernel."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not _is_channels_last(x):
             return super().forward(x)
         if x.shape[0] == 1:  # one image: batch norm's per-channel statistics are its own, in one NHWC kernel
             return F.batch_norm(x, None, None, training=True, eps=self.eps)
-        var, mean = torch.var_mean(x, dim=(2, 3), keepdim=True, correction=0)
-        return (x - mean) * torch.rsqrt(var + self.eps)
+        var, mean = torch.var_mean(x, dim=(2, 3), keepdim=True, correction=0)  # pass 1: (B, C, 1, 1) each
+        if torch.compiler.is_compiling():  # inductor fuses these into the second pass itself (and takes no NHWC out=)
+            return (x - mean) * torch.rsqrt(var + self.eps)
+        scale = torch.rsqrt(var.float() + self.eps)
+        shift = mean.float().mul(scale).neg_()
+        return torch.addcmul(shift, x, scale, out=torch.empty_like(x))  # pass 2: (x - mean) / std, in x's dtype
 
 
 class PixelShuffle(nn.PixelShuffle):
