@@ -272,6 +272,31 @@ print("IMPORTS OK")
                                                           "tests/test_detector_graph_gpu.py"}
 
 
+def test_gpu_check_times_seg_every_frame_and_every_other_frame():
+    """bench/gpu_check.py's timing loop: frame N+1 launched before frame N is collected, and with
+    seg_every=2 seg launched on every other frame (what SegSchedule(every=2) does), its estimate
+    from the same configuration with `seg_every`."""
+    import bench.gpu_check as check
+    from bench.gpu_estimate import GPUS
+
+    calls = []
+
+    class Recording:
+        def launch(self, image, boxes, tasks):
+            calls.append(("launch", sorted(tasks)))
+            return len(calls)
+
+        def collect(self, launched):
+            calls.append(("collect", launched))
+
+    with StandinGPU():
+        assert check.pipelined_fps(Recording(), IMAGE, BOXES, 4, seg_every=2) > 0
+    assert [c[1] for c in calls if c[0] == "launch"] == [["pose", "seg"], ["pose"], ["pose", "seg"], ["pose"]]
+    assert [c[0] for c in calls] == ["launch", "launch", "collect", "launch", "collect", "launch", "collect", "collect"]
+    mode = "compile+graphs+cudnn+fp8"
+    assert check.estimate_for(mode, GPUS["h100"], seg_every=2).fps > check.estimate_for(mode, GPUS["h100"]).fps
+
+
 def test_gpu_check_knows_the_peaks_of_common_gpus():
     import importlib.util
     from pathlib import Path
