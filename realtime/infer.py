@@ -122,6 +122,7 @@ class Predictor:
 
     models:      task name ("pose", "seg", "normal", "pointmap", "albedo", or a registered
                  one) -> model already on `device` in `dtype` (see `realtime.models.load_model`).
+                 A task whose row says `resized_in_model` (seg) is called as `model(x, map_hw)`.
     input_hw:    network input size of the tasks that follow `--input-size` (pose crops, seg).
     sizes:       network input size per task, overriding the above and the trained size
                  (the pointmap's scale branch fixes it: 1024x768 for the released models).

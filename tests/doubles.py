@@ -40,11 +40,11 @@ class FailingModel(nn.Module):
         super().__init__()
         self.inner, self.fail_on_call, self.calls = inner, fail_on_call, 0
 
-    def forward(self, x):
+    def forward(self, x, *args):  # seg's model also takes the map's size (Task.resized_in_model)
         self.calls += 1
         if self.calls == self.fail_on_call:
             raise RuntimeError("injected failure")
-        return self.inner(x)
+        return self.inner(x, *args)
 
 
 def whole_frame_boxes(image: np.ndarray, index: int, previous=(), seg=None):
@@ -60,8 +60,8 @@ class SlowModel(nn.Module):
         super().__init__()
         self.inner, self.seconds = inner, seconds
 
-    def forward(self, x):
+    def forward(self, x, *args):
         import time
 
         time.sleep(self.seconds)
-        return self.inner(x)
+        return self.inner(x, *args)

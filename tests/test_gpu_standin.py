@@ -188,11 +188,11 @@ class OutOfMemory(torch.nn.Module):
         super().__init__()
         self.inner, self.times = inner, times
 
-    def forward(self, x):
+    def forward(self, x, *args):  # seg's model also takes the map's size (Task.resized_in_model)
         if self.times > 0:
             self.times -= 1
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
-        return self.inner(x)
+        return self.inner(x, *args)
 
 
 def test_out_of_memory_is_handled_for_every_task(standin_task_models):
