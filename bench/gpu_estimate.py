@@ -33,7 +33,10 @@ Only configurations the code implements are listed (`CONFIGS`): eager, `--cuda-g
 `--compile --cuda-graphs`, `--sdpa cudnn` (explicit backend, KV heads expanded), `--fp8`
 (attention projections, one q/k/v GEMM, static scales; needs --compile) and
 `--input-size 768x576`, and seg every other frame (`--seg-every 2`, what `auto`, the live
-default, does while the run is behind: the frame's cost is pose plus half a seg).
+default, does while the run is behind: the frame's cost is pose plus half a seg), one person,
+plus two rows with 4 people. After the table: the floor at 1024x768 (the backbones' GEMMs and
+attention alone), the best at 1024x768, and `best:` over the one-person rows where pose and
+seg both run every frame.
 """
 
 from __future__ import annotations
