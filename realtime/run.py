@@ -158,7 +158,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     try:
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=keypoint_names(), image_wh=(info.width, info.height),
-                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
+                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype, predictor.input_hw),
                                      stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people,
                                      bone_names=bone_names))
         if "video" in outputs:
@@ -214,7 +214,8 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     `realtime.Session` all use these; the models are warmed up for `image_hw` (H, W) here."""
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
-                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
+                          sizes={**({"pointmap": options.pointmap_hw} if options.pointmap_hw else {}), **options.task_sizes},
+                          flip_test=options.flip_test,
                           compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling,
                           fp8=options.fp8, sdpa=options.sdpa)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
@@ -409,11 +410,11 @@ def _caption(models: dict, device: str) -> Callable[[dict], str]:
     return caption
 
 
-def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dtype) -> dict:
+def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dtype, input_hw: tuple[int, int]) -> dict:
     return {
         "tasks": sorted(models),
         "arch": {task: getattr(m, "arch", None) for task, m in models.items()},
-        "input_size": list(options.input_hw),
+        "input_size": list(input_hw),
         "device": device,
         "dtype": str(dtype).replace("torch.", ""),
         "flip_test": options.flip_test,

@@ -222,8 +222,27 @@ def load_model(
     with torch.device("meta"):
         model = Sapiens2TaskModel(task, spec, kwargs)
     _load_into_meta(model, sd, source=source, what=f"the {spec.name} {task} model")
+    model.trained_hw = declared_input_hw(checkpoint)  # None: the file does not say (the registry's size applies)
     log.info("loaded %s %s from %s", spec.name, task, source)
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def declared_input_hw(checkpoint: str | os.PathLike) -> Optional[tuple[int, int]]:
+    """The (H, W) a checkpoint says its model was trained at (the official config's
+    `backbone.img_size`, kept in a safetensors file's `model_cfg` metadata), or None."""
+    if not str(checkpoint).endswith(".safetensors"):
+        return None
+    import json
+
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(checkpoint), "pt") as handle:
+            config = json.loads((handle.metadata() or {}).get("model_cfg", "{}"))
+        h, w = config["backbone"]["img_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (int(h), int(w)) if h > 0 and w > 0 else None
 
 
 def _load_into_meta(model: torch.nn.Module, sd: dict[str, torch.Tensor], *, source: str, what: str) -> None:
