@@ -337,13 +337,15 @@ def _remove_empty(folders: list[Path]) -> None:
             pass
 
 
-def _check_weights_present(options: RunOptions, models: bool, detector: bool) -> None:
+def _check_weights_present(options: RunOptions, models: bool, detector: bool, *, python: bool = False) -> None:
     """Before anything is opened: when weights the run needs are neither local nor
-    downloadable now, say so for all of them at once, with the one command that fetches them."""
+    downloadable now, say so for all of them at once, with the one command that fetches them.
+    python: the messages name the Python arguments (`realtime.Session`), not the CLI's options."""
     for task, path in options.checkpoints.items() if models else ():
         if not Path(path).expanduser().is_file():
-            raise UserError(f"Checkpoint {path} does not exist; check the path given with --checkpoint {cli_name(task)}=..., "
-                            f"or leave that option out to use the released weights.")
+            given = f'checkpoints={{"{cli_name(task)}": ...}}' if python else f"--checkpoint {cli_name(task)}=..."
+            raise UserError(f"Checkpoint {path} does not exist; check the path given with {given}, "
+                            f"or leave that task out of it to use the released weights.")
     wanted = [t for t in options.tasks if t not in options.checkpoints] if models else []
     wanted += ["detector"] if detector else []
     missing = missing_weights(wanted, options.size) if wanted else []
@@ -351,11 +353,15 @@ def _check_weights_present(options: RunOptions, models: bool, detector: bool) ->
         return  # all here, or they download as they load
     files = ", ".join(where for _, where in missing)
     command = download_command([task for task, _ in missing], options.size)
-    others = " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)" if detector and missing[-1][0] == "detector" else ""
+    if python:
+        pass_them, others = 'checkpoints={"TASK": PATH}', ' (or detector=PATH, or boxes_from="seg" or "frame" instead of the detector)'
+    else:
+        pass_them, others = "--checkpoint TASK=PATH", " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)"
+    others = others if detector and missing[-1][0] == "detector" else ""
     raise UserError(f"This run needs {len(missing)} weight file{'s' if len(missing) > 1 else ''} that {'are' if len(missing) > 1 else 'is'} "
                     f"not on this machine, and the hub cannot be reached (offline): {files}; run `{command}` on a machine "
                     f"with internet access to fetch {'them all' if len(missing) > 1 else 'it'}, or set ${hub.CHECKPOINT_ROOT_ENV}, "
-                    f"or pass --checkpoint TASK=PATH{others}.")
+                    f"or pass {pass_them}{others}.")
 
 
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:

@@ -76,7 +76,7 @@ class Session:
         self.dtype = run_module._dtype(self.options.dtype, self.device)
         if models is None:
             run_module._check_weights_present(self.options, True, box_finder is None and boxes_from == "detector"
-                                              and self.options.detector is None)
+                                              and self.options.detector is None, python=True)
             models = run_module._load_models(self.options, self.device, self.dtype)
         self.models = models
         self.box_finder = box_finder or run_module._box_finder(self.options, self.device, RunMode.FILE)
