@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.replay import MonotonicClock, StreamOptions, stream  # noqa: E402
-from realtime.sinks.osc import OscKeypointSink, VmcSink  # noqa: E402
+from realtime.replay import StreamOptions, stream  # noqa: E402
 from realtime.sinks.tracks import TrackWriter  # noqa: E402
+from tests.live_chain import osc, vmc  # noqa: E402
 from tests.face_synthetic import FaceParams, face_keypoints  # noqa: E402
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip  # noqa: E402
 
@@ -75,12 +75,17 @@ def per_frame_ms(sink, frames: list[Frame]) -> tuple[float, float]:
 
 
 def sink_costs(count: int) -> None:
+    """Each row: the face and motion stages (what a run does once per frame, whatever the number
+    of senders) and then the sender's encoding and sending; the last rows: a sender alone, on
+    frames the stages already solved (what each extra --vmc target costs)."""
     one, three = synthetic_frames(count, 1), synthetic_frames(count, 3)
+    solved = [vmc("127.0.0.1", DISCARD, NAMES).process(f) for f in one]
     rows = [
-        ("VmcSink.write, 1 person, body + face (one_euro filter)", VmcSink("127.0.0.1", DISCARD, NAMES), one),
-        ("VmcSink.write, 1 person, body + face + fingers", VmcSink("127.0.0.1", DISCARD, NAMES, fingers=True), one),
-        ("VmcSink.write, --vmc-face-only", VmcSink("127.0.0.1", DISCARD, NAMES, face_only=True), one),
-        ("OscKeypointSink.write, 3 people x 308 keypoints", OscKeypointSink("127.0.0.1", DISCARD, NAMES), three),
+        ("face + motion stages + VMC, 1 person, body + face (one_euro filter)", vmc("127.0.0.1", DISCARD, NAMES), one),
+        ("face + motion stages + VMC, 1 person, body + face + fingers", vmc("127.0.0.1", DISCARD, NAMES, fingers=True), one),
+        ("face stage + VMC --vmc-face-only", vmc("127.0.0.1", DISCARD, NAMES, face_only=True), one),
+        ("face + motion stages + OSC, 3 people x 308 keypoints", osc("127.0.0.1", DISCARD, NAMES), three),
+        ("VmcSink alone (encode + send), 1 person, solved frames", vmc("127.0.0.1", DISCARD, NAMES).inner, solved),
     ]
     print(f"| sink ({count} frames) | mean ms per frame | median ms per frame |")
     print("|---|---:|---:|")
@@ -89,13 +94,16 @@ def sink_costs(count: int) -> None:
         print(f"| {name} | {mean:.2f} | {median:.2f} |")
 
 
-class StartClock(MonotonicClock):
+class StartClock:
     """The monotonic clock, noting its first reading: the replay's start (frame 0 is due then)."""
 
     start: Optional[float] = None
 
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def now(self) -> float:
-        t = super().now()
+        t = time.monotonic()
         if self.start is None:
             self.start = t
         return t

@@ -25,7 +25,7 @@ from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E
 from realtime.export.to_bvh import write_bvh  # noqa: E402
 from realtime.export.to_gltf import write_gltf  # noqa: E402
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.sinks.osc import OscKeypointSink, VmcSink  # noqa: E402
+from tests.live_chain import osc, vmc  # noqa: E402
 from tests.mocap_synthetic import NAMES, synthetic_clip  # noqa: E402
 
 BUDGET_MS = 1000.0 / 30
@@ -89,9 +89,9 @@ def cost(frames: int) -> None:
             write_gltf(motion, Path(folder) / "a.glb", 30.0)
             rows.append((f"write glTF{tag}", (time.perf_counter() - start) / frames * 1000))
     port = 9  # discard: nobody listens, the datagrams are dropped by the kernel
-    for name, sink in (("VmcSink.write (one_euro filter)", VmcSink("127.0.0.1", port, NAMES)),
-                       ("VmcSink.write + fingers", VmcSink("127.0.0.1", port, NAMES, fingers=True)),
-                       ("OscKeypointSink.write, 1 person", OscKeypointSink("127.0.0.1", port, NAMES))):
+    for name, sink in (("face + motion stages + VMC (one_euro filter)", vmc("127.0.0.1", port, NAMES)),
+                       ("face + motion stages + VMC, fingers", vmc("127.0.0.1", port, NAMES, fingers=True)),
+                       ("face + motion stages + OSC, 1 person", osc("127.0.0.1", port, NAMES))):
         rows.append((name, per_frame(lambda t: sink.write(video[t]))))
         sink.close()
     print(f"\n| step ({frames} frames) | ms per frame | share of a 30 fps frame |")
