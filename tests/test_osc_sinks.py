@@ -272,6 +272,7 @@ def test_absent_or_stalled_receivers_never_cost_a_frame(tmp_path, fixtures_dir):
     (["--tasks", "pose,depth", "--vmc", "127.0.0.1:39539", "--vmc-person", "two"], "--vmc-person all"),
     (["--tasks", "pose,depth", "--vmc", "::1:39539"], "in brackets"),
     (["--tasks", "pose,depth", "--vmc", "127.0.0.1:port"], "HOST:PORT"),
+    (["--tasks", "pose,depth", "--vmc", "127.0.0.1:65534", "--vmc-person", "all"], "past the last port 65535"),
 ])
 def test_run_options_for_streaming_are_checked_in_one_sentence(tmp_path, capsys, args, message):
     from realtime.cli import main
