@@ -1,4 +1,4 @@
-"""Sapiens2 task heads (SPEC §3). `nn.Sequential` positions equal the official
+"""Sapiens2 task heads (docs/numerics.md, "Task heads"). `nn.Sequential` positions equal the official
 key indices (norms and activations hold no parameters, except RMSNorm2d in the
 albedo head), so `decode_head.*` keys load unchanged.
 
@@ -208,7 +208,7 @@ class SegHead(_Layout):
 
 
 class _DenseHead(_Layout):
-    """Shared trunk of the normal / pointmap / albedo heads (SPEC §3.3): a 3x3 input conv,
+    """Shared trunk of the normal / pointmap / albedo heads (docs/numerics.md, "Task heads"): a 3x3 input conv,
     4 upsample blocks [conv3 -> 4c, PixelShuffle(2), norm, SiLU] (16x in all), then 3x3 convs."""
 
     def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int], norm=InstanceNorm2d) -> None:
