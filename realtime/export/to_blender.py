@@ -12,7 +12,7 @@ from realtime.errors import UserError
 
 log = logging.getLogger(__name__)
 
-SCRIPT = Path(__file__).resolve().parent / "blender_import.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "blender_scripts" / "blender_import.py"  # runs inside Blender
 
 
 def blender_command(tracks_path: Path, out: Path, *, person: Optional[int], subset: Optional[str], blender: str = "blender") -> list[str]:

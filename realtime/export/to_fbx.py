@@ -32,7 +32,7 @@ from realtime.rig.solver import Motion
 
 log = logging.getLogger(__name__)
 
-SCRIPT = Path(__file__).resolve().parent / "blender_fbx.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "blender_scripts" / "blender_fbx.py"  # runs inside Blender
 INSTALL = "apt-get install blender (Debian/Ubuntu) or https://www.blender.org/download/"
 
 

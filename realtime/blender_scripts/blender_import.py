@@ -2,7 +2,7 @@
 
 Run headless (or inside Blender's Text Editor with the arguments edited below):
 
-    blender -b --python realtime/export/blender_import.py -- tracks.jsonl [--out scene.blend]
+    blender -b --python realtime/blender_scripts/blender_import.py -- tracks.jsonl [--out scene.blend]
             [--person ID] [--subset 308|coco-wholebody|coco17] [--no-armature]
 
 For each person it creates an empty `p<id>` with one child empty per keypoint
