@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from realtime.export.axes import camera_to_y_up, camera_to_z_up
 from realtime.export.derived import hip_center, shoulder_center
-from realtime.export.lift3d import camera_to_y_up, camera_to_z_up
 from realtime.transforms import sample_keypoints_3d
 
 W, H = 640, 480  # image
