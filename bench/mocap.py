@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E402
 from realtime.export.to_bvh import write_bvh  # noqa: E402
 from realtime.export.to_gltf import write_gltf  # noqa: E402
 from realtime.frames import Frame, Person  # noqa: E402
+from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E402
 from tests.live_chain import osc, vmc  # noqa: E402
 from tests.mocap_synthetic import NAMES, synthetic_clip  # noqa: E402
 

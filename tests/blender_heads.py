@@ -17,7 +17,6 @@ from pathlib import Path
 import bpy
 
 
-
 def _compat():
     """realtime/blender_scripts/blender_compat.py, loaded by path (Blender does not have our
     package on its path)."""

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from realtime.data import keypoint_names
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
+from realtime.sinks.tracks import TrackWriter
 
 NAMES = keypoint_names()
 K = len(NAMES)

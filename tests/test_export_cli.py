@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from export_synthetic import FPS, K, NAMES, NUM_FRAMES, expected_scores, expected_xyz, write_synthetic
+from export_synthetic import FPS, NAMES, NUM_FRAMES, K, expected_scores, expected_xyz, write_synthetic
 from realtime.cli import main
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks_file

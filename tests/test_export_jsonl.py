@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_synthetic import FPS, IMAGE_SIZE, K, NAMES, NUM_FRAMES, expected_scores, expected_xy, expected_xyz, write_synthetic
+from export_synthetic import FPS, IMAGE_SIZE, NAMES, NUM_FRAMES, K, expected_scores, expected_xy, expected_xyz, write_synthetic
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
+from realtime.sinks.tracks import TrackWriter
 
 REPO = Path(__file__).resolve().parent.parent
 

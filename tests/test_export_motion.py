@@ -10,10 +10,10 @@ import pytest
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.export import export_tracks, read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.export.mocap import motion_from_tracks
-from realtime.rig.solver import forward_kinematics
 from realtime.frames import Frame, Person
+from realtime.rig.solver import forward_kinematics
+from realtime.sinks.tracks import TrackWriter
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 45

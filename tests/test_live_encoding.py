@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles
-from realtime.sinks.osc import OscKeypointSink
-from tests.live_chain import osc, vmc, vmc_sender
+from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, pack_bundles
 from tests.face_synthetic import FaceParams, face_keypoints
+from tests.live_chain import osc, vmc, vmc_sender
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 12

@@ -15,8 +15,8 @@ from realtime.frames import Frame, Person
 from realtime.rig.bones import bone_table
 from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS
 from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles, unity_bone_name
-from tests.live_chain import osc, vmc
 from tests.face_synthetic import FaceParams, face_keypoints
+from tests.live_chain import osc, vmc
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 8

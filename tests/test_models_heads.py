@@ -7,9 +7,9 @@ from safetensors.torch import load_file
 
 from realtime.codec import flip_indices_tensor, flip_test
 from realtime.models import build_model, load_model
-from realtime.models.registry import spec
 from realtime.models.checkpoint import load_strict
 from realtime.models.heads import AlbedoHead
+from realtime.models.registry import spec
 
 # task -> (output key, intermediates as (module path, fixture key))
 CASES = {

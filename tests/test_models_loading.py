@@ -11,8 +11,8 @@ from safetensors.torch import load_file, save_file
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.models import build_model, download, load_backbone, load_model
-from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO
 from realtime.models.hf_naming import from_transformers_naming
+from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO
 from realtime.models.sapiens2 import rope_periods
 
 

@@ -10,10 +10,9 @@ from pythonosc.osc_bundle import OscBundle
 from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
-from realtime.rig.solver import LiveSolver
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, parse_endpoint, unity_bone_name
-from realtime.sinks.osc import OscKeypointSink
+from realtime.rig.solver import LiveSolver
+from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, parse_endpoint, unity_bone_name
 from tests.live_chain import osc, vmc, vmc_sender
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 

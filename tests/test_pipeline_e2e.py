@@ -13,6 +13,7 @@ from media import gaussian_marker, read_video, write_video
 from realtime.cli import main
 from realtime.run import RunOptions, run
 
+
 def _read_jsonl(path: Path):
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert lines[0]["type"] == "header"

@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from realtime.detect import BoxFinder
 from realtime.errors import UserError
 from realtime.models import rtmdet_post as post
-from realtime.detect import BoxFinder
 from realtime.models.rtmdet import RTMDet, load_detector
 
 CHECKPOINTS = ("tiny_w025_checkpoint.pth", "tiny_w025_state_dict.safetensors")

@@ -11,11 +11,11 @@ from safetensors.torch import load_file
 from realtime.transforms import (
     albedo_postprocess,
     normal_postprocess,
+    normalize,
     pointmap_postprocess,
     resize_pad,
     seg_postprocess,
     seg_preprocess,
-    normalize,
 )
 
 

@@ -28,7 +28,16 @@ import numpy as np
 from scipy.signal import butter, filtfilt, savgol_filter
 
 from realtime.errors import UserError
-from trackers.kalman import initial_covariance, initial_state, measurement_variance, predict, process_noise, spectral_density, transition, update
+from trackers.kalman import (
+    initial_covariance,
+    initial_state,
+    measurement_variance,
+    predict,
+    process_noise,
+    spectral_density,
+    transition,
+    update,
+)
 
 OFFLINE_METHODS = ("rts", "savgol", "butterworth")
 # Defaults tuned on bench/smoothing.py (30 and 60 fps, pixel noise of 1.5-3.5 px at 400 px height).

@@ -12,7 +12,6 @@ import sys
 import bpy
 
 
-
 def _import_bvh(path: str) -> bpy.types.Object:
     """`blender_compat.import_bvh`, loaded by path from this folder: Blender does not have our
     package on its path."""

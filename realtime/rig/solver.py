@@ -34,7 +34,16 @@ from typing import Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_point_index, solver_points
+from realtime.rig.bones import (
+    TOES_END,
+    Bone,
+    bone_parents,
+    bone_table,
+    mirror_name,
+    points_used,
+    solver_point_index,
+    solver_points,
+)
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)

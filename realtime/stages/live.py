@@ -20,8 +20,16 @@ import numpy as np
 from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.frames import Frame
-from realtime.sinks.osc import (DATAGRAM_LIMIT, DEFAULT_VMC_PORT, MAX_PERFORMERS, VMC_BUNDLES, OscKeypointSink, VmcSink,
-                                parse_endpoint, parse_vmc_person)
+from realtime.sinks.osc import (
+    DATAGRAM_LIMIT,
+    DEFAULT_VMC_PORT,
+    MAX_PERFORMERS,
+    VMC_BUNDLES,
+    OscKeypointSink,
+    VmcSink,
+    parse_endpoint,
+    parse_vmc_person,
+)
 
 LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
 
