@@ -9,7 +9,8 @@ gives the mean over all frames and the median.
 
 Replay: a 30 fps tracks file of the same frames streamed by `realtime.replay.stream` on the
 real monotonic clock, with a recording sink last; lateness of frame i = its write - (the replay's
-start + t_i - t_0), in ms (the sinks before the recorder have sent by then): median, p95 and worst, without and with `--vmc` (and `--osc`).
+start + t_i - t_0), in ms (the sinks before the recorder have sent by then): median, p95 and worst,
+without and with `--vmc` (and `--osc`).
 
 Run: python bench/live_sinks.py [--frames 150] [--replay-frames 90]
 """
@@ -126,7 +127,8 @@ def replay_lateness(count: int) -> None:
     frames = synthetic_frames(count, 1)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "take.jsonl"
-        with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="synthetic", model={}, tracked=True) as w:
+        with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="synthetic", model={},
+                         tracked=True) as w:
             for frame in frames:
                 w.write(frame)
         times = np.array([f.timestamp for f in frames])
@@ -145,7 +147,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=150)
     parser.add_argument("--replay-frames", type=int, default=90)
     args = parser.parse_args()
-    print(f"CPU: {os.cpu_count()} cores, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min; shared machine)\n")
+    load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"CPU: {os.cpu_count()} cores, load average {load} (1, 5, 15 min; shared machine)\n")
     sink_costs(args.frames)
     replay_lateness(args.replay_frames)
 

@@ -141,7 +141,8 @@ def _offline(argv: list[str], fixtures: Path, detector: Path) -> list[str]:
     given = set(argv)
     tasks = parse(argv[argv.index("--tasks") + 1]) if "--tasks" in given else ("pose", "seg")
     named = {item.partition("=")[0] for flag, item in zip(argv, argv[1:]) if flag == "--checkpoint"}
-    added = [arg for task in tasks if task not in named for arg in ("--checkpoint", f"{task}={fixtures / f'{task}_weights.safetensors'}")]
+    added = [arg for task in tasks if task not in named
+             for arg in ("--checkpoint", f"{task}={fixtures / f'{task}_weights.safetensors'}")]
     for flag, value in (("--device", "cpu"), ("--input-size", "128x96"), ("--max-frames", "2")):
         if flag not in given:
             added += [flag, value]
@@ -245,6 +246,7 @@ def test_every_documented_command_runs_offline(tmp_path, fixtures_dir, rtmdet_fi
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    failed = [f"{c.where}: `{c.text}` exited {r['code']} (expected {c.exit_code}), run as {' '.join(job['argv'])}:\n{r['output'][-1500:]}"
+    failed = [f"{c.where}: `{c.text}` exited {r['code']} (expected {c.exit_code}), "
+              f"run as {' '.join(job['argv'])}:\n{r['output'][-1500:]}"
               for c, r, job in zip(runnable, results, jobs) if r["code"] != c.exit_code]
     assert not failed, "\n\n".join(failed)

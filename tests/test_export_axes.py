@@ -76,7 +76,8 @@ def test_non_finite_pointmap_pixels_are_skipped():
 
 def test_hip_center_and_shoulder_center():
     names = ["left_shoulder", "right_shoulder", "left_hip", "right_hip"]
-    points = np.array([[[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [0.0, 4.0, 2.0], [1.0, 6.0, 4.0]], [[0, 0, 0], [0, 0, 0], [np.nan] * 3, [1, 1, 1]]])
+    points = np.array([[[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [0.0, 4.0, 2.0], [1.0, 6.0, 4.0]],
+                       [[0, 0, 0], [0, 0, 0], [np.nan] * 3, [1, 1, 1]]])
     scores = np.array([[0.9, 0.8, 0.7, 0.4], [1, 1, 1, 1]])
     root, root_score = hip_center(points, names, scores)
     np.testing.assert_allclose(root[0], [0.5, 5.0, 3.0])

@@ -22,7 +22,8 @@ _IMAGE = np.zeros((2, 2, 3), np.uint8)
 
 def _write_tracks(path, camera: np.ndarray, *, with_3d: bool = True, second_person: bool = False):
     """A tracks file of the synthetic person (id 1), 2D by a pinhole projection."""
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for t in range(len(camera)):
             xyz = camera[t]
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]

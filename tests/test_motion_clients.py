@@ -66,7 +66,8 @@ def has_blender() -> bool:
 
 
 def _write_tracks(path: Path, camera: np.ndarray) -> Path:
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for t in range(len(camera)):
             xyz = camera[t]
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]
@@ -110,9 +111,9 @@ def blender_heads(clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("blender")
     jobs = [{"file": str(path), "fps": FPS, "frames": list(SAMPLED)} for path in files.values()]
     (folder / "jobs.json").write_text(json.dumps(jobs))
-    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(TESTS / "blender_heads.py"),
-                           "--", str(folder / "jobs.json"), str(folder / "result.json")], capture_output=True, text=True, timeout=600,
-                          env=blender_env(shutil.which("blender")))
+    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python",
+                           str(TESTS / "blender_heads.py"), "--", str(folder / "jobs.json"), str(folder / "result.json")],
+                          capture_output=True, text=True, timeout=600, env=blender_env(shutil.which("blender")))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads((folder / "result.json").read_text())
 
@@ -219,9 +220,11 @@ def test_vrma_extension_maps_every_bone_to_its_node(clip):
     assert gltf.extensionsUsed == ["VRMC_vrm_animation"]
     extension = gltf.extensions["VRMC_vrm_animation"]
     bones = ["hips", "spine", "chest", "neck", "head"] + [f"{s}{b}" for s in ("left", "right") for b in (
-        "UpperLeg", "LowerLeg", "Foot", "Toes", "Shoulder", "UpperArm", "LowerArm", "Hand", "ThumbMetacarpal", "ThumbProximal", "ThumbDistal",
+        "UpperLeg", "LowerLeg", "Foot", "Toes", "Shoulder", "UpperArm", "LowerArm", "Hand",
+        "ThumbMetacarpal", "ThumbProximal", "ThumbDistal",
         *(f"{f}{p}" for f in ("Index", "Middle", "Ring", "Little") for p in ("Proximal", "Intermediate", "Distal")))]
-    required = ["hips", "spine", "head"] + [f"{s}{b}" for s in ("left", "right") for b in ("UpperLeg", "LowerLeg", "Foot", "UpperArm", "LowerArm", "Hand")]
+    required = ["hips", "spine", "head"] + [f"{s}{b}" for s in ("left", "right")
+                                            for b in ("UpperLeg", "LowerLeg", "Foot", "UpperArm", "LowerArm", "Hand")]
     bone = {"type": "object", "properties": {"node": {"type": "integer", "minimum": 0}}, "required": ["node"]}
     schema = {"type": "object", "required": ["specVersion", "humanoid"],
               "properties": {"specVersion": {"const": "1.0"},
@@ -273,7 +276,8 @@ def test_retargeting_keeps_every_shared_joint_and_sets_the_rest_pose():
     skeleton = synthetic_skeleton()
     root, rotations = synthetic_motion(skeleton, 20)
     count = len(root)
-    motion = Motion(skeleton, np.arange(count) / FPS, root, rotations, np.zeros((count, len(skeleton.bones)), bool), np.zeros(count, bool), np.zeros(3))
+    motion = Motion(skeleton, np.arange(count) / FPS, root, rotations, np.zeros((count, len(skeleton.bones)), bool),
+                    np.zeros(count, bool), np.zeros(3))
     heads, _ = forward_kinematics(skeleton, root, rotations)
     for rig, bones in (("mixamo", 52), ("unreal", 55)):  # 51 + Spine1; + spine_02, spine_04, spine_05, neck_02
         moved = retarget(motion, rig)

@@ -102,7 +102,7 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
         sink.write(frame)
     sink.close()
     bundles = receiver.vmc_frames(len(frames))
-    for frame, bundle, t in zip(frames, bundles, range(len(frames))):
+    for frame, bundle in zip(frames, bundles):
         for address, tags, _ in bundle:
             assert VMC_TYPES[address] == tags, address
         addresses = [a for a, _, _ in bundle]

@@ -220,7 +220,8 @@ def _butterworth(dt: float, cutoff_hz: float = BUTTERWORTH_CUTOFF_HZ, order: int
     """A function low-passing (n, D) samples spaced dt apart, forward and backward (zero phase)."""
     nyquist = 0.5 / dt
     if not 0 < cutoff_hz < nyquist:
-        raise UserError(f"the Butterworth cutoff {cutoff_hz} Hz must be between 0 and half the frame rate ({nyquist:.1f} Hz); lower it.")
+        raise UserError(f"the Butterworth cutoff {cutoff_hz} Hz must be between 0 and half the frame rate "
+                        f"({nyquist:.1f} Hz); lower it.")
     b, a = butter(order, cutoff_hz / nyquist)
     pad = 3 * max(len(a), len(b))  # filtfilt's default padding
 

@@ -230,7 +230,8 @@ class FaceSolver:
 
     recalibrate = reset
 
-    def update(self, timestamp: float, keypoints: Optional[np.ndarray], scores: Optional[np.ndarray] = None) -> Optional[FaceState]:
+    def update(self, timestamp: float, keypoints: Optional[np.ndarray],
+               scores: Optional[np.ndarray] = None) -> Optional[FaceState]:
         """keypoints (K, 2) px (NaN unknown), scores (K,) or None. None when the face cannot be read."""
         if keypoints is None:
             return None

@@ -48,7 +48,8 @@ def rest_bones(keypoint_names: Sequence[str], fingers: bool = False):
     skeleton = solver.rest_skeleton()
     count = len(skeleton.bones)
     rotations = np.tile([0.0, 0.0, 0.0, 1.0], (count, 1))
-    return rounded_bones([b.name for b in skeleton.bones], skeleton.offsets, [0.0, skeleton.floor_height(), 0.0], rotations, np.ones(count, bool), True)
+    return rounded_bones([b.name for b in skeleton.bones], skeleton.offsets, [0.0, skeleton.floor_height(), 0.0], rotations,
+                         np.ones(count, bool), True)
 
 
 class _Performer:
