@@ -75,13 +75,14 @@ def test_run_options_are_built_from_groups_or_flat_names():
 def test_one_format_table_for_the_cli_batch_and_export():
     from realtime.cli import build_parser
     from realtime.export.formats import default_output
-    from realtime.export.table import BATCH_FORMATS, FORMATS
+    from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices
     to = next(a for a in sub["export"]._actions if a.dest == "to")
     export = next(a for a in sub["batch"]._actions if a.dest == "export")
-    assert tuple(to.choices) == tuple(FORMATS) and tuple(export.choices) == BATCH_FORMATS == ("csv", "npz", "openpose", "coco")
+    assert tuple(to.choices) == tuple(FORMATS) + tuple(ALIASES)  # glb: the name everyone types for binary glTF
+    assert tuple(export.choices) == BATCH_FORMATS == ("csv", "npz", "openpose", "coco")
     assert default_output("a/run.jsonl", "gltf") == Path("a/run.glb")
     assert default_output("run.jsonl", "openpose") == Path("run_openpose")
     assert all(FORMATS[name].title in parser.format_help() for name in FORMATS)  # `export`'s one-line help names them all
