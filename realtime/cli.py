@@ -226,6 +226,9 @@ def _add_source_options(p):
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
                    "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
+    s.add_argument("--camera", choices=("auto", "static", "moving"), default="auto",
+                   help="with depth: static = a fixed camera (no egomotion); moving = roots, contacts and exports in a world "
+                        "frame tracked from the background; auto = as static until the camera is seen to move (default auto)")
     return s
 
 
@@ -281,7 +284,8 @@ def _source_options(args):
     from realtime.options import SourceOptions
 
     return SourceOptions(webcam_size=(args.height, args.width), webcam_fps=args.fps, timeout=args.timeout,
-                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight)
+                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight,
+                         camera=args.camera)
 
 
 def _add_export(sub) -> None:
