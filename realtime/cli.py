@@ -317,6 +317,9 @@ def _add_export(sub) -> None:
     parser.add_argument("--fingers", action="store_true", help="bvh/gltf/fbx/vrma: add finger bones (15 per hand)")
     parser.add_argument("--rig", default=None, choices=("vrm", "mixamo", "unreal", "smpl"),
                         help="bvh/gltf/fbx: bone names, hierarchy and rest pose of this rig (default vrm)")
+    parser.add_argument("--root", default=None, choices=("world", "camera"),
+                        help="bvh/gltf/fbx/vrma/csv/trc: 3D and root in the world frame tracked during the run, or camera-relative "
+                             "(default: world when the camera moved); the camera path goes beside the file (.camera.csv, glTF: a camera node)")
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
                         help="bvh/gltf/fbx/vrma: leave the feet as measured (default: a foot in contact is held still, the leg solved by IK)")
     parser.set_defaults(func=_cmd_export)
@@ -326,7 +329,7 @@ def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
     out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
-                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock)
+                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock, root=args.root)
     print(f"wrote {out}")
     return 0
 

@@ -9,46 +9,11 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from realtime.data import keypoint_names
 from realtime.frames import Camera, DenseMaps, Frame, Person, rounded_camera
-from realtime.stages import GroundStage, MotionStage, WorldStage
 from realtime.stages.world import person_mask
-from synthetic.world_scene import SceneRenderer, scene_truth, walkers
+from tests.world_tracks import NAMES, run_chain, write_tracks
 
-NAMES = keypoint_names()
 HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
-DEPTH_EVERY = 5
-
-
-def scene_frames(path: str, frames: int, seed: int = 0):
-    """The scene as the collect stage would hand it on: image, seg (every frame), pointmap (every
-    DEPTH_EVERY), two tracked people with 2D keypoints and, on depth frames, 3D keypoints."""
-    truth = scene_truth(walkers(2, frames, seed), path, seed=seed)
-    renderer, rng = SceneRenderer(seed), np.random.default_rng(seed)
-    scores = np.full(len(NAMES), 0.9, np.float32)
-    for t in range(frames):
-        depth = t % DEPTH_EVERY == 0
-        seen = renderer.observe(truth, t, rng, depth_frame=depth)
-        people = []
-        for p in range(2):
-            known = np.isfinite(truth.joints[p, t]).all(axis=-1)
-            pixels = np.where(known[:, None], seen.keypoints2d[p], np.nan).astype(np.float32)
-            box = np.array([*np.nanmin(pixels, axis=0), *np.nanmax(pixels, axis=0)], np.float32)
-            points = None if seen.keypoints3d is None else np.where(known[:, None], seen.keypoints3d[p], np.nan).astype(np.float32)
-            people.append(Person(box=box, track_id=p + 1, keypoints=pixels, keypoint_scores=scores, keypoints3d=points))
-        dense = DenseMaps(computed_on=t, seg=seen.person_mask.astype(np.uint8), pointmap=seen.pointmap)
-        image = np.repeat(seen.gray[..., None], 3, axis=2)
-        yield truth, Frame(index=t, timestamp=float(truth.times[t]), image=image, people=tuple(people), dense=dense)
-
-
-def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True):
-    stages = [GroundStage(NAMES)] + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)]
-    out, truth = [], None
-    for truth, frame in scene_frames(path, frames):
-        for stage in stages:
-            frame = stage.process(frame)
-        out.append(frame)
-    return truth, out, stages
 
 
 @pytest.fixture(scope="module")
@@ -148,16 +113,11 @@ def test_a_camera_rounds_to_what_the_tracks_file_keeps():
 def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan, tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.replay import read_frames
-    from realtime.sinks.tracks import TrackWriter
     from realtime.stages import live_senders
 
     _, frames, stages = pan
-    path = tmp_path / "pan.jsonl"
     bone_names = stages[-1].bone_names
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=30.0, source="pan", model={}, tracked=True,
-                     bone_names=bone_names) as writer:
-        for frame in frames:
-            writer.write(frame)
+    path = write_tracks(frames, bone_names, tmp_path / "pan.jsonl")
     replayed = list(read_frames(path, len(NAMES), bone_names))
     assert len(replayed) == len(frames)
     for a, b in zip(frames, replayed):
@@ -176,3 +136,28 @@ def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan
     np.testing.assert_allclose(tracks.camera.world_from_camera()[-1], frames[-1].camera.world_from_camera, atol=1e-12)
     assert tracks.camera.status[-1] == frames[-1].camera.status
     assert tracks.people[1].stature == frames[-1].people[0].height
+
+
+def test_csv_and_trc_exports_are_in_the_world_when_the_camera_moved(pan, tmp_path):
+    import csv
+
+    from realtime.errors import UserError
+    from realtime.export import export_tracks
+    from realtime.export.world import camera_csv_path
+
+    _, frames, stages = pan
+    path = write_tracks(frames, stages[-1].bone_names, tmp_path / "pan.jsonl")
+    out = export_tracks(path, "csv", tmp_path / "pan.csv")
+    rows = list(csv.DictReader(open(out)))
+    world = np.array([[float(r["p1_left_hip_X"]), float(r["p1_left_hip_Y"]), float(r["p1_left_hip_Z"])] for r in rows[-20:]])
+    assert 0.7 < np.median(world[:, 1]) < 1.1  # y up, the floor at 0
+    camera_rows = list(csv.DictReader(open(camera_csv_path(out))))
+    assert len(camera_rows) == len(frames) and camera_rows[-1]["world"] == "1"
+    assert float(camera_rows[-1]["x"]) == pytest.approx(frames[-1].camera.position[0], abs=1e-5)
+    local = export_tracks(path, "csv", tmp_path / "local.csv", root="camera")
+    rows = list(csv.DictReader(open(local)))
+    assert float(rows[-1]["p1_left_hip_Z"]) > 2  # camera frame: z forward, metres away
+    trc = export_tracks(path, "trc", tmp_path / "pan.trc", person=1)
+    assert trc.exists() and camera_csv_path(trc).exists()
+    with pytest.raises(UserError, match="--root applies"):
+        export_tracks(path, "npz", tmp_path / "pan.npz", root="world")
