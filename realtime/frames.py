@@ -208,13 +208,26 @@ class Camera:
         return out
 
 
+def _quaternion(m: np.ndarray) -> np.ndarray:
+    """(3, 3) rotation -> (4,) unit quaternion x, y, z, w with w >= 0 (Shepperd's method)."""
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * np.sqrt(trace + 1.0)
+        q = np.array([(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(max(1.0 + m[i, i] - m[j, j] - m[k, k], 1e-300))
+        q = np.empty(4)
+        q[i], q[j], q[k], q[3] = 0.25 * s, (m[j, i] + m[i, j]) / s, (m[k, i] + m[i, k]) / s, (m[k, j] - m[j, k]) / s
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0 else -q
+
+
 def rounded_camera(world_from_camera: np.ndarray, intrinsics: Optional[np.ndarray], status: str, world: bool,
                    grounded: bool) -> Camera:
     """A `Camera` from a (4, 4) pose, its numbers rounded to `CAMERA_DECIMALS` (the quaternion with w >= 0)."""
-    from scipy.spatial.transform import Rotation
-
-    quat = Rotation.from_matrix(np.asarray(world_from_camera, np.float64)[:3, :3]).as_quat()
-    quat = quat if quat[3] >= 0 else -quat
+    quat = _quaternion(np.asarray(world_from_camera, np.float64)[:3, :3])
     return Camera(np.round(np.asarray(world_from_camera, np.float64)[:3, 3], CAMERA_DECIMALS["position"]),
                   np.round(quat, CAMERA_DECIMALS["rotation"]),
                   None if intrinsics is None else np.round(np.asarray(intrinsics, np.float64), CAMERA_DECIMALS["intrinsics"]),
