@@ -228,6 +228,9 @@ def _add_source_options(p):
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
                    "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
+    s.add_argument("--camera", choices=("auto", "static", "moving"), default="auto",
+                   help="with depth: static = a fixed camera (no egomotion); moving = roots, contacts and exports in a world "
+                        "frame tracked from the background; auto = as static until the camera is seen to move (default auto)")
     return s
 
 
@@ -283,7 +286,8 @@ def _source_options(args):
     from realtime.options import SourceOptions
 
     return SourceOptions(webcam_size=(args.height, args.width), webcam_fps=args.fps, timeout=args.timeout,
-                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight)
+                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight,
+                         camera=args.camera)
 
 
 def _add_export(sub) -> None:
@@ -315,6 +319,9 @@ def _add_export(sub) -> None:
     parser.add_argument("--fingers", action="store_true", help="bvh/gltf/fbx/vrma: add finger bones (15 per hand)")
     parser.add_argument("--rig", default=None, choices=("vrm", "mixamo", "unreal", "smpl"),
                         help="bvh/gltf/fbx: bone names, hierarchy and rest pose of this rig (default vrm)")
+    parser.add_argument("--root", default=None, choices=("world", "camera"),
+                        help="bvh/gltf/fbx/vrma/csv/trc: 3D and root in the world frame tracked during the run, or camera-relative "
+                             "(default: world when the camera moved); the camera path goes beside the file (.camera.csv, glTF: a camera node)")
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
                         help="bvh/gltf/fbx/vrma: leave the feet as measured (default: a foot in contact is held still, the leg solved by IK)")
     parser.set_defaults(func=_cmd_export)
@@ -324,7 +331,7 @@ def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
     out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
-                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock)
+                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock, root=args.root)
     print(f"wrote {out}")
     return 0
 

@@ -27,6 +27,7 @@ class SourceOptions:
     max_frames: Optional[int] = None
     max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
     stills: Optional[bool] = None  # unrelated photos: no tracking or smoothing; None: for image folders of mixed sizes
+    camera: str = "auto"  # the camera: "static" (no egomotion), "moving" (people in the world) or "auto" (once seen to move)
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, InferStage, LiveStage, MotionStage, RenderStage,
-                             SmoothStage, WriteStage, inference_stages)
+from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, InferStage, LiveStage, MotionStage,
+                             RenderStage, SmoothStage, WorldStage, WriteStage, inference_stages)
 from trackers.identity import IdentityTracker
 from trackers.live import LiveSmoother
 from viz.compose import Layers
@@ -200,6 +200,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
     lines += predictor.graph_report() + (box_finder.graph_report() if hasattr(box_finder, "graph_report") else [])
     lines += live.summary_lines() if live is not None else []
+    lines += [line for stage in people_stages if isinstance(stage, WorldStage) for line in stage.summary_lines()]
     if pipeline.behind_skipped:
         lines.append(f"the picture, video and tracks skipped {pipeline.behind_skipped} frames that the live senders sent "
                      f"(drawing and writing were slower than the source)")
@@ -232,14 +233,16 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
 
 def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
     """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
-    (pose + depth: 3D at pose rate, contacts) and motion (pose + depth: filtered 3D, bones)."""
+    (pose + depth: 3D at pose rate, contacts), world (pose + depth: the camera in the world, heights,
+    world contacts once the camera moves; `--camera`) and motion (pose + depth: filtered 3D, bones)."""
     if not task_table.gives_keypoints(models) or not mode.follows_people:
         return []
     names = keypoint_names()
     stages: list = [FaceStage(names, calibrate_seconds=options.face_calibrate)]
     if task_table.gives_3d(models):
         fingers = any(getattr(s, "fingers", False) for s in options.senders)  # what the VMC senders send
-        stages += [GroundStage(names), MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
+        stages += [GroundStage(names), WorldStage(names, camera=options.camera),
+                   MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
     return stages
 
 

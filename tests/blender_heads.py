@@ -7,7 +7,7 @@ result.json: {file: {"first": blender frame of clip frame 0, "last": last keyed 
 "fps": scene fps, "bones": {name: [[x, y, z] world head at each requested frame]}}}.
 BVH goes through our own importer wrapper (realtime/blender_scripts/blender_compat.py); glTF and
 FBX through Blender's importers as a user would. Armature bones report their pose heads,
-glTF nodes without a skin (imported as empties) their world locations.
+glTF nodes without a skin (imported as empties) and cameras their world locations.
 """
 
 import json
@@ -60,7 +60,7 @@ def heads(frames: list[int]) -> dict:
             if obj.type == "ARMATURE":
                 for bone in obj.pose.bones:
                     out.setdefault(bone.name, []).append(list(obj.matrix_world @ bone.head))
-            elif obj.type == "EMPTY":
+            elif obj.type in ("EMPTY", "CAMERA"):  # a camera: its centre (the camera path of a world export)
                 out.setdefault(obj.name, []).append(list(obj.matrix_world.translation))
     return {"first": first, "last": last, "fps": scene.render.fps / scene.render.fps_base, "bones": out,
             "armatures": sum(obj.type == "ARMATURE" for obj in scene.objects),

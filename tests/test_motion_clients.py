@@ -319,3 +319,38 @@ def test_rig_and_fbx_user_errors(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "apt-get install blender" in err and err.count("\n") == 1
     assert not (tmp_path / "t.fbx").exists() and not (tmp_path / "t.fbx.marks.json").exists()
+
+
+def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_them(tmp_path):
+    """A moving camera (the synthetic room, a pan): glTF with --root world (the default when the camera
+    moved) opens in Blender with a camera node on the recorded camera path (within 1 mm) and the root in
+    the world; the camera path CSV beside it; --root camera keeps the old camera-relative root."""
+    from realtime.export import export_tracks
+    from realtime.export.world import camera_csv_path
+    from tests.world_tracks import run_chain, write_tracks
+
+    need("blender", has_blender())
+    _, frames, stages = run_chain("pan", 150)
+    assert any(f.camera.world for f in frames)
+    tracks = write_tracks(frames, stages[-1].bone_names, tmp_path / "pan.jsonl")
+    glb = export_tracks(tracks, "gltf", tmp_path / "pan.glb", person=1)
+    local = export_tracks(tracks, "gltf", tmp_path / "pan_camera.glb", person=1, root="camera")
+    csv_rows = camera_csv_path(glb).read_text().splitlines()
+    assert csv_rows[0].startswith("frame,time,x,y,z,qx,qy,qz,qw") and len(csv_rows) == len(frames) + 1
+    recorded = read_tracks(tracks)
+    grid = list(range(0, len(frames), 10))
+    jobs = [{"file": str(path), "fps": FPS, "frames": grid} for path in (glb, local)]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(TESTS / "blender_heads.py"),
+                           "--", str(tmp_path / "jobs.json"), str(tmp_path / "result.json")], capture_output=True, text=True, timeout=600,
+                          env=blender_env(shutil.which("blender")))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "result.json").read_text())
+    camera = np.array(report[str(glb)]["bones"]["camera"])
+    expected = blender_axes(recorded.camera.position[grid])
+    assert np.abs(camera - expected).max() < 1e-3  # the camera path within 1 mm
+    assert "camera" not in report[str(local)]["bones"]
+    # the root in the world: the hips' height above the world floor, and not where the camera-relative root starts
+    hips = np.array(report[str(glb)]["bones"]["hips"])
+    assert 0.7 < np.median(hips[:, 2]) < 1.1
+    assert np.abs(hips - np.array(report[str(local)]["bones"]["hips"])).max() > 0.1
