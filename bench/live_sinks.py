@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from realtime.frames import Frame, Person  # noqa: E402
 from realtime.replay import StreamOptions, stream  # noqa: E402
 from realtime.sinks.tracks import TrackWriter  # noqa: E402
-from tests.live_chain import osc, vmc  # noqa: E402
 from tests.face_synthetic import FaceParams, face_keypoints  # noqa: E402
+from tests.live_chain import osc, vmc  # noqa: E402
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip  # noqa: E402
 
 DISCARD = 9  # nobody listens on 127.0.0.1:9: the datagrams are sent and dropped by the kernel

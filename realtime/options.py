@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 
-
 @dataclass(frozen=True)
 class SourceOptions:
     """How the source is read."""

@@ -71,7 +71,8 @@ class Session:
                                   checkpoints={task_table.get(t).name: str(p) for t, p in (checkpoints or {}).items()},
                                   **sizes, **options)
         if boxes_from == "seg" and not task_table.gives_body_parts(chosen):
-            raise UserError('boxes_from="seg" needs the segmentation task; add "seg" to tasks, or use boxes_from="detector" or "frame".')
+            raise UserError('boxes_from="seg" needs the segmentation task; add "seg" to tasks, or use boxes_from="detector" or '
+                            '"frame".')
         self.device = self.options.device or run_module.default_device()
         self.dtype = run_module._dtype(self.options.dtype, self.device)
         if models is None:

@@ -341,9 +341,10 @@ def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_
     grid = list(range(0, len(frames), 10))
     jobs = [{"file": str(path), "fps": FPS, "frames": grid} for path in (glb, local)]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(TESTS / "blender_heads.py"),
-                           "--", str(tmp_path / "jobs.json"), str(tmp_path / "result.json")], capture_output=True, text=True, timeout=600,
-                          env=blender_env(shutil.which("blender")))
+    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1",
+                           "--python", str(TESTS / "blender_heads.py"),
+                           "--", str(tmp_path / "jobs.json"), str(tmp_path / "result.json")],
+                          capture_output=True, text=True, timeout=600, env=blender_env(shutil.which("blender")))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "result.json").read_text())
     camera = np.array(report[str(glb)]["bones"]["camera"])

@@ -42,7 +42,8 @@ def test_a_panning_camera_is_tracked_and_the_people_move_into_the_world(pan):
     assert np.degrees(np.arccos(np.clip((camera[:3, :3] @ up_in_camera)[1], -1, 1))) < 2.0
     # roots in the world: the two performers keep their true distance while the camera pans
     rows = [i for i in switched if all(p.bones is not None and not p.bones.root_held for p in frames[i].people)]
-    estimated = np.array([np.linalg.norm(frames[i].people[0].bones.root_position - frames[i].people[1].bones.root_position) for i in rows])
+    estimated = np.array([np.linalg.norm(frames[i].people[0].bones.root_position - frames[i].people[1].bones.root_position)
+                          for i in rows])
     true = np.linalg.norm(truth.joints[0, rows][:, HIPS].mean(axis=1) - truth.joints[1, rows][:, HIPS].mean(axis=1), axis=1)
     assert np.mean(np.abs(estimated - true) / true) < 0.05
     # roots stand above the world's floor at hip height
@@ -126,7 +127,8 @@ def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan
         for p, q in zip(a.people, b.people):
             assert p.height == q.height
             np.testing.assert_array_equal(p.bones.root_position, q.bones.root_position)
-    run_sender, stream_sender = (live_senders(vmc=["127.0.0.1:9"], vmc_person="all", tasks=("pose", "pointmap"))[0] for _ in range(2))
+    run_sender, stream_sender = (live_senders(vmc=["127.0.0.1:9"], vmc_person="all", tasks=("pose", "pointmap"))[0]
+                                 for _ in range(2))
     for a, b in zip(frames, replayed):
         assert run_sender.datagrams(a) == stream_sender.datagrams(b)
     for sender in (run_sender, stream_sender):

@@ -30,7 +30,8 @@ def scene_frames(path: str, frames: int, seed: int = 0):
             known = np.isfinite(truth.joints[p, t]).all(axis=-1)
             pixels = np.where(known[:, None], seen.keypoints2d[p], np.nan).astype(np.float32)
             box = np.array([*np.nanmin(pixels, axis=0), *np.nanmax(pixels, axis=0)], np.float32)
-            points = None if seen.keypoints3d is None else np.where(known[:, None], seen.keypoints3d[p], np.nan).astype(np.float32)
+            points = (None if seen.keypoints3d is None
+                      else np.where(known[:, None], seen.keypoints3d[p], np.nan).astype(np.float32))
             people.append(Person(box=box, track_id=p + 1, keypoints=pixels, keypoint_scores=scores, keypoints3d=points))
         dense = DenseMaps(computed_on=t, seg=seen.person_mask.astype(np.uint8), pointmap=seen.pointmap)
         image = np.repeat(seen.gray[..., None], 3, axis=2)
@@ -40,7 +41,7 @@ def scene_frames(path: str, frames: int, seed: int = 0):
 def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True):
     stages = [GroundStage(NAMES)] + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)]
     out, truth = [], None
-    for truth, frame in scene_frames(path, frames):
+    for truth, frame in scene_frames(path, frames):  # noqa: B007 (the last truth is returned)
         for stage in stages:
             frame = stage.process(frame)
         out.append(frame)

@@ -83,7 +83,8 @@ def export_tracks(
     if not foot_lock and to not in MOTION_FORMATS:
         raise UserError(f"--no-foot-lock only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
     if rig not in (None, "vrm") and to not in ("bvh", "gltf", "fbx"):
-        raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has {'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
+        raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has "
+                        f"{'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
     if subset is not None and to in MOTION_FORMATS:
         raise UserError(f"{to} holds a skeleton, not a keypoint subset; drop --subset (use --fingers for finger bones).")
     if to == "openpose" and subset is not None:
@@ -176,7 +177,8 @@ def _root(tracks: Tracks, root: Optional[str], to: str, out: Path, sidecars: dic
     root = resolve_root(tracks, root)
     if tracks.camera is not None:
         staged(sidecars["camera"], lambda target: write_camera_csv(tracks, target))
-        log.info("root: %s (%s); the camera path: %s", root, "the camera moved" if tracks.camera.moved else "the camera stayed put",
+        log.info("root: %s (%s); the camera path: %s", root, "the camera moved" if tracks.camera.moved else "the camera stayed "
+                 "put",
                  sidecars["camera"])
     return root
 
@@ -220,8 +222,8 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
 
 
-def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool, rig: str,
-                   foot_lock: bool = True, root: str = "camera") -> Path:
+def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool,
+                   rig: str, foot_lock: bool = True, root: str = "camera") -> Path:
     """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
     every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
     from realtime.export.curves import performance_curves, write_curves

@@ -45,8 +45,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.frames import CAMERA_STATUS
 from realtime.export.tracks import CameraTrack, PersonTrack, Tracks, Unidentified
+from realtime.frames import CAMERA_STATUS
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,8 @@ class TrackRecords:
                         self.truncated = True
                         return
         except FileNotFoundError:
-            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
+            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run "
+                            "wrote.") from None
         except UnicodeDecodeError:
             raise UserError(f"{self.path} is not a text file; pass a tracks .jsonl file.") from None
         if bad_line is not None:
@@ -124,7 +125,8 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
         raise UserError(f"{path} does not start with a tracks header line; pass a tracks .jsonl written by sapiens-rt.")
     version = header.get("version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade sapiens-realtime.")
+        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade "
+                        "sapiens-realtime.")
     for key in ("keypoint_names", "image_size", "fps"):
         if key not in header:
             raise UserError(f"{path} header has no '{key}'; pass an intact tracks .jsonl file.")
@@ -132,7 +134,8 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise UserError(f"{path} header's keypoint_names is not a list of names; pass a tracks .jsonl written by sapiens-rt.")
     if _image_size(size) is None:
-        raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by sapiens-rt.")
+        raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by "
+                        "sapiens-rt.")
     if not _is_number(fps) or not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
         raise UserError(f"{path} header's fps is not a frame rate from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}; "
                         f"pass a tracks .jsonl written by sapiens-rt.")
@@ -236,8 +239,8 @@ def check_frame(record: dict, num_keypoints: int, row: int = 0, num_bones: Optio
         raise ValueError(f"image_size is {_short(size)}, not [width, height] in whole pixels")
     checked = tuple(_check_person(person, num_keypoints, n, num_bones) for n, person in enumerate(people))
     camera = None if record.get("camera") is None else _check_camera(record["camera"])
-    return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file, _image_size(size) if size is not None else None,
-                       camera)
+    return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file,
+                       _image_size(size) if size is not None else None, camera)
 
 
 def _check_camera(value) -> CameraRecord:

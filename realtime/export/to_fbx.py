@@ -40,7 +40,8 @@ def check_blender() -> str:
     """The `blender` executable, or one sentence saying how to install it."""
     blender = shutil.which("blender")
     if blender is None:
-        raise UserError(f"FBX export runs Blender as its converter and `blender` is not on PATH; install it ({INSTALL}) and export again.")
+        raise UserError(f"FBX export runs Blender as its converter and `blender` is not on PATH; install it ({INSTALL}) and "
+                        "export again.")
     return blender
 
 

@@ -1,4 +1,5 @@
-"""glTF export (.glb binary, or .gltf JSON with the buffer embedded) and VRM Animation (.vrma): the solved skeleton as a node hierarchy with one animation.
+"""glTF export (.glb binary, or .gltf JSON with the buffer embedded) and VRM Animation (.vrma): the solved skeleton as a node
+hierarchy with one animation.
 
 One node per bone (named as the bone: VRM humanoid names, or a rig's from
 `realtime.rig.retarget`), under a top node `sapiens_person`; the nodes hold the rest

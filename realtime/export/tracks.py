@@ -196,7 +196,8 @@ class Tracks:
     def person(self, track_id: int) -> PersonTrack:
         if track_id not in self.people:
             self.require_identities("--person")
-            raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to --person.")
+            raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to "
+                            "--person.")
         return self.people[track_id]
 
     def select(self, track_id: Optional[int]) -> "Tracks":
@@ -210,7 +211,8 @@ class Tracks:
         self.require_identities(what)
         if len(self.people) != 1:
             raise UserError(
-                f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with --person ID."
+                f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with "
+                "--person ID."
             )
         return next(iter(self.people.values()))
 
@@ -218,7 +220,8 @@ class Tracks:
         """People seen only without identities (stills) cannot be followed over time."""
         if not self.people and self.unidentified is not None:
             raise UserError(f"these tracks hold people without identities (unrelated photos, stills), so {what} has no person "
-                            f"to follow over time; export them with --to csv, npz, openpose or coco, or run on a video for tracks.")
+                            "to follow over time; export them with --to csv, npz, openpose or coco, or run on a video for "
+                            "tracks.")
 
     def id_list(self) -> str:
         return ", ".join(str(i) for i in self.people) or "none"

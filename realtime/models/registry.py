@@ -82,7 +82,8 @@ _BUILTIN = (
         _FIXTURE: dict(deconv_out_channels=(32, 16, 8, 4), conv_out_channels=(4, 4)),
     }),
     ModelSpec("pointmap", PointmapHead, "conv_pointmap", {
-        **_every_size(_POINTMAP, {"5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768), conv_out_channels=(128, 64, 32))}),
+        **_every_size(_POINTMAP, {"5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768),
+                                             conv_out_channels=(128, 64, 32))}),
         _FIXTURE: dict(_DENSE_FIXTURE, upsample_channels=(48, 32, 16, 8), scale_conv_out_channels=(48, 16, 8),
                        scale_final_layer=(16, 32, 16, 1)),
     }, cli_name="depth"),

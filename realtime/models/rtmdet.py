@@ -192,12 +192,15 @@ class RTMDetSepBNHead(nn.Module):
     """Per-level cls/reg towers whose 3x3 conv weights are shared across levels
     while each level keeps its own BatchNorm (docs/numerics.md, "Network")."""
 
-    def __init__(self, channels: int, num_classes: int = 1, stacked_convs: int = 2, strides: tuple[int, ...] = post.STRIDES) -> None:
+    def __init__(self, channels: int, num_classes: int = 1, stacked_convs: int = 2,
+                 strides: tuple[int, ...] = post.STRIDES) -> None:
         super().__init__()
         self.strides = strides
         levels = range(len(strides))
-        self.cls_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)]) for _ in levels])
-        self.reg_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)]) for _ in levels])
+        self.cls_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)])
+                                        for _ in levels])
+        self.reg_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)])
+                                        for _ in levels])
         for level in levels:
             for i in range(stacked_convs):
                 self.cls_convs[level][i].conv = self.cls_convs[0][i].conv

@@ -371,7 +371,8 @@ def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pla
     size = -(-rows.shape[0] // slices)  # balanced: 777 rows are 389 + 388, not 512 + 265
     for start in range(0, rows.shape[0], size):
         part = rows[start : start + size]
-        yield slice(start, start + size), torch.baddbmm(bias.view(n, 1, cols).expand(n, part.shape[0], cols), part.expand(n, -1, -1), blocks_t)
+        yield slice(start, start + size), torch.baddbmm(bias.view(n, 1, cols).expand(n, part.shape[0], cols),
+                                                        part.expand(n, -1, -1), blocks_t)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

@@ -17,10 +17,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import Frame, Person, rounded_bones
-from realtime.rig.world import RIG_FROM_CAMERA, transform_points
 from realtime.rig.bones import bone_table
 from realtime.rig.ground import FootLock
 from realtime.rig.solver import LiveSolver
+from realtime.rig.world import RIG_FROM_CAMERA, transform_points
 
 
 class Filter3D:
