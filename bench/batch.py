@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from pipeline import synthetic_video  # noqa: E402
-
 from realtime.batch import BatchOptions, run_batch  # noqa: E402
 from realtime.run import RunOptions  # noqa: E402
 

@@ -17,8 +17,8 @@ import numpy as np
 from realtime.data import keypoint_names
 from realtime.export.formats import export_tracks
 from realtime.export.jsonl import read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
+from realtime.sinks.tracks import TrackWriter
 
 
 def make_frames(count: int, persons: int, with_3d: bool) -> list[Frame]:

@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 import torch
-
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from realtime.models.rtmdet import Detector, RTMDet, fold_batchnorm

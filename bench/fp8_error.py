@@ -25,7 +25,8 @@ from safetensors.torch import load_file
 from realtime.models import load_model
 from realtime.models.fp8 import calibrate, calibration_batch, to_float8
 
-FIXTURES = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resolve().parents[1] / "tests" / "reference") / "fixtures"
+FIXTURES = (Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resolve().parents[1] / "tests" / "reference")
+            / "fixtures")
 VARIANTS = (("bf16", None), ("bf16 + FP8 all linears, per-call scales", "all"),
             ("bf16 + FP8 attention projections, per-call scales", "attention"),
             ("bf16 + FP8 attention projections, static calibrated scales (--fp8)", "attention static"))
@@ -59,7 +60,8 @@ def seg_agreement(got: torch.Tensor, ref: torch.Tensor) -> float:
 def table() -> str:
     pose_io = load_file(str(FIXTURES / "pose_io.safetensors"))
     seg_io = load_file(str(FIXTURES / "seg_io.safetensors"))
-    rows = ["| variant (vs official fp32) | pose heatmap rel. error | pose keypoints on the same cell | mean shift (cells) | seg pixels same class |",
+    rows = ["| variant (vs official fp32) | pose heatmap rel. error | pose keypoints on the same cell | mean shift (cells) | seg "
+            "pixels same class |",
             "|---|---|---|---|---|"]
     for name, scope in VARIANTS:
         pose = pose_errors(variant_output("pose", scope, pose_io["input"]), pose_io["heatmaps"])

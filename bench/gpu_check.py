@@ -30,6 +30,7 @@ Without a CUDA GPU it says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import functools
 import subprocess
 import sys
 import time
@@ -149,7 +150,7 @@ def time_mode(mode: str, frames: int, dtype: torch.dtype) -> dict:
     warm_s = time.perf_counter() - start
     for _ in range(3):
         predictor.predict(image, boxes)
-    launches = host_launches(lambda: predictor.predict(image, boxes))
+    launches = host_launches(functools.partial(predictor.predict, image, boxes))
     fps = pipelined_fps(predictor, image, boxes, frames)
     fps_seg2 = pipelined_fps(predictor, image, boxes, frames, seg_every=2)
     graphs = predictor._graphs
@@ -216,7 +217,8 @@ def main() -> int:
             print(f"  {mode:<25}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
             continue
         if opts.get("compile") and (args.no_compile or left < COMPILE_SECONDS):
-            print(f"  {mode:<25}: skipped ({'--no-compile' if args.no_compile else f'{left:.0f} s of the budget left'})", flush=True)
+            why = "--no-compile" if args.no_compile else f"{left:.0f} s of the budget left"
+            print(f"  {mode:<25}: skipped ({why})", flush=True)
             continue
         try:
             got = time_mode(mode, args.frames, dtype)
@@ -239,8 +241,10 @@ def main() -> int:
     for graphs in (False, True):
         ms, report = time_detector(graphs, args.frames, torch.float16)
         bad_graphs += len(report)
-        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {ms:6.2f} ms per call" + "".join(f"\n      {r}" for r in report), flush=True)
-    print(f"== done in {time.perf_counter() - began:.0f} s; {failed} failure(s), {bad_graphs} failed or late CUDA graph capture(s)")
+        warnings = "".join(f"\n      {r}" for r in report)
+        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {ms:6.2f} ms per call{warnings}", flush=True)
+    print(f"== done in {time.perf_counter() - began:.0f} s; {failed} failure(s), {bad_graphs} failed or late CUDA graph "
+          "capture(s)")
     return 1 if failed or bad_graphs else 0
 
 

@@ -199,7 +199,7 @@ class _Counter(TorchDispatchMode):
             if _is_channels_last(x) and not _is_channels_last(out):  # the meta kernel says NCHW; cuDNN keeps NHWC
                 out = out.contiguous(memory_format=torch.channels_last)  # on meta: no op, not counted
                 outs = [out]
-            transposed, groups = args[6], args[8]
+            transposed = args[6]
             if transposed:  # every input pixel scatters through the whole kernel
                 macs = x.numel() * w.shape[1] * w.shape[2] * w.shape[3]
             else:

@@ -9,7 +9,8 @@ gives the mean over all frames and the median.
 
 Replay: a 30 fps tracks file of the same frames streamed by `realtime.replay.stream` on the
 real monotonic clock, with a recording sink last; lateness of frame i = its write - (the replay's
-start + t_i - t_0), in ms (the sinks before the recorder have sent by then): median, p95 and worst, without and with `--vmc` (and `--osc`).
+start + t_i - t_0), in ms (the sinks before the recorder have sent by then): median, p95 and worst,
+without and with `--vmc` (and `--osc`).
 
 Run: python bench/live_sinks.py [--frames 150] [--replay-frames 90]
 """
@@ -31,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.replay import MonotonicClock, StreamOptions, stream  # noqa: E402
-from realtime.sinks.osc import OscKeypointSink, VmcSink  # noqa: E402
+from realtime.replay import StreamOptions, stream  # noqa: E402
 from realtime.sinks.tracks import TrackWriter  # noqa: E402
 from tests.face_synthetic import FaceParams, face_keypoints  # noqa: E402
+from tests.live_chain import osc, vmc  # noqa: E402
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip  # noqa: E402
 
 DISCARD = 9  # nobody listens on 127.0.0.1:9: the datagrams are sent and dropped by the kernel
@@ -75,12 +76,17 @@ def per_frame_ms(sink, frames: list[Frame]) -> tuple[float, float]:
 
 
 def sink_costs(count: int) -> None:
+    """Each row: the face and motion stages (what a run does once per frame, whatever the number
+    of senders) and then the sender's encoding and sending; the last rows: a sender alone, on
+    frames the stages already solved (what each extra --vmc target costs)."""
     one, three = synthetic_frames(count, 1), synthetic_frames(count, 3)
+    solved = [vmc("127.0.0.1", DISCARD, NAMES).process(f) for f in one]
     rows = [
-        ("VmcSink.write, 1 person, body + face (one_euro filter)", VmcSink("127.0.0.1", DISCARD, NAMES), one),
-        ("VmcSink.write, 1 person, body + face + fingers", VmcSink("127.0.0.1", DISCARD, NAMES, fingers=True), one),
-        ("VmcSink.write, --vmc-face-only", VmcSink("127.0.0.1", DISCARD, NAMES, face_only=True), one),
-        ("OscKeypointSink.write, 3 people x 308 keypoints", OscKeypointSink("127.0.0.1", DISCARD, NAMES), three),
+        ("face + motion stages + VMC, 1 person, body + face (one_euro filter)", vmc("127.0.0.1", DISCARD, NAMES), one),
+        ("face + motion stages + VMC, 1 person, body + face + fingers", vmc("127.0.0.1", DISCARD, NAMES, fingers=True), one),
+        ("face stage + VMC --vmc-face-only", vmc("127.0.0.1", DISCARD, NAMES, face_only=True), one),
+        ("face + motion stages + OSC, 3 people x 308 keypoints", osc("127.0.0.1", DISCARD, NAMES), three),
+        ("VmcSink alone (encode + send), 1 person, solved frames", vmc("127.0.0.1", DISCARD, NAMES).inner, solved),
     ]
     print(f"| sink ({count} frames) | mean ms per frame | median ms per frame |")
     print("|---|---:|---:|")
@@ -89,13 +95,16 @@ def sink_costs(count: int) -> None:
         print(f"| {name} | {mean:.2f} | {median:.2f} |")
 
 
-class StartClock(MonotonicClock):
+class StartClock:
     """The monotonic clock, noting its first reading: the replay's start (frame 0 is due then)."""
 
     start: Optional[float] = None
 
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def now(self) -> float:
-        t = super().now()
+        t = time.monotonic()
         if self.start is None:
             self.start = t
         return t
@@ -118,7 +127,8 @@ def replay_lateness(count: int) -> None:
     frames = synthetic_frames(count, 1)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "take.jsonl"
-        with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="synthetic", model={}, tracked=True) as w:
+        with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="synthetic", model={},
+                         tracked=True) as w:
             for frame in frames:
                 w.write(frame)
         times = np.array([f.timestamp for f in frames])
@@ -137,7 +147,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=150)
     parser.add_argument("--replay-frames", type=int, default=90)
     args = parser.parse_args()
-    print(f"CPU: {os.cpu_count()} cores, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min; shared machine)\n")
+    load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"CPU: {os.cpu_count()} cores, load average {load} (1, 5, 15 min; shared machine)\n")
     sink_costs(args.frames)
     replay_lateness(args.replay_frames)
 

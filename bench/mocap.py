@@ -21,11 +21,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E402
 from realtime.export.to_bvh import write_bvh  # noqa: E402
 from realtime.export.to_gltf import write_gltf  # noqa: E402
 from realtime.frames import Frame, Person  # noqa: E402
-from realtime.sinks.osc import OscKeypointSink, VmcSink  # noqa: E402
+from realtime.rig.solver import LiveSolver, forward_kinematics, solve  # noqa: E402
+from tests.live_chain import osc, vmc  # noqa: E402
 from tests.mocap_synthetic import NAMES, synthetic_clip  # noqa: E402
 
 BUDGET_MS = 1000.0 / 30
@@ -56,8 +56,9 @@ def accuracy(frames: int) -> None:
             solved, globals_ = forward_kinematics(motion.skeleton, motion.root_position + motion.origin, motion.rotations)
             index = [skeleton.names.index(n) for n in motion.skeleton.names]
             error = np.linalg.norm(solved - heads[:, index], axis=-1) * 1000
-            print(f"| {noise} | {dropped:.0%} | {'yes' if fingers else 'no'} | {np.median(error):.1f} | {np.percentile(error, 95):.1f} "
-                  f"| {motion.held.mean():.1%} | {roll_steps(globals_, motion.skeleton.bones).max():.0f} |")
+            print(f"| {noise} | {dropped:.0%} | {'yes' if fingers else 'no'} | {np.median(error):.1f} | "
+                  f"{np.percentile(error, 95):.1f} | {motion.held.mean():.1%} | "
+                  f"{roll_steps(globals_, motion.skeleton.bones).max():.0f} |")
 
 
 def cost(frames: int) -> None:
@@ -80,7 +81,7 @@ def cost(frames: int) -> None:
         motion = solve(camera, NAMES, fingers=fingers)
         rows.append((f"offline solve{tag}", (time.perf_counter() - start) / frames * 1000))
         live = LiveSolver(NAMES, fingers=fingers)
-        rows.append((f"LiveSolver.update{tag}", per_frame(lambda t: live.update(camera[t]))))
+        rows.append((f"LiveSolver.update{tag}", per_frame(lambda t, live=live: live.update(camera[t]))))
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
             write_bvh(motion, Path(folder) / "a.bvh", 30.0)
@@ -89,10 +90,10 @@ def cost(frames: int) -> None:
             write_gltf(motion, Path(folder) / "a.glb", 30.0)
             rows.append((f"write glTF{tag}", (time.perf_counter() - start) / frames * 1000))
     port = 9  # discard: nobody listens, the datagrams are dropped by the kernel
-    for name, sink in (("VmcSink.write (one_euro filter)", VmcSink("127.0.0.1", port, NAMES)),
-                       ("VmcSink.write + fingers", VmcSink("127.0.0.1", port, NAMES, fingers=True)),
-                       ("OscKeypointSink.write, 1 person", OscKeypointSink("127.0.0.1", port, NAMES))):
-        rows.append((name, per_frame(lambda t: sink.write(video[t]))))
+    for name, sink in (("face + motion stages + VMC (one_euro filter)", vmc("127.0.0.1", port, NAMES)),
+                       ("face + motion stages + VMC, fingers", vmc("127.0.0.1", port, NAMES, fingers=True)),
+                       ("face + motion stages + OSC, 1 person", osc("127.0.0.1", port, NAMES))):
+        rows.append((name, per_frame(lambda t, sink=sink: sink.write(video[t]))))
         sink.close()
     print(f"\n| step ({frames} frames) | ms per frame | share of a 30 fps frame |")
     print("|---|---:|---:|")

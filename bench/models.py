@@ -129,7 +129,8 @@ def load_transformers(ours_pose, height: int, width: int) -> torch.nn.Module | N
         hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
         num_key_value_attention_heads=8, layerscale_value=1e-4, image_size=(height, width), num_labels=308,
         key_bias=True,  # the official wk has a bias: keep it so the same weights compute the same thing
-        head_config=dict(upsample_out_channels=[m.out_channels for m in head.deconv_layers if isinstance(m, torch.nn.ConvTranspose2d)],
+        head_config=dict(upsample_out_channels=[m.out_channels for m in head.deconv_layers
+                                                if isinstance(m, torch.nn.ConvTranspose2d)],
                          conv_out_channels=[m.out_channels for m in head.conv_layers if isinstance(m, torch.nn.Conv2d)]),
     )
     config._attn_implementation = "sdpa"
@@ -273,7 +274,7 @@ def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
             order = list(models.items())  # every other round backwards: a drift in the VM's
             for label, m in order if r % 2 == 0 else order[::-1]:  # speed favours nobody
                 before = _page_faults()
-                times[label] += _time(lambda: m(x), 1)
+                times[label] += _time(lambda m=m: m(x), 1)
                 faults[label].append(_page_faults() - before)
     medians = {label: statistics.median(t) for label, t in times.items()}
     print(f"  {name:>20}: " + ", ".join(f"{label} {ms:8.1f} ms" for label, ms in medians.items()))
@@ -289,8 +290,9 @@ def _alternate(models: dict, x: torch.Tensor, rounds: int, name: str) -> None:
             per_round = [a / b for a, b in zip(times["ours"], t)]
             interval = median_interval(per_round)
             spread = f", 95 % interval {interval[0]:.2f}-{interval[1]:.2f}" if interval else ""
+            rounds = ", ".join(f"{r:.2f}" for r in per_round)
             print(f"  {'':>20}  ours/{label} {statistics.median(per_round):.2f} (median of per-round ratios{spread}; "
-                  f"ratio of medians {medians['ours'] / medians[label]:.2f}; per round {', '.join(f'{r:.2f}' for r in per_round)})")
+                  f"ratio of medians {medians['ours'] / medians[label]:.2f}; per round {rounds})")
 
 
 def bench_cpu(model, iters: int, emulated_bf16: bool, others: dict) -> None:
@@ -312,7 +314,7 @@ def bench_cpu(model, iters: int, emulated_bf16: bool, others: dict) -> None:
         with torch.inference_mode():
             if warm:
                 model(inp)
-            ms = statistics.median(_time(lambda: model(inp), runs))
+            ms = statistics.median(_time(lambda inp=inp: model(inp), runs))
         note = f"median of {runs} runs after a warm-up" if warm else "1 cold run; this CPU has no bf16 units, bf16 is emulated"
         print(
             f"  0.4B pose, random weights, 1x3x512x384 {name:>8}: "
@@ -330,7 +332,7 @@ def compare_backbones(backbones: dict, x: torch.Tensor, runs: int, name: str) ->
         times = {label: [] for label in backbones}
         for _ in range(runs):
             for label, m in backbones.items():
-                times[label] += _time(lambda: m(x), 1)
+                times[label] += _time(lambda m=m: m(x), 1)
     line = ", ".join(f"{label} {statistics.median(t):8.1f} ms" for label, t in times.items())
     print(f"  backbone only {name:>8}, medians of {runs} alternating rounds: {line}")
     for label, t in times.items():
@@ -393,7 +395,8 @@ def main() -> None:
         bench_peers(args.official, [_parse_size(s) for s in args.sizes.split(",")], args.rounds, args.before)
         return
     model = build_model("pose", "sapiens2_0.4b")
-    print(f"model: {model.arch} {model.task}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, random weights")
+    millions = sum(p.numel() for p in model.parameters()) / 1e6
+    print(f"model: {model.arch} {model.task}, {millions:.1f} M parameters, random weights")
     if not args.no_cpu:
         others = {}
         if args.before:

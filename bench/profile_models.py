@@ -31,7 +31,6 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/models.py, run as a script or a module
 from models import _loadavg, _parse_size, load_before, load_official, load_transformers  # noqa: E402
-
 from realtime.models import build_model  # noqa: E402
 
 GROUPS = ("GEMM", "attention", "RoPE", "norms", "copies", "elementwise", "patch embed", "heads")

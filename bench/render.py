@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # synthetic/ is no
 from realtime.frames import Frame  # noqa: E402
 from synthetic.people import synthetic_dense, synthetic_person  # noqa: E402
 from viz.compose import Layers, compose  # noqa: E402
-from viz.maps import overlay_seg  # noqa: E402
 from viz.keypoints import SkeletonAnnotator  # noqa: E402
+from viz.maps import overlay_seg  # noqa: E402
 
 
 def _time_ms(fn, repeats: int) -> tuple[float, float, float]:

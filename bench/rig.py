@@ -145,7 +145,8 @@ def main() -> None:
 
     for clip in load_clips():
         print(clip.name)
-        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise, truth=clip_walk(clip, args.frames)) for seed in args.seeds]
+        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise,
+                            truth=clip_walk(clip, args.frames)) for seed in args.seeds]
         print_per_seed(results, args.seeds, 36)
 
 

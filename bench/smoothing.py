@@ -78,8 +78,10 @@ def make_sequence(fps: float = 30.0, seconds: float = 10.0, seed: int = 0, varia
     groups = keypoint_groups()
     K = 308
     offsets = np.zeros((K, 2))
-    centres = {"body": (0, 0), "extra": (0, -0.25), "foot": (0, 0.48), "face": (0, -0.42), "left_hand": (0.2, 0.0), "right_hand": (-0.2, 0.0)}
-    spreads = {"body": (0.15, 0.45), "extra": (0.1, 0.1), "foot": (0.08, 0.02), "face": (0.04, 0.05), "left_hand": (0.04, 0.04), "right_hand": (0.04, 0.04)}
+    centres = {"body": (0, 0), "extra": (0, -0.25), "foot": (0, 0.48), "face": (0, -0.42), "left_hand": (0.2, 0.0),
+               "right_hand": (-0.2, 0.0)}
+    spreads = {"body": (0.15, 0.45), "extra": (0.1, 0.1), "foot": (0.08, 0.02), "face": (0.04, 0.05), "left_hand": (0.04, 0.04),
+               "right_hand": (0.04, 0.04)}
     region_of = np.empty(K, dtype=object)
     for region, idx in groups.items():
         offsets[idx] = (np.array(centres[region]) + rng.uniform(-1, 1, (idx.size, 2)) * spreads[region]) * HEIGHT_PX
@@ -195,7 +197,8 @@ def offline_cost_ms(method: str, seconds: float = 20.0, seed: int = 0) -> float:
     return (time.process_time() - start) * 1e3 / len(seq.t)
 
 
-SCENARIOS = {"30 fps": dict(fps=30.0), "60 fps": dict(fps=60.0), "variable ~30 fps, 10% dropped": dict(fps=30.0, variable_rate=True)}
+SCENARIOS = {"30 fps": dict(fps=30.0), "60 fps": dict(fps=60.0),
+             "variable ~30 fps, 10% dropped": dict(fps=30.0, variable_rate=True)}
 
 
 def table(seconds: float, seed: int = 0) -> str:

@@ -67,7 +67,7 @@ def new_writer(path: Path, fps: float, items) -> tuple[float, int]:
     at_risk = 0
     start = time.perf_counter()
     writer = VideoWriter(path, fps=fps)
-    for i, (t, image) in enumerate(items):
+    for t, image in items:
         writer.write(image, t)
         at_risk = max(at_risk, writer.frames_written - writer.frames_on_disk)
     writer.close()
@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--fps", type=float, default=30.0)
     args = parser.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; {args.frames} frames {h}x{w} at {args.fps:g} fps")
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+          f"{args.frames} frames {h}x{w} at {args.fps:g} fps")
     with tempfile.TemporaryDirectory() as folder:
         old_path, new_path = Path(folder) / "old.mp4", Path(folder) / "new.mp4"
         # Watching the old file (decoding it after every frame) costs time: its encode time
@@ -107,7 +108,8 @@ def main() -> None:
         old_size, new_size = old_path.stat().st_size, new_path.stat().st_size
     print(f"before: {1000 * old_time / args.frames:.2f} ms/frame, {old_size / 1e6:.2f} MB, "
           f"up to {old_risk} frames not yet on disk (first {min(args.frames, 300)} frames)")
-    print(f"now:    {1000 * new_time / args.frames:.2f} ms/frame, {new_size / 1e6:.2f} MB, up to {new_risk} frames not yet on disk")
+    print(f"now:    {1000 * new_time / args.frames:.2f} ms/frame, {new_size / 1e6:.2f} MB, "
+          f"up to {new_risk} frames not yet on disk")
     print(f"ratios now/before: time {new_time / old_time:.2f}x, size {new_size / old_size:.2f}x")
 
 

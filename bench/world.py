@@ -25,7 +25,12 @@ Reported per camera path and seed (the last line: the worst of each over all of 
 - static drift over `--static-seconds` (60 s) of a static camera with the performers walking:
   the largest camera translation (cm) and rotation (deg) reported;
 - egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
-Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap]
+With `--pipeline`: the same scenes (two walkers) through the run's own stages instead, ground ->
+world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage would hand on
+(image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world, the camera's
+rotation error after it, the distance between the two performers' `Person.bones` roots against the
+truth, each performer's height (and the truth: eye height / 0.936), and each stage's cost per frame.
+Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap] [--pipeline]
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from realtime.rig.egomotion import CameraTracker  # noqa: E402
 from realtime.rig.ground import ContactDetector, Floor, FootLock  # noqa: E402
 from realtime.rig.lift import Lifter  # noqa: E402
 from realtime.rig.world import WorldAnchor, transform_points  # noqa: E402
-from realtime.sinks.osc import Filter3D  # noqa: E402
+from realtime.stages.motion import Filter3D  # noqa: E402
 from synthetic.world_scene import CAMERA_PATHS, Motion, SceneRenderer, scene_truth, walkers  # noqa: E402
 
 NAMES = keypoint_names()
@@ -140,7 +145,8 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
         move = np.diff(locked_ankles[p], axis=0)
         steps.append(np.linalg.norm(move[..., [0, 2]], axis=-1)[both & np.isfinite(move).all(axis=-1)])
     out = {"camera_rotation_deg": float(np.mean(rotation_error)), "camera_translation_pct": 100 * float(translation_error),
-           "root_pct_of_distance": 100 * float(max(root_errors)), "slide_mm_per_frame": 1000 * float(np.concatenate(steps).mean())}
+           "root_pct_of_distance": 100 * float(max(root_errors)),
+           "slide_mm_per_frame": 1000 * float(np.concatenate(steps).mean())}
     if people >= 2:
         d_est = np.linalg.norm(hips[0] - hips[1], axis=1)
         d_true = np.linalg.norm(true_hips[0] - true_hips[1], axis=1)
@@ -173,8 +179,14 @@ def main() -> None:
     parser.add_argument("--paths", nargs="+", default=list(CAMERA_PATHS), choices=CAMERA_PATHS)
     parser.add_argument("--motion", choices=("walkers", "mocap"), default="walkers")
     parser.add_argument("--static-seconds", type=float, default=60.0)
+    parser.add_argument("--pipeline", action="store_true", help="through the run's stages (ground -> world -> motion)")
     args = parser.parse_args()
     cv2.setNumThreads(1)  # the cost on one core
+    if args.pipeline:
+        for path in args.paths:
+            for seed in args.seeds:
+                pipeline_run(path, seed, args.frames)
+        return
 
     def motions_for(frames: int, seed: int) -> list[Motion]:
         if args.motion == "mocap":
@@ -185,15 +197,18 @@ def main() -> None:
 
     timing: list[float] = []
     rows = []
-    print(f"{'path':9s} {'seed':>4s} {'rot deg':>8s} {'trans %':>8s} {'root %':>7s} {'slide mm':>9s} {'pair %':>7s} {'P':>5s} {'R':>5s}")
+    print(f"{'path':9s} {'seed':>4s} {'rot deg':>8s} {'trans %':>8s} {'root %':>7s} {'slide mm':>9s} {'pair %':>7s} {'P':>5s} "
+          f"{'R':>5s}")
     for path in args.paths:
         for seed in args.seeds:
             r = run(motions_for(args.frames, seed), path, seed, timing=timing)
             rows.append(r)
-            print(f"{path:9s} {seed:4d} {r['camera_rotation_deg']:8.3f} {r['camera_translation_pct']:8.2f} {r['root_pct_of_distance']:7.2f} "
-                  f"{r['slide_mm_per_frame']:9.2f} {r.get('pair_distance_pct', float('nan')):7.2f} {r['contact_precision']:5.2f} {r['contact_recall']:5.2f}",
+            print(f"{path:9s} {seed:4d} {r['camera_rotation_deg']:8.3f} {r['camera_translation_pct']:8.2f} "
+                  f"{r['root_pct_of_distance']:7.2f} {r['slide_mm_per_frame']:9.2f} "
+                  f"{r.get('pair_distance_pct', float('nan')):7.2f} {r['contact_precision']:5.2f} {r['contact_recall']:5.2f}",
                   flush=True)
-    drifts = [static_drift(motions_for, args.static_seconds, seed) for seed in args.seeds] if args.static_seconds > 0 else [(0.0, 0.0)]
+    drifts = ([static_drift(motions_for, args.static_seconds, seed) for seed in args.seeds] if args.static_seconds > 0
+              else [(0.0, 0.0)])
     for seed, (cm, deg) in zip(args.seeds, drifts):
         print(f"static {args.static_seconds:.0f} s, seed {seed}: drift {cm:.3f} cm {deg:.4f} deg")
     print(f"egomotion cost: {1000 * np.mean(timing):.2f} ms per 640x480 frame (median {1000 * np.median(timing):.2f}, "
@@ -203,6 +218,45 @@ def main() -> None:
           f"root {worst['root_pct_of_distance']:.2f} % of distance, slide {worst['slide_mm_per_frame']:.2f} mm/frame, "
           f"pair distance {worst.get('pair_distance_pct', float('nan')):.2f} %, static drift {max(d[0] for d in drifts):.2f} cm "
           f"{max(d[1] for d in drifts):.3f} deg")
+
+
+def pipeline_run(path: str, seed: int, frames: int) -> dict:
+    """One scene through GroundStage -> WorldStage -> MotionStage (see the module's docstring)."""
+    from realtime.stages import GroundStage, MotionStage, WorldStage
+    from tests.world_tracks import scene_frames
+
+    stages = [GroundStage(NAMES), WorldStage(NAMES, camera="auto"), MotionStage(NAMES)]
+    cost = {stage.name: [] for stage in stages}
+    out, truth = [], None
+    for truth, frame in scene_frames(path, frames, seed):  # noqa: B007 (the last truth is read after the loop)
+        for stage in stages:
+            start = time.perf_counter()
+            frame = stage.process(frame)
+            cost[stage.name].append(time.perf_counter() - start)
+        out.append(frame)
+    world = [f.index for f in out if f.camera.world]
+    grounded = next((f.index for f in out if f.camera.grounded), None)
+    result = {"path": path, "seed": seed, "world_from": world[0] if world else None, "grounded_from": grounded}
+    if grounded is not None:
+        first = out[grounded].camera.world_from_camera
+        errors = [np.degrees(Rotation.from_matrix((np.linalg.inv(first) @ f.camera.world_from_camera)[:3, :3].T
+                                                  @ (np.linalg.inv(truth.world_from_camera[grounded]) @ pose)[:3, :3])
+                             .magnitude())
+                  for f, pose in zip(out[grounded:], truth.world_from_camera[grounded:])]
+        result["camera_rotation_deg"] = float(np.mean(errors))
+    rows = [i for i in world if all(p.bones is not None and not p.bones.root_held for p in out[i].people)]
+    if rows:
+        est = np.array([np.linalg.norm(out[i].people[0].bones.root_position - out[i].people[1].bones.root_position)
+                        for i in rows])
+        ref = np.linalg.norm(truth.joints[0, rows][:, HIPS].mean(axis=1) - truth.joints[1, rows][:, HIPS].mean(axis=1), axis=1)
+        result["pair_distance_pct"] = 100 * float(np.mean(np.abs(est - ref) / ref))
+    eyes = [NAMES.index("left_eye"), NAMES.index("right_eye")]
+    result["height"] = [p.height for p in out[-1].people]
+    result["height_truth"] = [round(float(np.nanmedian(truth.joints[p, :, eyes, 1].mean(axis=0))) / 0.936, 3) for p in range(2)]
+    result["cost_ms"] = {name: (round(1000 * float(np.mean(v)), 2), round(1000 * float(np.median(v)), 2))
+                         for name, v in cost.items()}
+    print(result, flush=True)
+    return result
 
 
 def _loop(motion: Motion, frames: int) -> tuple[np.ndarray, np.ndarray]:

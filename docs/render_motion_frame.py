@@ -39,7 +39,8 @@ low = Vector([min(h[i] for h in heads) for i in range(3)])
 high = Vector([max(h[i] for h in heads) for i in range(3)])
 centre = (low + high) / 2
 floor = bpy.data.meshes.new("floor")
-floor.from_pydata([(centre.x + x, centre.y + y, low.z - 0.08) for x, y in ((-3, -3), (3, -3), (3, 3), (-3, 3))], [], [(0, 1, 2, 3)])
+floor.from_pydata([(centre.x + x, centre.y + y, low.z - 0.08) for x, y in ((-3, -3), (3, -3), (3, 3), (-3, 3))], [],
+                  [(0, 1, 2, 3)])
 scene.collection.objects.link(bpy.data.objects.new("floor", floor))
 for name, colour in (("sapiens_body", (0.9, 0.4, 0.1, 1.0)), ("floor", (0.35, 0.37, 0.4, 1.0))):
     material = bpy.data.materials.new(name)
@@ -81,7 +82,8 @@ def synthetic_tracks(path: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tracks", nargs="?", type=Path, help="tracks .jsonl with 3D keypoints (default: the tests' synthetic person)")
+    parser.add_argument("tracks", nargs="?", type=Path,
+                        help="tracks .jsonl with 3D keypoints (default: the tests' synthetic person)")
     parser.add_argument("--person", type=int, default=None)
     parser.add_argument("--frame", type=int, default=20, help="clip frame to render (0-based)")
     parser.add_argument("--rig", default="mixamo", choices=("vrm", "mixamo", "unreal", "smpl"))
@@ -96,7 +98,8 @@ def main() -> int:
         script.write_text(SCENE)
         rendered = folder / "frame.png"
         done = subprocess.run([blender, "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(script), "--",
-                               str(fbx), str(args.frame), str(rendered)], capture_output=True, text=True, env=blender_env(blender))
+                               str(fbx), str(args.frame), str(rendered)],
+                              capture_output=True, text=True, env=blender_env(blender))
         if done.returncode != 0 or not rendered.is_file():
             print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
             return 1

@@ -25,9 +25,10 @@ import re  # noqa: E402
 import sys  # noqa: E402
 from typing import Optional  # noqa: E402
 
-from realtime import __version__
-from realtime.errors import Terminated, UserError, stop_exit_code
-from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles
+# E402: these come after the signal handlers above on purpose (an early Ctrl+C must not raise from an import).
+from realtime import __version__  # noqa: E402
+from realtime.errors import Terminated, UserError, stop_exit_code  # noqa: E402
+from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles  # noqa: E402
 
 log = logging.getLogger("sapiens-rt")
 
@@ -110,7 +111,8 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
 3 the source ended early (truncated file, lost stream), 130 interrupted (Ctrl+C), 143 terminated
 (SIGTERM); outputs hold every frame processed until then.""",
     )
-    p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, tcp://, http(s)://), image folder or glob")
+    p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, "
+                   "tcp://, http(s)://), image folder or glob")
     out = p.add_argument_group("outputs")
     out.add_argument("--out", metavar="VIDEO.mp4", help="overlay video (H.264 MP4, the source's timestamps and audio)")
     out.add_argument("--tracks", metavar="TRACKS.jsonl", help="keypoint tracks, one JSON line per frame (see README)")
@@ -161,44 +163,53 @@ def _run_options(args):
 
 def _add_live_motion_options(group) -> None:
     """--vmc / --osc and their options, as `run` and `stream` take them."""
-    group.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC protocol "
-                       "(OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to Blender VMC4B, "
-                       "Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with --vmc-face-only)")
+    group.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC "
+                       "protocol (OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to "
+                       "Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with "
+                       "--vmc-face-only)")
     group.add_argument("--vmc-person", metavar="ID|all", help="track id to stream with --vmc (default: the largest person); "
                        "all: person k (in order of appearance) to port PORT+k")
     group.add_argument("--vmc-fingers", action="store_true", help="also stream the finger bones with --vmc")
-    group.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="split: datagrams of at most 1,400 bytes "
-                       "(default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one machine)")
+    group.add_argument("--vmc-bundle", default="split", choices=["split", "single"], help="split: datagrams of at most 1,400 "
+                       "bytes (default; never IP-fragmented); single: one bundle per frame (VSeeFace's preference on one "
+                       "machine)")
     group.add_argument("--vmc-face-only", action="store_true", help="--vmc sends the head, neck, spine and the face expression "
                        "only (a person at a desk; needs no depth task)")
-    group.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z score "
-                       "(datagrams of at most 1,400 bytes)")
+    group.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z "
+                       "score (datagrams of at most 1,400 bytes)")
 
 
 # The option groups `run` and `batch` share: each fills one group of `realtime.options`.
 
 def _add_model_options(p) -> None:
     m = p.add_argument_group("models")
-    m.add_argument("--tasks", default=RUN_TASKS, help=f"comma list of pose, seg, normal, depth (= pointmap), albedo (own checkpoint only) (default: {RUN_TASKS})")
-    m.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b; no 0.1b task weights are released)")
-    m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task instead of the hub (repeatable)")
+    m.add_argument("--tasks", default=RUN_TASKS, help="comma list of pose, seg, normal, depth (= pointmap), albedo (own "
+                   f"checkpoint only) (default: {RUN_TASKS})")
+    m.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="Sapiens2 model size (default: 0.4b; no "
+                   "0.1b task weights are released)")
+    m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task "
+                   "instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
     m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
-    m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the models were trained at; "
-                   "512x384 is ~4x faster)")
+    m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the "
+                   "models were trained at; 512x384 is ~4x faster)")
     m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
                    "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
-    m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x cost)")
-    m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last maps in between; "
-                   "auto: as often as the source's frame rate leaves time for (default: auto for cameras and streams, 1 for files)")
-    m.add_argument("--seg-every", default=None, metavar="N|auto", help="run seg every N frames and reuse its last map in between; "
-                   "auto: every frame, or every other frame while the run is behind the source's frame rate (default: auto for "
-                   "cameras and streams, 1 for files)")
+    m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x "
+                   "cost)")
+    m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last "
+                   "maps in between; auto: as often as the source's frame rate leaves time for (default: auto for cameras and "
+                   "streams, 1 for files)")
+    m.add_argument("--seg-every", default=None, metavar="N|auto", help="run seg every N frames and reuse its last map in "
+                   "between; auto: every frame, or every other frame while the run is behind the source's frame rate "
+                   "(default: auto for cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
-    m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, Hopper); needs --compile; see docs/deploy.md")
+    m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
+                   "(Ada, Hopper); needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
-                   help="the attention kernel (default: PyTorch's choice; cudnn is faster on Hopper, see docs/gpu-performance.md)")
+                   help="the attention kernel (default: PyTorch's choice; cudnn is faster on Hopper, see "
+                        "docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count, and one for the "
                    "detector (CUDA only; each is captured the first time it is needed; see docs/gpu-performance.md)")
     m.add_argument("--crop-sampling", default="official", choices=["official", "bilinear", "bicubic"],
@@ -208,18 +219,20 @@ def _add_model_options(p) -> None:
 
 def _add_people_options(p) -> None:
     d = p.add_argument_group("people")
-    d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet detector, the segmentation foreground, or the whole frame")
-    d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the poses in between "
-                   "(default 3 for cameras and streams, 1 for files)")
+    d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet "
+                   "detector, the segmentation foreground, or the whole frame")
+    d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the "
+                   "poses in between (default 3 for cameras and streams, 1 for files)")
     d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
 
 
 def _add_smoothing_options(p) -> None:
     d = p.add_argument_group("smoothing")
-    d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default one_euro)")
+    d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default "
+                   "one_euro)")
     d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
-    d.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the start "
-                   "from which each person's face baseline is learned (default 2)")
+    d.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the "
+                   "start from which each person's face baseline is learned (default 2)")
 
 
 def _add_source_options(p):
@@ -232,6 +245,9 @@ def _add_source_options(p):
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
                    "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
+    s.add_argument("--camera", choices=("auto", "static", "moving"), default="auto",
+                   help="with depth: static = a fixed camera (no egomotion); moving = roots, contacts and exports in a world "
+                        "frame tracked from the background; auto = as static until the camera is seen to move (default auto)")
     return s
 
 
@@ -243,14 +259,15 @@ def _model_options(args):
     for item in args.checkpoint:
         task, sep, path = item.partition("=")
         if not sep:
-            raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint pose=/models/sapiens2_0.4b_pose.safetensors.")
+            raise UserError(f"--checkpoint {item} is not TASK=PATH; write it like --checkpoint "
+                            "pose=/models/sapiens2_0.4b_pose.safetensors.")
         try:
             checkpoints[parse_tasks(task)[0]] = path  # aliases (depth) name the same task
         except UserError:
             from realtime.tasks import choices
 
-            raise UserError(f"--checkpoint {item} names the unknown task {task.strip()!r}; write it as TASK=PATH with TASK one of "
-                            f"{choices()}.") from None
+            raise UserError(f"--checkpoint {item} names the unknown task {task.strip()!r}; write it as TASK=PATH with TASK one "
+                            f"of {choices()}.") from None
     dense_every, dense_auto = _every(args.dense_every, "--dense-every")
     seg_every, seg_auto = _every(args.seg_every, "--seg-every")
     task_sizes = {}
@@ -262,7 +279,8 @@ def _model_options(args):
     sized = {"input_hw": parse_size(args.input_size)} if args.input_size else {}
     return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
                         device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
-                        dense_auto=dense_auto, seg_every=seg_every, seg_auto=seg_auto, flip_test=args.flip_test, compile=args.compile,
+                        dense_auto=dense_auto, seg_every=seg_every, seg_auto=seg_auto, flip_test=args.flip_test,
+                        compile=args.compile,
                         fp8=args.fp8, sdpa=args.sdpa, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
 
 
@@ -293,7 +311,8 @@ def _source_options(args):
     from realtime.options import SourceOptions
 
     return SourceOptions(webcam_size=(args.height, args.width), webcam_fps=args.fps, timeout=args.timeout,
-                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight)
+                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight,
+                         camera=args.camera)
 
 
 def _add_export(sub) -> None:
@@ -318,15 +337,22 @@ def _add_export(sub) -> None:
     parser.add_argument("--to", required=True, choices=tuple(FORMATS) + tuple(ALIASES),
                         help="output format (glb = gltf; gltf writes binary .glb, or JSON when -o ends in .gltf)")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
-    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF/FBX/VRMA need one person)")
-    parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export (default 308; COCO: coco-wholebody)")
+    parser.add_argument("--person", type=int, default=None, metavar="ID", help="only this track id (TRC/C3D/BVH/glTF/FBX/VRMA "
+                        "need one person)")
+    parser.add_argument("--subset", default=None, choices=("308", "coco-wholebody", "coco17"), help="keypoints to export "
+                        "(default 308; COCO: coco-wholebody)")
     parser.add_argument("--smooth", default=None, choices=("rts", "savgol", "butterworth", "none"),
                         help="smooth offline (zero-phase) before exporting (default: none; rts for bvh/gltf/fbx/vrma)")
     parser.add_argument("--fingers", action="store_true", help="bvh/gltf/fbx/vrma: add finger bones (15 per hand)")
     parser.add_argument("--rig", default=None, choices=("vrm", "mixamo", "unreal", "smpl"),
                         help="bvh/gltf/fbx: bone names, hierarchy and rest pose of this rig (default vrm)")
+    parser.add_argument("--root", default=None, choices=("world", "camera"),
+                        help="bvh/gltf/fbx/vrma/csv/trc: 3D and root in the world frame tracked during the run, or "
+                             "camera-relative (default: world when the camera moved); the camera path goes beside the file "
+                             "(.camera.csv, glTF: a camera node)")
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
-                        help="bvh/gltf/fbx/vrma: leave the feet as measured (default: a foot in contact is held still, the leg solved by IK)")
+                        help="bvh/gltf/fbx/vrma: leave the feet as measured (default: a foot in contact is held still, the leg "
+                             "solved by IK)")
     parser.set_defaults(func=_cmd_export)
 
 
@@ -334,7 +360,7 @@ def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
     out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
-                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock)
+                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock, root=args.root)
     print(f"wrote {out}")
     return 0
 
@@ -343,7 +369,8 @@ def _add_smooth(sub) -> None:
     parser = sub.add_parser(
         "smooth",
         help="smooth a tracks .jsonl offline (zero-phase) into a new .jsonl",
-        description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets \"smoothed\": true.",
+        description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets "
+                    "\"smoothed\": true.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
   sapiens-rt smooth run.jsonl                       # -> run_smooth.jsonl (rts)
@@ -377,7 +404,8 @@ def _add_download(sub) -> None:
         "  sapiens-rt download --tasks pose,normal,pointmap,detector --size 1b",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tasks", default=None, help=f"comma-separated: pose, seg, normal, pointmap (or depth), detector (default: {RUN_TASKS},detector, what `sapiens-rt run` uses by default); no albedo weights are released")
+    p.add_argument("--tasks", default=None, help="comma-separated: pose, seg, normal, pointmap (or depth), detector (default: "
+                   f"{RUN_TASKS},detector, what `sapiens-rt run` uses by default); no albedo weights are released")
     p.add_argument("--size", default=None, help="model size: 0.4b, 0.8b, 1b or 5b (default: 0.4b)")
     p.set_defaults(func=_cmd_download)
 
@@ -411,7 +439,8 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video files, folders of videos, image folders, or globs")
     out = p.add_argument_group("outputs")
-    out.add_argument("--output-dir", required=True, metavar="DIR", help="one folder per video inside it, and the manifest batch.jsonl")
+    out.add_argument("--output-dir", required=True, metavar="DIR", help="one folder per video inside it, and the manifest "
+                     "batch.jsonl")
     out.add_argument("--no-video", action="store_true", help="write no overlay videos (tracks only, fastest)")
     out.add_argument("--export", action="append", default=[], choices=BATCH_FORMATS,
                      help="also write this `sapiens-rt export` format beside each tracks.jsonl (repeatable)")
@@ -419,9 +448,11 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay videos")
     w = p.add_argument_group("workers")
     w.add_argument("--workers", type=positive_int, metavar="N", help="number of workers (default: one per GPU; 1 on the CPU)")
-    w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died (default 2)")
+    w.add_argument("--retries", type=count, default=2, metavar="N", help="times a video is retried after its worker died "
+                   "(default 2)")
     w.add_argument("--ray", nargs="?", const="", default=None, type=ray_address, metavar="ADDRESS",
-                   help="run on Ray: no ADDRESS starts one here (put it after the inputs), `auto` joins the running cluster, HOST:PORT or ray://HOST:10001 a remote one")
+                   help="run on Ray: no ADDRESS starts one here (put it after the inputs), `auto` joins the running cluster, "
+                        "HOST:PORT or ray://HOST:10001 a remote one")
     w.add_argument("--ray-timeout", type=positive_float, default=30.0, metavar="S",
                    help="seconds to reach the Ray cluster at ADDRESS before giving up (default 30)")
     # The per-video options are those of `run`: the same groups, filled the same way.
@@ -458,13 +489,15 @@ def _add_export_model(sub) -> None:
         "export-model",
         help="write a Sapiens2 task model as ONNX (dynamic person batch) for ONNX Runtime or TensorRT",
         description="Export a task model to ONNX; see docs/deploy.md. Needs: pip install 'sapiens-realtime[onnx]'.",
-        epilog="example:\n  sapiens-rt export-model --to onnx --task pose --checkpoint sapiens2_0.4b_pose.safetensors -o pose.onnx",
+        epilog="example:\n  sapiens-rt export-model --to onnx --task pose --checkpoint sapiens2_0.4b_pose.safetensors -o "
+               "pose.onnx",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--to", required=True, choices=["onnx"], help="output format")
     p.add_argument("--task", required=True, help="pose, seg, normal, depth (= pointmap) or albedo")
     p.add_argument("--checkpoint", metavar="PATH", help="task checkpoint (default: the released file of --size, downloaded)")
-    p.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="model size when no --checkpoint is given (default: 0.4b)")
+    p.add_argument("--size", default="0.4b", choices=["0.4b", "0.8b", "1b", "5b"], help="model size when no --checkpoint is "
+                   "given (default: 0.4b)")
     p.add_argument("--input-size", metavar="HxW", help="fixed input HEIGHTxWIDTH (default: the trained size, 1024x768)")
     p.add_argument("-o", "--out", metavar="MODEL.onnx", help="output file (default: <task>.onnx)")
     p.set_defaults(func=_cmd_export_model)
@@ -475,7 +508,8 @@ def _cmd_export_model(args) -> int:
     from realtime.run import parse_size, parse_tasks
 
     task = parse_tasks(args.task)[0]
-    out = export_onnx(task, args.checkpoint, args.out or f"{task}.onnx", arch=None if args.checkpoint else f"sapiens2_{args.size}",
+    out = export_onnx(task, args.checkpoint, args.out or f"{task}.onnx",
+                      arch=None if args.checkpoint else f"sapiens2_{args.size}",
                       input_hw=parse_size(args.input_size) if args.input_size else None)
     print(f"wrote {out}")
     return 0
@@ -495,7 +529,8 @@ exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
     _add_live_motion_options(parser)
-    parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face to learn from (default 2)")
+    parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face "
+                        "to learn from (default 2)")
     parser.add_argument("--speed", type=positive_float, default=1.0, help="playback speed (default 1: the recorded pace)")
     parser.add_argument("--loop", action="store_true", help="start over at the end, until Ctrl+C")
     parser.set_defaults(func=_cmd_stream)
@@ -577,7 +612,8 @@ def _main(argv: list[str] | None) -> int:
         return _stopped(stop)
     try:
         args = build_parser().parse_args(argv)
-        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s")
         log.info("sapiens-rt %s: starting", args.command)
         return int(args.func(args) or 0)
     except UserError as err:

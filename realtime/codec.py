@@ -1,4 +1,4 @@
-"""Pose heatmap decoding (UDP + DARK, SPEC §4.3) and flip test as batched tensor ops.
+"""Pose heatmap decoding (UDP + DARK, docs/numerics.md, "Heatmap decoding") and flip test as batched tensor ops.
 
 Everything runs on the tensors' device: the DARK blur is a small convolution
 around each peak, so only keypoints need to leave the GPU. The crops around the
@@ -23,7 +23,7 @@ BLUR_KERNEL = 11  # DARK refinement blur; OpenCV derives sigma = 2.0 from it
 
 
 def flip_test(model: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, flip_indices: torch.Tensor) -> torch.Tensor:
-    """Average of the heatmaps of x and of its mirror image mapped back (SPEC §4.2 step 6):
+    """Average of the heatmaps of x and of its mirror image mapped back (docs/numerics.md, "Flip test"):
     (f(x) + f(x.flip(W)).flip(W)[:, flip_indices]) / 2. Both halves run as one batch."""
     out = model(torch.cat((x, x.flip(-1))))
     plain, mirrored = out.chunk(2)
@@ -40,7 +40,7 @@ def _gaussian_kernel(size: int, device: torch.device) -> torch.Tensor:
 
 
 def _local_log_blur(heatmaps: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The DARK log map (SPEC §4.3 steps 2.1-2.3) on the 3x3 neighbourhood of each peak.
+    """The DARK log map (docs/numerics.md, "Heatmap decoding", steps 2-3) on the 3x3 neighbourhood of each peak.
 
     heatmaps (N, K, h, w); x, y (N, K) integer peak positions inside the map. Returns
     (N, K, 3, 3) values at rows y-1..y+1, columns x-1..x+1, with neighbours outside
@@ -85,7 +85,7 @@ def _local_log_blur(heatmaps: torch.Tensor, x: torch.Tensor, y: torch.Tensor) ->
 def decode_heatmaps(heatmaps: torch.Tensor, input_hw: tuple[int, int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """UDP heatmaps (N, K, h, w) -> keypoints (N, K, 2) in crop-input px and scores (N, K).
 
-    Argmax, then one DARK Newton step on the log of the blurred map (SPEC §4.3).
+    Argmax, then one DARK Newton step on the log of the blurred map (docs/numerics.md, "Heatmap decoding").
     Scores are the raw maxima; keypoints with score <= 0 are left at the unrefined
     location (-1, -1) scaled to input px: mask them by score. `input_hw` (H, W)
     defaults to 4x the heatmap (1024x768 for 256x192)."""

@@ -11,6 +11,7 @@ own fields; nobody mutates another stage's fields:
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, lips_open, head_rotation)
     ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames)
+    world    camera; people (height; contacts again, in the world, while `camera.world`)
     motion   people (keypoints3d_smoothed, bones)
     live     (nothing: sends datagrams; the avatar gets the frame here)
     render   overlay
@@ -57,7 +58,10 @@ class Person:
                         None until the floor is known or without 3D keypoints.
     keypoints3d_smoothed: (K, 3) float32 metres, `keypoints3d` through the live filter (the
                         motion stage); NaN where unknown. What `--osc` sends.
-    bones:              the solved skeleton (`Bones`, the motion stage); None without 3D.
+    bones:              the solved skeleton (`Bones`, the motion stage); None without 3D. Its root is
+                        in the world frame (y up, floor at 0) on frames whose `Frame.camera.world` is True.
+    height:             (stature metres, confidence 0..1) from the world stage (`realtime.rig.world.
+                        HeightEstimator`), rounded to `HEIGHT_DECIMALS`; None until measured.
     """
 
     box: np.ndarray
@@ -74,6 +78,7 @@ class Person:
     lips_open: Optional[float] = None
     keypoints3d_smoothed: Optional[np.ndarray] = None
     bones: Optional["Bones"] = None
+    height: Optional[tuple[float, float]] = None
 
     def __post_init__(self) -> None:
         if np.shape(self.box) != (4,):
@@ -147,6 +152,88 @@ def rounded_bones(names, offsets, root_position, rotations, held, root_held: boo
                  np.asarray(held, bool), bool(root_held))
 
 
+# Decimals of `Camera` (and of the tracks file's "camera"): 0.01 mm, 1e-6 of a unit quaternion, 0.01 px.
+CAMERA_DECIMALS = {"position": 5, "rotation": 6, "intrinsics": 2}
+HEIGHT_DECIMALS = 3  # Person.height: mm and 0.001 of confidence
+CAMERA_STATUS = ("waiting", "static", "tracking", "lost")
+
+
+@dataclass(frozen=True)
+class Camera:
+    """The camera of one frame in the world (the world stage, `realtime.stages.world`).
+
+    The world: metres, y up (the floor's normal), origin on the floor under the first tracked
+    person's start, z along the floor towards the first camera (the rig axes of `Bones`); with a
+    static camera it is that camera's floor frame. Camera axes: x right, y down, z forward.
+
+    position:   (3,) float64 the camera's centre in the world.
+    rotation:   (4,) float64 quaternion x, y, z, w of world_from_camera's rotation.
+    intrinsics: (4,) float64 fx, fy, cx, cy in pixels of the original image (estimated from the
+                pointmaps), or None before the first pointmap.
+    status:     'waiting' (no pointmap yet), 'static' (held still), 'tracking', 'lost' (too few
+                background corners: the last pose is held).
+    world:      True when this frame's people (`Bones` root, `contacts`) are in the world: the camera
+                was seen to move (`--camera auto`) or is said to (`--camera moving`) and the floor is
+                known; False: they are camera-relative, as without a world stage.
+    grounded:   False while the world frame is provisional (the floor not fitted yet).
+
+    Numbers are rounded to `CAMERA_DECIMALS`, so a frame read back from a tracks file holds the
+    very same values (`world_from_camera` is computed from them).
+    """
+
+    position: np.ndarray
+    rotation: np.ndarray
+    intrinsics: Optional[np.ndarray] = None
+    status: str = "static"
+    world: bool = False
+    grounded: bool = False
+
+    def __post_init__(self) -> None:
+        if np.shape(self.position) != (3,) or np.shape(self.rotation) != (4,):
+            raise ValueError("Camera.position must be (3,) and Camera.rotation (4,)")
+        if self.intrinsics is not None and np.shape(self.intrinsics) != (4,):
+            raise ValueError(f"Camera.intrinsics must be (4,) fx, fy, cx, cy, got {np.shape(self.intrinsics)}")
+        if self.status not in CAMERA_STATUS:
+            raise ValueError(f"Camera.status must be one of {CAMERA_STATUS}, got {self.status!r}")
+
+    @property
+    def world_from_camera(self) -> np.ndarray:
+        """(4, 4) float64: camera coordinates -> world coordinates."""
+        x, y, z, w = np.asarray(self.rotation, np.float64) / np.linalg.norm(self.rotation)
+        out = np.eye(4)
+        out[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                       [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                       [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+        out[:3, 3] = self.position
+        return out
+
+
+def _quaternion(m: np.ndarray) -> np.ndarray:
+    """(3, 3) rotation -> (4,) unit quaternion x, y, z, w with w >= 0 (Shepperd's method)."""
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * np.sqrt(trace + 1.0)
+        q = np.array([(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(max(1.0 + m[i, i] - m[j, j] - m[k, k], 1e-300))
+        q = np.empty(4)
+        q[i], q[j], q[k], q[3] = 0.25 * s, (m[j, i] + m[i, j]) / s, (m[k, i] + m[i, k]) / s, (m[k, j] - m[j, k]) / s
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0 else -q
+
+
+def rounded_camera(world_from_camera: np.ndarray, intrinsics: Optional[np.ndarray], status: str, world: bool,
+                   grounded: bool) -> Camera:
+    """A `Camera` from a (4, 4) pose, its numbers rounded to `CAMERA_DECIMALS` (the quaternion with w >= 0)."""
+    quat = _quaternion(np.asarray(world_from_camera, np.float64)[:3, :3])
+    return Camera(np.round(np.asarray(world_from_camera, np.float64)[:3, 3], CAMERA_DECIMALS["position"]),
+                  np.round(quat, CAMERA_DECIMALS["rotation"]),
+                  None if intrinsics is None else np.round(np.asarray(intrinsics, np.float64), CAMERA_DECIMALS["intrinsics"]),
+                  status, bool(world), bool(grounded))
+
+
 class DenseMaps:
     """Per-pixel outputs of the whole-image tasks for one frame, by field name.
 
@@ -217,6 +304,7 @@ class Frame:
     boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame" (the
                     whole frame, also when the detector found nobody).
     dense:          whole-image task outputs by field (`DenseMaps`), if any such task ran.
+    camera:         the camera in the world (`Camera`, the world stage); None without one.
     overlay:        (H', W', 3) uint8 RGB picture composed by the render stage.
     stage_seconds:  time each stage spent on this frame, by stage name.
     """
@@ -229,6 +317,7 @@ class Frame:
     people: tuple[Person, ...] = ()
     boxes_from: Optional[str] = None
     dense: Optional[DenseMaps] = None
+    camera: Optional[Camera] = None
     overlay: Optional[np.ndarray] = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
 

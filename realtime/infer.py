@@ -160,16 +160,17 @@ class Predictor:
     """
 
     def __init__(self, models: dict[str, nn.Module], *, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                 input_hw: tuple[int, int] = INPUT_HW, sizes: Optional[dict[str, tuple[int, int]]] = None,
+                 input_hw: Optional[tuple[int, int]] = None, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
                  channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
-        self.input_hw = tuple(input_hw)
-        self.sizes = {name: tuple((sizes or {}).get(name) or (self.input_hw if t.follows_input_size else t.input_hw))
-                      for name, t in self.tasks.items()}
+        self.sizes = {name: tuple((sizes or {}).get(name) or (input_hw if t.follows_input_size and input_hw else None)
+                                  or trained_hw(models[name], t.input_hw)) for name, t in self.tasks.items()}
+        following = [self.sizes[name] for name, t in self.tasks.items() if t.follows_input_size]
+        self.input_hw = tuple(input_hw or (following[0] if following else INPUT_HW))
         self.map_max_side = map_max_side
         self.flip_test = flip_test
         self.max_batch = max_batch
@@ -430,6 +431,12 @@ class Predictor:
         done = torch.cuda.Event(blocking=True)
         done.record(collect)
         return Launched(pinned, done)
+
+
+def trained_hw(model: nn.Module, default: tuple[int, int]) -> tuple[int, int]:
+    """The input size a loaded model was trained at, as its checkpoint declares it
+    (`realtime.models.loading.declared_input_hw`), else `default` (the task's registry size)."""
+    return tuple(getattr(model, "trained_hw", None) or default)
 
 
 def _set_input_size(model: nn.Module, input_hw: tuple[int, int]) -> None:

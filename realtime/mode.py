@@ -68,8 +68,9 @@ def decide_mode(source: Source, info: SourceInfo, *, stills: Optional[bool], box
     if not folder:
         raise UserError("--stills is for a folder or glob of photos; drop it for videos, cameras and streams.")
     if boxes_from == "seg":
-        why = "" if stills else " (its images differ in size, so they are taken as unrelated stills; pass --no-stills for a sequence)"
-        raise UserError(f"--boxes-from seg uses the previous frame's segmentation, which says nothing about an unrelated photo{why}; "
-                        f"use --boxes-from detector or --boxes-from frame.")
+        why = "" if stills else (" (its images differ in size, so they are taken as unrelated stills; pass --no-stills for a "
+                                 "sequence)")
+        raise UserError("--boxes-from seg uses the previous frame's segmentation, which says nothing about an unrelated "
+                        f"photo{why}; use --boxes-from detector or --boxes-from frame.")
     log.info("stills mode: every image on its own (no tracking, no smoothing)")
     return RunMode.STILLS

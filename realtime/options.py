@@ -14,8 +14,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from realtime.models.archs import INPUT_HW
-
 
 @dataclass(frozen=True)
 class SourceOptions:
@@ -28,6 +26,7 @@ class SourceOptions:
     max_frames: Optional[int] = None
     max_in_flight: Optional[int] = None  # frames inside the stages at once; None: 2 for live sources, one per stage for files
     stills: Optional[bool] = None  # unrelated photos: no tracking or smoothing; None: for image folders of mixed sizes
+    camera: str = "auto"  # the camera: "static" (no egomotion), "moving" (people in the world) or "auto" (once seen to move)
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,8 @@ class ModelOptions:
     detector: Optional[str] = None  # RTMDet checkpoint file; None: the released one
     device: Optional[str] = None
     dtype: Optional[str] = None
-    input_hw: tuple[int, int] = INPUT_HW  # pose crops and seg (the tasks that follow --input-size)
-    pointmap_hw: tuple[int, int] = INPUT_HW  # fixed by the pointmap model (tiny test models differ)
+    input_hw: Optional[tuple[int, int]] = None  # pose crops and seg (the tasks that follow --input-size); None: as trained
+    pointmap_hw: Optional[tuple[int, int]] = None  # the pointmap model's input; None: the size it was trained at
     task_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> network input (H, W), any task
     dense_every: Optional[int] = None  # normal/depth every N frames; None: adaptive on live sources, 1 on files
     dense_auto: bool = False  # adaptive for any source (fit the dense tasks into the source's frame budget)

@@ -22,7 +22,7 @@ import numpy as np
 
 from realtime.errors import UserError
 from realtime.export.jsonl import FrameRecord, PersonRecord, TrackRecords, check_frame, read_header, schema_error
-from realtime.frames import Bones, Frame, Person
+from realtime.frames import Bones, Camera, Frame, Person
 from realtime.mode import RunMode
 from realtime.pipeline import Pipeline
 from realtime.sources import Source, SourceInfo
@@ -76,7 +76,10 @@ def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, 
 
 
 def _frame(record: FrameRecord, bone_names: Optional[tuple[str, ...]]) -> Frame:
-    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE,
+    camera = record.camera
+    if camera is not None:
+        camera = Camera(camera.position, camera.rotation, camera.intrinsics, camera.status, camera.world, camera.grounded)
+    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, camera=camera,
                  people=tuple(_person(p, bone_names) for p in record.people))
 
 
@@ -90,7 +93,8 @@ def _person(p: PersonRecord, bone_names: Optional[tuple[str, ...]]) -> Person:
                   keypoints=p.kpts[:, :2].astype(np.float32), keypoint_scores=p.kpts[:, 2].astype(np.float32),
                   keypoints3d=None if p.kpts3d is None else p.kpts3d.astype(np.float32),
                   face=None if p.face is None else np.nan_to_num(p.face).astype(np.float32), lips_open=p.lips,
-                  head_rotation=None if p.head is None else p.head.astype(np.float32), contacts=contacts, bones=bones)
+                  head_rotation=None if p.head is None else p.head.astype(np.float32), contacts=contacts, bones=bones,
+                  height=None if p.height is None else (float(p.height[0]), float(p.height[1])))
 
 
 class TracksSource(Source):

@@ -39,8 +39,22 @@ from realtime.sinks.base import LatestWins, ProgressSink, VideoSink, ViewerSink
 from realtime.sinks.tracks import TrackWriter
 from realtime.sinks.video import VideoWriter
 from realtime.sources import Source, SourceInfo, open_source
-from realtime.stages import (DenseSchedule, DetectStage, FaceStage, Feedback, GroundStage, InferStage, LiveStage, MotionStage, RenderStage,
-                             SegSchedule, SmoothStage, WriteStage, inference_stages)
+from realtime.stages import (
+    DenseSchedule,
+    DetectStage,
+    FaceStage,
+    Feedback,
+    GroundStage,
+    InferStage,
+    LiveStage,
+    MotionStage,
+    RenderStage,
+    SegSchedule,
+    SmoothStage,
+    WorldStage,
+    WriteStage,
+    inference_stages,
+)
 from trackers.identity import IdentityTracker
 from trackers.live import LiveSmoother
 from viz.compose import Layers
@@ -71,7 +85,8 @@ def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     except ValueError:
         raise UserError(f"{option} {text} is not HEIGHTxWIDTH; write it like 1024x768 or 512x384.") from None
     if h < 32 or w < 32 or h % 16 or w % 16:
-        raise UserError(f"{option} {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 or 256x192.")
+        raise UserError(f"{option} {text} must be at least 32x32 and a multiple of 16 on both sides; try 1024x768, 512x384 "
+                        "or 256x192.")
     return h, w
 
 
@@ -81,7 +96,8 @@ def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
     starts) both call it. Returns the device, the dtype and the options with canonical tasks."""
     device = options.device or default_device()
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
+        raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use "
+                        "--device cpu.")
     dtype = _dtype(options.dtype, device)
     if options.fp8:
         from realtime.models.fp8 import check_fp8_compiled, check_fp8_device
@@ -95,7 +111,8 @@ def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
     options = dataclasses.replace(options, tasks=task_table.parse(",".join(options.tasks)),
                                   checkpoints={task_table.get(t).name: p for t, p in options.checkpoints.items()})
     if options.boxes_from == "seg" and not task_table.gives_body_parts(options.tasks):
-        raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or frame.")
+        raise UserError("--boxes-from seg needs the segmentation task; add seg to --tasks, or use --boxes-from detector or "
+                        "frame.")
 
     return device, dtype, options
 
@@ -124,7 +141,8 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
         check_outputs(files, source.input_files())
         for path in files.values():
             _make_parent(Path(path), created)
-        _check_weights_present(options, models is None, box_finder is None and options.boxes_from == "detector" and options.detector is None)
+        needs_detector = box_finder is None and options.boxes_from == "detector" and options.detector is None
+        _check_weights_present(options, models is None, needs_detector)
         locks.acquire(files)  # a second run writing the same files is refused here
         if models is None:
             log.info("loading models")
@@ -158,7 +176,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     try:
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=keypoint_names(), image_wh=(info.width, info.height),
-                                     fps=info.fps or 30.0, source=info.uri, model=_model_card(options, models, device, dtype),
+                                     fps=info.fps or 30.0, source=info.uri,
+                                     model=_model_card(options, models, device, dtype, predictor.input_hw),
                                      stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people,
                                      bone_names=bone_names))
         if "video" in outputs:
@@ -200,6 +219,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     lines = [result.message] + metrics.summary() + [_boxes_line(box_finder, options)] + _sink_lines(extra)
     lines += predictor.graph_report() + (box_finder.graph_report() if hasattr(box_finder, "graph_report") else [])
     lines += live.summary_lines() if live is not None else []
+    lines += [line for stage in people_stages if isinstance(stage, WorldStage) for line in stage.summary_lines()]
     if pipeline.behind_skipped:
         lines.append(f"the picture, video and tracks skipped {pipeline.behind_skipped} frames that the live senders sent "
                      f"(drawing and writing were slower than the source)")
@@ -214,7 +234,8 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     `realtime.Session` all use these; the models are warmed up for `image_hw` (H, W) here."""
     feedback = Feedback()
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
-                          sizes={"pointmap": options.pointmap_hw, **options.task_sizes}, flip_test=options.flip_test,
+                          sizes={**({"pointmap": options.pointmap_hw} if options.pointmap_hw else {}), **options.task_sizes},
+                          flip_test=options.flip_test,
                           compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling,
                           fp8=options.fp8, sdpa=options.sdpa)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
@@ -232,14 +253,16 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
 
 def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
     """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
-    (pose + depth: 3D at pose rate, contacts) and motion (pose + depth: filtered 3D, bones)."""
+    (pose + depth: 3D at pose rate, contacts), world (pose + depth: the camera in the world, heights,
+    world contacts once the camera moves; `--camera`) and motion (pose + depth: filtered 3D, bones)."""
     if not task_table.gives_keypoints(models) or not mode.follows_people:
         return []
     names = keypoint_names()
     stages: list = [FaceStage(names, calibrate_seconds=options.face_calibrate)]
     if task_table.gives_3d(models):
         fingers = any(getattr(s, "fingers", False) for s in options.senders)  # what the VMC senders send
-        stages += [GroundStage(names), MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
+        stages += [GroundStage(names), WorldStage(names, camera=options.camera),
+                   MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
     return stages
 
 
@@ -345,13 +368,15 @@ def _remove_empty(folders: list[Path]) -> None:
             pass
 
 
-def _check_weights_present(options: RunOptions, models: bool, detector: bool) -> None:
+def _check_weights_present(options: RunOptions, models: bool, detector: bool, *, python: bool = False) -> None:
     """Before anything is opened: when weights the run needs are neither local nor
-    downloadable now, say so for all of them at once, with the one command that fetches them."""
+    downloadable now, say so for all of them at once, with the one command that fetches them.
+    python: the messages name the Python arguments (`realtime.Session`), not the CLI's options."""
     for task, path in options.checkpoints.items() if models else ():
         if not Path(path).expanduser().is_file():
-            raise UserError(f"Checkpoint {path} does not exist; check the path given with --checkpoint {cli_name(task)}=..., "
-                            f"or leave that option out to use the released weights.")
+            given = f'checkpoints={{"{cli_name(task)}": ...}}' if python else f"--checkpoint {cli_name(task)}=..."
+            raise UserError(f"Checkpoint {path} does not exist; check the path given with {given}, "
+                            f"or leave that task out of it to use the released weights.")
     wanted = [t for t in options.tasks if t not in options.checkpoints] if models else []
     wanted += ["detector"] if detector else []
     missing = missing_weights(wanted, options.size) if wanted else []
@@ -359,18 +384,25 @@ def _check_weights_present(options: RunOptions, models: bool, detector: bool) ->
         return  # all here, or they download as they load
     files = ", ".join(where for _, where in missing)
     command = download_command([task for task, _ in missing], options.size)
-    others = " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)" if detector and missing[-1][0] == "detector" else ""
-    raise UserError(f"This run needs {len(missing)} weight file{'s' if len(missing) > 1 else ''} that {'are' if len(missing) > 1 else 'is'} "
+    if python:
+        pass_them = 'checkpoints={"TASK": PATH}'
+        others = ' (or detector=PATH, or boxes_from="seg" or "frame" instead of the detector)'
+    else:
+        pass_them = "--checkpoint TASK=PATH"
+        others = " (or --detector PATH, or --boxes-from seg or --boxes-from frame instead of the detector)"
+    others = others if detector and missing[-1][0] == "detector" else ""
+    many = len(missing) > 1
+    raise UserError(f"This run needs {len(missing)} weight file{'s' if many else ''} that {'are' if many else 'is'} "
                     f"not on this machine, and the hub cannot be reached (offline): {files}; run `{command}` on a machine "
-                    f"with internet access to fetch {'them all' if len(missing) > 1 else 'it'}, or set ${hub.CHECKPOINT_ROOT_ENV}, "
-                    f"or pass --checkpoint TASK=PATH{others}.")
+                    f"with internet access to fetch {'them all' if many else 'it'}, or set ${hub.CHECKPOINT_ROOT_ENV}, "
+                    f"or pass {pass_them}{others}.")
 
 
 def _load_models(options: RunOptions, device: str, dtype: torch.dtype) -> dict:
     models = {}
     for task in options.tasks:
-        model = load_model(task, options.checkpoints.get(task), arch=None if task in options.checkpoints else f"sapiens2_{options.size}",
-                           device=device, dtype=dtype)
+        arch = None if task in options.checkpoints else f"sapiens2_{options.size}"
+        model = load_model(task, options.checkpoints.get(task), arch=arch, device=device, dtype=dtype)
         models[task] = model  # --compile: the Predictor compiles them (fixed shapes, every bucket warmed)
     return models
 
@@ -418,11 +450,11 @@ def _caption(models: dict, device: str) -> Callable[[dict], str]:
     return caption
 
 
-def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dtype) -> dict:
+def _model_card(options: RunOptions, models: dict, device: str, dtype: torch.dtype, input_hw: tuple[int, int]) -> dict:
     return {
         "tasks": sorted(models),
         "arch": {task: getattr(m, "arch", None) for task, m in models.items()},
-        "input_size": list(options.input_hw),
+        "input_size": list(input_hw),
         "device": device,
         "dtype": str(dtype).replace("torch.", ""),
         "flip_test": options.flip_test,

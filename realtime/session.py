@@ -71,12 +71,13 @@ class Session:
                                   checkpoints={task_table.get(t).name: str(p) for t, p in (checkpoints or {}).items()},
                                   **sizes, **options)
         if boxes_from == "seg" and not task_table.gives_body_parts(chosen):
-            raise UserError('boxes_from="seg" needs the segmentation task; add "seg" to tasks, or use boxes_from="detector" or "frame".')
+            raise UserError('boxes_from="seg" needs the segmentation task; add "seg" to tasks, or use boxes_from="detector" or '
+                            '"frame".')
         self.device = self.options.device or run_module.default_device()
         self.dtype = run_module._dtype(self.options.dtype, self.device)
         if models is None:
             run_module._check_weights_present(self.options, True, box_finder is None and boxes_from == "detector"
-                                              and self.options.detector is None)
+                                              and self.options.detector is None, python=True)
             models = run_module._load_models(self.options, self.device, self.dtype)
         self.models = models
         self.box_finder = box_finder or run_module._box_finder(self.options, self.device, RunMode.FILE)

@@ -4,8 +4,8 @@ padding, normalisation, the dense tasks' maps back to image size, and keypoints
 sampled from the pointmap. Every size is (H, W); the default input is the trained
 size `INPUT_HW` of `realtime.models.archs`.
 
-Crops follow the official top-down codec (SPEC §4.1-4.2); resizes follow the
-OpenCV calls of the official demos (SPEC §4.4-4.7): INTER_AREA is an exact box
+Crops follow the official top-down codec (docs/numerics.md, "Person crops"); resizes follow the
+OpenCV calls of the official demos (docs/numerics.md, "Dense tasks"): INTER_AREA is an exact box
 filter (two small matrix products) when every side shrinks and OpenCV's 2-tap
 "area" coefficients when one grows; INTER_LINEAR uses OpenCV's taps and, on
 uint8, its fixed-point arithmetic; INTER_CUBIC is PyTorch's bicubic (a = -0.75,
@@ -41,7 +41,7 @@ Padding = tuple[int, int, int, int]  # (left, right, top, bottom) px of the mode
 
 
 def normalize(x: torch.Tensor) -> torch.Tensor:
-    """RGB 0-255 (N, 3, h, w) -> the model's input: (x - mean) / std per channel (SPEC §4.1)."""
+    """RGB 0-255 (N, 3, h, w) -> the model's input: (x - mean) / std per channel (docs/numerics.md, "Input normalisation")."""
     mean, std = _mean_std(x.device)
     return (x.float() - mean) / std
 
@@ -84,7 +84,7 @@ def box_to_center_scale(
     boxes: torch.Tensor, input_hw: tuple[int, int] = INPUT_HW, padding: float = BOX_PADDING
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Boxes (N, 4) xyxy px -> center (N, 2) px and scale (N, 2) px: the box padded by
-    `padding`, then widened or heightened to the input's aspect W/H (SPEC §4.2 steps 2-3)."""
+    `padding`, then widened or heightened to the input's aspect W/H (docs/numerics.md, "Person crops", steps 1-2)."""
     boxes = boxes.float() if not boxes.is_floating_point() else boxes
     center = (boxes[:, :2] + boxes[:, 2:]) / 2
     scale = (boxes[:, 2:] - boxes[:, :2]) * padding
@@ -112,7 +112,7 @@ def box_to_center_scale_np(
 
 def udp_warp_matrix(center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[int, int] = INPUT_HW) -> torch.Tensor:
     """(N, 2, 3) affine image px -> crop px, unbiased (UDP): box edges land on pixel
-    centres 0 and size-1 (SPEC §4.2 step 4)."""
+    centres 0 and size-1 (docs/numerics.md, "Person crops", step 3)."""
     kx = (input_hw[1] - 1) / scale[:, 0]
     ky = (input_hw[0] - 1) / scale[:, 1]
     zero = torch.zeros_like(kx)
@@ -124,7 +124,7 @@ def udp_warp_matrix(center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[i
 # How person crops are sampled (`crop_persons(sampling=...)`, `Predictor(crop_sampling=...)`):
 #   "official": per crop, bilinear when the crop shrinks the image (a large person) and
 #               bicubic (a = -0.75) when it enlarges it (a small person), as the official
-#               demo's cv2.warpAffine (SPEC §4.2); the golden fixtures are made this way.
+#               demo's cv2.warpAffine (docs/numerics.md, "Person crops"); the golden fixtures are made this way.
 #   "bilinear" / "bicubic": every crop so (faster / sharper; not the official crops).
 CROP_SAMPLING = ("official", "bilinear", "bicubic")
 
@@ -214,7 +214,7 @@ def crop_persons(
 def keypoints_to_image(
     keypoints_in: torch.Tensor, center: torch.Tensor, scale: torch.Tensor, input_hw: tuple[int, int] = INPUT_HW
 ) -> torch.Tensor:
-    """Crop-input px (N, K, 2) -> original image px (N, K, 2) (SPEC §4.2 step 8)."""
+    """Crop-input px (N, K, 2) -> original image px (N, K, 2) (docs/numerics.md, "Person crops", step 5)."""
     size = _size_wh(tuple(input_hw), keypoints_in.dtype, keypoints_in.device)  # (w, h): x, y order
     scale = scale.to(keypoints_in)[:, None, :]
     center = center.to(keypoints_in)[:, None, :]

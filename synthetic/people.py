@@ -143,7 +143,7 @@ def synthetic_dense(image_hw: tuple[int, int], people: Sequence[Person], map_sca
         xy = person.best_keypoints * map_scale - (x0, y0)
         mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
         label = np.zeros_like(mask)
-        pt = lambda name: tuple(int(v) for v in np.round(xy[index[name]]))  # noqa: E731
+        pt = lambda name, xy=xy: tuple(int(v) for v in np.round(xy[index[name]]))  # noqa: E731
         torso = np.array([pt("left_shoulder"), pt("right_shoulder"), pt("right_hip"), pt("left_hip")], np.int32)
         cv2.fillConvexPoly(label, torso, classes["Upper_Clothing"])
         cv2.fillConvexPoly(mask, torso, 1)

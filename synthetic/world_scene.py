@@ -217,8 +217,10 @@ class SceneRenderer:
         names = keypoint_names()
         self._limbs = [(names.index(a), names.index(b)) for a, b in (
             ("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"), ("right_knee", "right_ankle"),
-            ("left_ankle", "left_big_toe"), ("right_ankle", "right_big_toe"), ("left_heel", "left_big_toe"), ("right_heel", "right_big_toe"),
-            ("left_hip", "right_hip"), ("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"), ("left_shoulder", "right_shoulder"),
+            ("left_ankle", "left_big_toe"), ("right_ankle", "right_big_toe"),
+            ("left_heel", "left_big_toe"), ("right_heel", "right_big_toe"),
+            ("left_hip", "right_hip"), ("left_hip", "left_shoulder"),
+            ("right_hip", "right_shoulder"), ("left_shoulder", "right_shoulder"),
             ("left_hip", "neck"), ("right_hip", "neck"),
             ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"), ("right_shoulder", "right_elbow"),
             ("right_elbow", "right_wrist"), ("neck", "nose"), ("left_ear", "right_ear"))]

@@ -5,9 +5,9 @@
 jobs.json: [{"file": ..., "fps": 30.0, "frames": [0, 17, ...]}, ...] (.bvh, .glb, .vrma, .fbx).
 result.json: {file: {"first": blender frame of clip frame 0, "last": last keyed frame,
 "fps": scene fps, "bones": {name: [[x, y, z] world head at each requested frame]}}}.
-BVH goes through our own importer wrapper (realtime/export/blender_compat.py); glTF and
+BVH goes through our own importer wrapper (realtime/blender_scripts/blender_compat.py); glTF and
 FBX through Blender's importers as a user would. Armature bones report their pose heads,
-glTF nodes without a skin (imported as empties) their world locations.
+glTF nodes without a skin (imported as empties) and cameras their world locations.
 """
 
 import json
@@ -17,13 +17,12 @@ from pathlib import Path
 import bpy
 
 
-
 def _compat():
-    """realtime/export/blender_compat.py, loaded by path (its folder holds a `numbers.py` that must not
-    shadow the standard library's)."""
+    """realtime/blender_scripts/blender_compat.py, loaded by path (Blender does not have our
+    package on its path)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parent.parent / "realtime" / "export" / "blender_compat.py"
+    path = Path(__file__).resolve().parent.parent / "realtime" / "blender_scripts" / "blender_compat.py"
     spec = importlib.util.spec_from_file_location("blender_compat", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,7 +60,7 @@ def heads(frames: list[int]) -> dict:
             if obj.type == "ARMATURE":
                 for bone in obj.pose.bones:
                     out.setdefault(bone.name, []).append(list(obj.matrix_world @ bone.head))
-            elif obj.type == "EMPTY":
+            elif obj.type in ("EMPTY", "CAMERA"):  # a camera: its centre (the camera path of a world export)
                 out.setdefault(obj.name, []).append(list(obj.matrix_world.translation))
     return {"first": first, "last": last, "fps": scene.render.fps / scene.render.fps_base, "bones": out,
             "armatures": sum(obj.type == "ARMATURE" for obj in scene.objects),

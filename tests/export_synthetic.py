@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from realtime.data import keypoint_names
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
+from realtime.sinks.tracks import TrackWriter
 
 NAMES = keypoint_names()
 K = len(NAMES)
@@ -63,7 +63,8 @@ def make_frame(index: int, *, with_3d: bool = True, people_ids=(7, 9)) -> Frame:
 
 
 def write_synthetic(path: Path, *, with_3d: bool = True, people_ids=(7, 9), num_frames: int = NUM_FRAMES) -> Path:
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=IMAGE_SIZE, fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=IMAGE_SIZE, fps=FPS, source="synthetic.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for index in range(num_frames):
             writer.write(make_frame(index, with_3d=with_3d, people_ids=people_ids))
     return path

@@ -66,7 +66,8 @@ def face_points_head(p: FaceParams) -> dict[str, np.ndarray]:
             pts[("upper_startpoint", "upper_midpoint_1", "upper_midpoint_2", "upper_midpoint_3", "end")[i] + f"_of_{side}_eyebrow"
                 if i < 4 else f"end_of_{side}_eyebrow"] = (x, y + 0.003, 0.008)
             if i < 4:
-                pts[("lower_startpoint", "lower_midpoint_1", "lower_midpoint_2", "lower_midpoint_3")[i] + f"_of_{side}_eyebrow"] = (x, y - 0.003, 0.008)
+                pts[("lower_startpoint", "lower_midpoint_1", "lower_midpoint_2",
+                     "lower_midpoint_3")[i] + f"_of_{side}_eyebrow"] = (x, y - 0.003, 0.008)
     pts["upper_startpoint_of_l_eyebrow"] = pts.pop("upper_startpoint_of_l_eyebrow")
     pts["tip_of_nose"] = (0.0, -0.035, NOSE_DEPTH * IOD)
     pts["bottom_center_of_nose"] = (0.0, -0.045, 0.02)

@@ -33,7 +33,8 @@ def write_walk_tracks(path: Path, frames: int = 150, seed: int = 0) -> np.ndarra
     scale = 1.0 + rng.normal(0, SCALE_JITTER, (frames, 1, 1))
     depth = truth.camera * scale + rng.normal(0, NOISE_M, truth.camera.shape)
     scores = np.where(np.isfinite(truth.pixels[..., 0]), 0.9, 0.0).astype(np.float32)
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="walk.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(1280, 720), fps=FPS, source="walk.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for t in range(frames):
             person = Person(box=np.array([0, 0, 1280, 720], np.float32), track_id=1, keypoints=truth.pixels[t].astype(np.float32),
                             keypoint_scores=scores[t], keypoints3d=depth[t].astype(np.float32), contacts=truth.contacts[t])

@@ -70,8 +70,10 @@ def synthetic_motion(skeleton: Skeleton, frames: int = 300) -> tuple[np.ndarray,
         # elbow: a hinge about the bend normal (-sx * Y), from straight to 120 degrees
         euler[f"{s}LowerArm"] = np.stack([zero, -sx * 60 * (1 - np.cos(2 * np.pi * 0.35 * t + sx)), zero], axis=1)
         euler[f"{s}Hand"] = np.stack([30 * wave(0.5), 20 * wave(0.8), 25 * wave(0.6, 2.0)], axis=1)
-        euler[f"{s}UpperLeg"] = np.stack([-35 * (1 - np.cos(2 * np.pi * 0.4 * t)) / 2 - 10 * wave(0.7, sx), 10 * wave(0.3), sx * 8 * wave(0.5)], axis=1)
-        euler[f"{s}LowerLeg"] = np.stack([45 * (1 - np.cos(2 * np.pi * 0.4 * t + 0.5 * sx)), zero, zero], axis=1)  # knee hinge about X
+        euler[f"{s}UpperLeg"] = np.stack([-35 * (1 - np.cos(2 * np.pi * 0.4 * t)) / 2 - 10 * wave(0.7, sx), 10 * wave(0.3),
+                                          sx * 8 * wave(0.5)], axis=1)
+        # knee hinge about X
+        euler[f"{s}LowerLeg"] = np.stack([45 * (1 - np.cos(2 * np.pi * 0.4 * t + 0.5 * sx)), zero, zero], axis=1)
         euler[f"{s}Foot"] = np.stack([15 * wave(0.6, sx), 10 * wave(0.4), 5 * wave(0.9)], axis=1)
         for vrm, _, parts in FINGERS:
             curl = 30 * (1 - np.cos(2 * np.pi * 0.5 * t + (2 if vrm == "Thumb" else 0)))
@@ -83,7 +85,8 @@ def synthetic_motion(skeleton: Skeleton, frames: int = 300) -> tuple[np.ndarray,
     for b, name in enumerate(names):
         if name in euler:
             rotations[:, b] = Rotation.from_euler("XYZ", euler[name], degrees=True).as_quat()
-    root = np.stack([0.3 * wave(0.2), 0.9 - 0.1 * (1 - np.cos(2 * np.pi * 0.4 * t)) / 2, -CAMERA_DISTANCE + 0.4 * wave(0.15)], axis=1)
+    root = np.stack([0.3 * wave(0.2), 0.9 - 0.1 * (1 - np.cos(2 * np.pi * 0.4 * t)) / 2,
+                     -CAMERA_DISTANCE + 0.4 * wave(0.15)], axis=1)
     return root, rotations
 
 
@@ -103,7 +106,7 @@ def keypoints_from_pose(skeleton: Skeleton, heads: np.ndarray, globals_: np.ndar
     put("neck", heads[:, index["head"]])
     put("left_ear", ends[:, index["head"]] + across("head", EAR_HALF_WIDTH))
     put("right_ear", ends[:, index["head"]] - across("head", EAR_HALF_WIDTH))
-    for side, sx in SIDES:
+    for side, _sx in SIDES:
         s = side
         put(f"{s}_shoulder", heads[:, index[f"{s}UpperArm"]])
         put(f"{s}_elbow", heads[:, index[f"{s}LowerArm"]])

@@ -47,6 +47,13 @@ class RecordingServer:
         while len(self.datagrams) < count and time.monotonic() < end:
             time.sleep(0.01)
 
+    def wait_until(self, done, timeout: float = 30.0) -> None:
+        import time
+
+        end = time.monotonic() + timeout
+        while not done() and time.monotonic() < end:
+            time.sleep(0.01)
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -203,3 +210,35 @@ def test_osc_in_a_3d_run_never_mixes_pixels_into_the_metres(tmp_path, clip, mode
     widths = {len(args) for address, args in server.messages
               if address.startswith("/sapiens/person/") and address.rsplit("/", 1)[1] in names}
     assert widths == {4}  # x y z score, never x y score
+
+
+def test_a_stock_server_gets_every_frame_of_a_file_while_both_cores_are_busy(tmp_path, fixtures_dir, server):
+    """`run clip --osc` paces the senders at the file's frame times (--live-pace on), so a
+    python-osc server on a loaded machine gets all 20 frames rather than a burst it drops."""
+    import multiprocessing
+    import subprocess
+    import sys
+
+    from media import gaussian_marker, write_video
+
+    clip = write_video(tmp_path / "clip.mp4", [gaussian_marker(96, 128, 30 + 3 * i, 48, 8) for i in range(20)], fps=10)
+    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(2)]
+    for burner in burners:
+        burner.start()
+    try:
+        done = subprocess.run([sys.executable, "-m", "realtime.cli", "run", str(clip), "--tasks", "pose", "--checkpoint",
+                               f"pose={fixtures_dir / 'pose_weights.safetensors'}", "--boxes-from", "frame", "--device", "cpu",
+                               "--no-video", "--no-progress", "--tracks", str(tmp_path / "t.jsonl"), "--osc",
+                               f"127.0.0.1:{server.port}"], capture_output=True, text=True, timeout=600)
+    finally:
+        for burner in burners:
+            burner.terminate()
+    assert done.returncode == 0, done.stderr
+    server.wait_until(lambda: sum(address == "/sapiens/frame" for address, _ in server.messages) >= 20)
+    frames = [args[0] for address, args in server.messages if address == "/sapiens/frame"]
+    assert frames == list(range(20)), done.stdout
+
+
+def _burn() -> None:
+    while True:
+        pass

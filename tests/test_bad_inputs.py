@@ -35,12 +35,17 @@ CASES = {
     "text file named .mp4": (lambda p: _write(p / "notes.mp4", b"just some text\n" * 20), [], "cannot be read as video"),
     "truncated mp4 without its index": (_truncated_mp4, [], "truncated"),
     "webcam that does not exist": (lambda p: "webcam:57", [], "Webcam 57 could not be opened"),
-    "stream that never answers": (lambda p: f"udp://127.0.0.1:{_free_udp_port()}", ["--timeout", "1"], "did not answer within 1 s"),
-    "unknown task": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--tasks", "pose,dance"], "Unknown task dance"),
-    "bad input size": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--input-size", "1000x700"], "multiple of 16"),
-    "unwritable output": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--out", "/proc/forbidden/out.mp4"], "choose a writable output path"),
+    "stream that never answers": (lambda p: f"udp://127.0.0.1:{_free_udp_port()}", ["--timeout", "1"],
+                                  "did not answer within 1 s"),
+    "unknown task": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--tasks", "pose,dance"],
+                     "Unknown task dance"),
+    "bad input size": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--input-size", "1000x700"],
+                       "multiple of 16"),
+    "unwritable output": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--out", "/proc/forbidden/out.mp4"],
+                          "choose a writable output path"),
     "output is a folder": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--tracks", "{tmp}"], "is a folder"),
-    "bad checkpoint option": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--checkpoint", "pose.safetensors"], "is not TASK=PATH"),
+    "bad checkpoint option": (lambda p: str(write_video(p / "v.mp4", numbered_frames(2))), ["--checkpoint", "pose.safetensors"],
+                              "is not TASK=PATH"),
 }
 
 

@@ -72,7 +72,8 @@ def single_runs(videos, fixtures_dir, tmp_path_factory) -> dict[str, list[dict]]
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}})
+    ray.init(num_cpus=2, include_dashboard=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join((str(ROOT), str(ROOT / "tests")))}})
     yield
     ray.shutdown()
 
@@ -84,7 +85,8 @@ def batch(request, videos, fixtures_dir, tmp_path_factory):
     if request.param == "ray":
         request.getfixturevalue("local_ray")
     out = tmp_path_factory.mktemp(f"batch-{request.param}")
-    argv = ["batch", str(videos), "--output-dir", str(out), "--workers", "2", "--export", "csv", *_model_args(fixtures_dir), *engine]
+    argv = ["batch", str(videos), "--output-dir", str(out), "--workers", "2", "--export", "csv",
+            *_model_args(fixtures_dir), *engine]
     with pytest.MonkeyPatch.context() as env:
         batch_crash.install(env)  # the first attempt at `a` dies at frame 3
         first = _cli(*argv)
@@ -200,7 +202,8 @@ def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, s
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "realtime.cli", "batch", str(video), "--output-dir", str(out),
                              "--workers", "1", *_model_args(fixtures_dir)],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         tracks = out / "long.partial" / "tracks.jsonl"

@@ -72,7 +72,8 @@ def test_unopenable_files_collisions_outputs_inside_inputs_and_a_cut_manifest_li
     raw = (out / MANIFEST).read_bytes().split(b"\n")
     assert raw[len(lines) - 1] == lines[-1][: len(lines[-1]) // 2]  # the cut line stays cut, nothing joined onto it
     assert all(json.loads(line) for line in raw[len(lines):] if line)
-    assert all(r["status"] == "done" for r in read_manifest(out).values() if "text" not in r["video"] and "empty" not in r["video"])
+    assert all(r["status"] == "done" for r in read_manifest(out).values()
+               if "text" not in r["video"] and "empty" not in r["video"])
     assert {n: (out / names[n] / "tracks.jsonl").stat().st_mtime_ns for n in kept} == kept  # nothing finished was redone
 
 

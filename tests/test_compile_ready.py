@@ -62,7 +62,7 @@ def test_gqa_equals_repeated_kv_heads():
     sin, cos = sapiens2.rope_tables(sapiens2.rope_periods(16), 3, 4)
     with torch.no_grad():
         got = attn(x, sin, cos)
-        # the reference: K/V heads materialised with repeat_interleave (SPEC §1.4)
+        # the reference: K/V heads materialised with repeat_interleave (docs/numerics.md, "Backbone")
         B, T, _ = x.shape
         q = attn.q_norm(attn.wq(x).view(B, T, 4, 16).transpose(1, 2))
         k = attn.k_norm(attn.wk(x).view(B, T, 2, 16).transpose(1, 2))

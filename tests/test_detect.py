@@ -9,8 +9,8 @@ from realtime.detect import BoxFinder, boxes_from_label_map, make_box_finder
 from realtime.errors import UserError
 from realtime.frames import Person
 from realtime.models.rtmdet import load_detector
-from trackers.identity import box_iou
 from synthetic.tracking import body_template, person_box, person_keypoints
+from trackers.identity import box_iou
 
 IMAGE = np.zeros((480, 640, 3), np.uint8)
 

@@ -14,7 +14,7 @@ are allowed) naming what it needs that a test machine has not:
 
 What the test adds to `run` and `batch` commands so they run offline and fast,
 unless the command sets it itself: `--checkpoint TASK=fixture` for each task,
-`--device cpu`, `--input-size 128x96` / `--dense-size 128x96`, `--max-frames 2`,
+`--device cpu`, `--max-frames 2` (the fixture checkpoints declare their tiny trained input sizes, which the run uses),
 `--no-progress`; `run` gets the tiny RTMDet fixture as `--detector` (loaded with
 the width its file has: the CLI insists on the released detector's width) and
 `batch` `--boxes-from frame` (its workers are fresh processes). Input names
@@ -133,7 +133,7 @@ def _inputs(argv: list[str]) -> list[str]:
 
 def _offline(argv: list[str], fixtures: Path, detector: Path) -> list[str]:
     """`run` / `batch` with the fixture weights, on the CPU, small and short (see the module docstring)."""
-    from realtime.tasks import all_tasks, parse
+    from realtime.tasks import parse
 
     command = argv[0]
     if command not in ("run", "batch"):
@@ -141,12 +141,11 @@ def _offline(argv: list[str], fixtures: Path, detector: Path) -> list[str]:
     given = set(argv)
     tasks = parse(argv[argv.index("--tasks") + 1]) if "--tasks" in given else ("pose", "seg")
     named = {item.partition("=")[0] for flag, item in zip(argv, argv[1:]) if flag == "--checkpoint"}
-    added = [arg for task in tasks if task not in named for arg in ("--checkpoint", f"{task}={fixtures / f'{task}_weights.safetensors'}")]
-    for flag, value in (("--device", "cpu"), ("--input-size", "128x96"), ("--max-frames", "2")):
+    added = [arg for task in tasks if task not in named
+             for arg in ("--checkpoint", f"{task}={fixtures / f'{task}_weights.safetensors'}")]
+    for flag, value in (("--device", "cpu"), ("--max-frames", "2")):  # the fixtures declare their tiny input sizes
         if flag not in given:
             added += [flag, value]
-    if "--dense-size" not in given and any(t.dense for t in all_tasks() if t.name in tasks):
-        added += ["--dense-size", "128x96"]
     if "--no-progress" not in given:
         added.append("--no-progress")
     if "--boxes-from" not in given and "--detector" not in given:
@@ -245,6 +244,48 @@ def test_every_documented_command_runs_offline(tmp_path, fixtures_dir, rtmdet_fi
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    failed = [f"{c.where}: `{c.text}` exited {r['code']} (expected {c.exit_code}), run as {' '.join(job['argv'])}:\n{r['output'][-1500:]}"
+    failed = [f"{c.where}: `{c.text}` exited {r['code']} (expected {c.exit_code}), "
+              f"run as {' '.join(job['argv'])}:\n{r['output'][-1500:]}"
               for c, r, job in zip(runnable, results, jobs) if r["code"] != c.exit_code]
     assert not failed, "\n\n".join(failed)
+
+
+def _outputs(argv: list[str]) -> list[str]:
+    """The files a command writes that a later command may read (tracks, videos, exports)."""
+    from realtime.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    return [path for path in (getattr(args, "tracks", None) if args.command == "run" else None, getattr(args, "out", None)) if path]
+
+
+def test_the_readme_commands_run_in_order_as_a_chain(tmp_path, fixtures_dir, rtmdet_fixtures_dir):
+    """README's runnable lines in one folder, in order: what one line writes (the tracks of the
+    tracks-only run) is what the next reads (the BVH export), as a newcomer pastes them."""
+    readme = ROOT / "README.md"
+    chain = [c for c in documented_commands(readme.read_text(encoding="utf-8"), readme.name) if not c.needs]
+    assert any(shlex.split(c.text)[1] == "export" for c in chain)
+    folder = tmp_path / "chain"
+    folder.mkdir()
+    tracks, written, jobs = _tracks_text(tmp_path), set(), []
+    for command in chain:
+        argv = shlex.split(command.text, comments=True)[1:]
+        for name in _inputs(argv):
+            if name not in written and not (folder / name).exists():
+                _make(name, folder, tracks)
+                if name.endswith(".mp4"):  # long enough for the tracker to confirm the person (3 frames)
+                    write_video(folder / name, _frames(8), fps=10)
+        written.update(_outputs(argv))
+        if argv[0] == "run":  # 8 frames, and the whole frame as the box: the tiny detector's random weights find no one
+            argv += ["--max-frames", "8", "--boxes-from", "frame"]
+        jobs.append({"cwd": str(folder), "argv": _offline(argv, fixtures_dir, rtmdet_fixtures_dir / "tiny_w025_checkpoint.pth")})
+    assert "dance.jsonl" in written and not (folder / "dance.jsonl").exists()  # made by the chain, not by the test
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _DRIVER, str(tmp_path / "jobs.json"), str(tmp_path / "results.json")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    failed = [f"{c.where}: `{c.text}` exited {r['code']}:\n{r['output'][-1500:]}" for c, r in zip(chain, results) if r["code"] != c.exit_code]
+    assert not failed, "\n\n".join(failed)
+    assert (folder / "dance.bvh").is_file()

@@ -19,9 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_docs_commands import NEEDS, ROOT, _MARK, _doc_files, _tracks_text
-
 from media import gaussian_marker, write_video
+from test_docs_commands import _MARK, NEEDS, ROOT, _doc_files, _tracks_text
 
 
 def python_blocks(text: str, name: str) -> list[tuple[str, str, tuple[str, ...]]]:

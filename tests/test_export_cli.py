@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from export_synthetic import FPS, K, NAMES, NUM_FRAMES, expected_scores, expected_xyz, write_synthetic
+from export_synthetic import FPS, NAMES, NUM_FRAMES, K, expected_scores, expected_xyz, write_synthetic
 from realtime.cli import main
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks_file
@@ -101,7 +101,8 @@ nose = bpy.data.objects["p7_nose"].matrix_world.translation
 armature = bpy.data.objects["p7_armature"]
 print("INSPECT", json.dumps({"animated": len(animated), "fps": scene.render.fps / scene.render.fps_base,
     "start": scene.frame_start, "end": scene.frame_end, "nose": list(nose), "bones": len(armature.data.bones),
-    "shown_when_seen": not bpy.data.objects["p7_nose"].hide_viewport, "hidden_when_absent": (scene.frame_set(3), bpy.data.objects["p7_nose"].hide_viewport)[1]}))
+    "shown_when_seen": not bpy.data.objects["p7_nose"].hide_viewport,
+    "hidden_when_absent": (scene.frame_set(3), bpy.data.objects["p7_nose"].hide_viewport)[1]}))
 """
 
 
@@ -111,7 +112,8 @@ def test_blender_import_builds_animated_empties(tracks_file, tmp_path):
         pytest.skip("blender is not installed (apt-get install blender); the Blender import is untested here")
     out = tmp_path / "walk.blend"
     assert main(["export", str(tracks_file), "--to", "blender", "--subset", "coco17", "-o", str(out)]) == 0
-    result = subprocess.run(["blender", "-b", "--factory-startup", str(out), "--python-expr", _INSPECT], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(["blender", "-b", "--factory-startup", str(out), "--python-expr", _INSPECT], capture_output=True,
+                            text=True, timeout=120)
     line = next(line for line in result.stdout.splitlines() if line.startswith("INSPECT"))
     scene = json.loads(line.split(" ", 1)[1])
     assert scene["animated"] == 2 * 17  # two persons x 17 keypoints

@@ -38,7 +38,8 @@ def contacts(t: int) -> np.ndarray:
 def tracks_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("performance") / "take.jsonl"
     camera = synthetic_clip(FRAMES)[4]
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={}, tracked=True) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={},
+                     tracked=True) as writer:
         for t in range(FRAMES):
             xy = 500.0 * camera[t, :, :2] / camera[t, :, 2:] + [320.0, 240.0]
             person = Person(box=np.array([100, 20, 500, 470], np.float32), track_id=3, keypoints=xy.astype(np.float32),

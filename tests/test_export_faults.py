@@ -46,7 +46,8 @@ def test_an_output_that_is_the_input_is_refused_as_run_refuses_it(tracks, tmp_pa
     named_csv.write_bytes(before)
     err = _one_error(_cli("export", str(named_csv), "--to", "csv"))
     assert "is the input" in err and named_csv.read_bytes() == before
-    assert tracks.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["alias.jsonl", "run.jsonl", "same.jsonl", "take.csv"]
+    assert tracks.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["alias.jsonl", "run.jsonl",
+                                                                                            "same.jsonl", "take.csv"]
 
 
 def test_openpose_into_a_folder_with_a_longer_earlier_export_removes_only_its_own_files(tmp_path):

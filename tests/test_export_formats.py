@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from export_synthetic import FPS, IMAGE_SIZE, K, NAMES, NUM_FRAMES, expected_scores, expected_xy, expected_xyz, write_synthetic
+from export_synthetic import FPS, IMAGE_SIZE, NAMES, NUM_FRAMES, K, expected_scores, expected_xy, expected_xyz, write_synthetic
 from realtime.data import keypoint_table
 from realtime.errors import UserError
 from realtime.export.formats import export_tracks

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export_synthetic import FPS, IMAGE_SIZE, K, NAMES, NUM_FRAMES, expected_scores, expected_xy, expected_xyz, write_synthetic
+from export_synthetic import FPS, IMAGE_SIZE, NAMES, NUM_FRAMES, K, expected_scores, expected_xy, expected_xyz, write_synthetic
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
+from realtime.sinks.tracks import TrackWriter
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,7 +69,8 @@ def test_untracked_people_and_2d_only(tmp_path):
     image = np.zeros((2, 2, 3), np.uint8)
     xy = np.tile([[1.0, 2.0]], (3, 1)).astype(np.float32)
     person = Person(box=np.zeros(4, np.float32), keypoints=xy, keypoint_scores=None)
-    with TrackWriter(tmp_path / "u.jsonl", keypoint_names=["a", "b", "c"], image_wh=(2, 2), fps=10, source="s", model={}) as writer:
+    with TrackWriter(tmp_path / "u.jsonl", keypoint_names=["a", "b", "c"], image_wh=(2, 2), fps=10, source="s",
+                     model={}) as writer:
         writer.write(Frame(index=0, timestamp=0.0, image=image, people=(person, person.replace(keypoints=xy + 5))))
         writer.write(Frame(index=1, timestamp=0.1, image=image, people=(person,)))
     tracks = read_tracks(tmp_path / "u.jsonl")
@@ -94,7 +95,8 @@ def _stills_file(path):
                      stills=lambda i: files[i], tracked=False) as writer:
         writer.write(Frame(index=0, timestamp=0.0, image=np.zeros((10, 20, 3), np.uint8),
                            people=(person, person.replace(keypoints=base + 10))))
-        writer.write(Frame(index=1, timestamp=1 / 30, image=np.zeros((30, 40, 3), np.uint8), people=(person.replace(keypoints=base + 20),)))
+        writer.write(Frame(index=1, timestamp=1 / 30, image=np.zeros((30, 40, 3), np.uint8),
+                           people=(person.replace(keypoints=base + 20),)))
     return path, base
 
 

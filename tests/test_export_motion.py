@@ -10,10 +10,10 @@ import pytest
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.export import export_tracks, read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.export.mocap import motion_from_tracks
-from realtime.rig.solver import forward_kinematics
 from realtime.frames import Frame, Person
+from realtime.rig.solver import forward_kinematics
+from realtime.sinks.tracks import TrackWriter
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 45
@@ -22,7 +22,8 @@ _IMAGE = np.zeros((2, 2, 3), np.uint8)
 
 def _write_tracks(path, camera: np.ndarray, *, with_3d: bool = True, second_person: bool = False):
     """A tracks file of the synthetic person (id 1), 2D by a pinhole projection."""
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for t in range(len(camera)):
             xyz = camera[t]
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]

@@ -15,9 +15,8 @@ from torch import nn
 
 from doubles import MarkerPoseModel, whole_frame_boxes
 from media import gaussian_marker, read_video, write_video
-from realtime import tasks
+from realtime import tasks, transforms
 from realtime.cli import main
-from realtime import transforms
 from realtime.models import build_model
 from realtime.models.heads import _DenseHead
 from realtime.models.registry import ModelSpec

@@ -151,8 +151,8 @@ def test_an_unreadable_face_gives_none():
 def test_the_face_stage_fills_people_and_the_tracks_file_keeps_it(tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.frames import Frame, Person
-    from realtime.stages import FaceStage
     from realtime.sinks.tracks import TrackWriter
+    from realtime.stages import FaceStage
 
     stage = FaceStage(NAMES, calibrate_seconds=0.5)
     path = tmp_path / "t.jsonl"

@@ -26,7 +26,7 @@ def test_frame_rejects_wrong_image():
         Person(box=np.zeros(3))
 
 
-# sha256 of the official keypoints308.json / seg29.json (shared/reference, made by the
+# sha256 of the official keypoints308.json / seg29.json (the reference set, made by the
 # official metadata parser); the package data must be those files, byte for byte.
 OFFICIAL_TABLES = {
     "keypoints308.json": "bee9b5c4607533453473583cf8e7e81870b321db706c02815508d9757bf7524d",

@@ -55,7 +55,8 @@ def test_tracks_full_first_then_the_video_close_fails_too(tmp_path, fixtures_dir
     frames, clean = _decodable(out)
     assert clean, "the video must decode to its end"
     assert frames % FPS == 0 and 0 < frames < len(rows)  # cut back to its last whole fragment
-    assert f"cannot write the video {out} (its last fragment could not be written whole); it keeps its first {frames} frames" in proc.stderr
+    assert (f"cannot write the video {out} (its last fragment could not be written whole); "
+            f"it keeps its first {frames} frames") in proc.stderr
 
 
 _CLOSE_ON_A_FULL_DISK = """

@@ -286,7 +286,8 @@ def test_every_fuzzed_file_is_read_or_refused_in_one_sentence_by_every_exporter(
             try:
                 CHECKS[fmt](written, full=True) if fmt == "gltf" and case % 20 == 0 else CHECKS[fmt](written)
             except Exception as err:  # noqa: BLE001
-                pytest.fail(f"{where}: export --to {fmt} wrote {written}, which its reader cannot open: {type(err).__name__}: {err}")
+                pytest.fail(f"{where}: export --to {fmt} wrote {written}, which its reader cannot open: "
+                            f"{type(err).__name__}: {err}")
             outcomes[fmt]["written"] += 1
     for fmt, counts in outcomes.items():  # the fuzzing reached both outcomes everywhere
         assert counts["written"] > 0 and counts["refused"] > 0, (fmt, counts)

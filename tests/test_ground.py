@@ -166,8 +166,8 @@ def test_vmc_moves_on_every_frame_when_depth_runs_every_fifth():
 def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.frames import Frame, Person
-    from realtime.stages import GroundStage
     from realtime.sinks.tracks import TrackWriter
+    from realtime.stages import GroundStage
 
     truth = walk(240)
     stage = GroundStage(NAMES)

@@ -59,7 +59,8 @@ def test_channels_last_heads_equal_the_contiguous_path_and_the_fixtures(fixtures
     _check(got, io[OUTPUT[task]])
     inputs = _conv_inputs_channels_last(fast, io["input"])
     assert inputs and all(inputs), inputs  # no layout flip back to NCHW inside the head
-    conv = next(m for m in fast.decode_head.modules() if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)) and m.kernel_size != (1, 1))
+    conv = next(m for m in fast.decode_head.modules()
+                if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)) and m.kernel_size != (1, 1))
     assert conv.weight.is_contiguous(memory_format=torch.channels_last) and not conv.weight.is_contiguous()
 
 

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 
-from trackers.identity import TENTATIVE, IdentityTracker, box_iou, keypoint_similarity
 from synthetic.tracking import (
     body_template,
     count_errors,
@@ -14,6 +13,7 @@ from synthetic.tracking import (
     person_keypoints,
     run_tracker,
 )
+from trackers.identity import TENTATIVE, IdentityTracker, box_iou, keypoint_similarity
 
 
 @pytest.mark.parametrize("false_rate", [0.0, 0.3])

@@ -25,7 +25,8 @@ from typing import Iterable, Optional
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs")  # outputs: the one rule every writer follows
+# outputs: the one rule every writer follows
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs")
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:
@@ -195,7 +196,8 @@ def test_a_circle_through_a_package_init_is_found(tmp_path):
         "realtime/tasks.py": "from realtime.models.heads import Head\n",
         "realtime/models/__init__.py": "from realtime.models.loading import load_model\n",
         "realtime/models/heads.py": "class Head: ...\n",
-        "realtime/models/loading.py": "from realtime.models import heads\ndef load_model():\n    from realtime.tasks import row\n",
+        "realtime/models/loading.py": ("from realtime.models import heads\n"
+                                       "def load_model():\n    from realtime.tasks import row\n"),
         "viz/__init__.py": "",
         "trackers/__init__.py": "",
     })

@@ -111,7 +111,8 @@ def test_lock_feet_holds_the_foot_rigidly_and_leaves_the_rest():
     ankle = locked[:, index["left_ankle"]]
     np.testing.assert_allclose(ankle[10:20], np.tile(np.median(points[10:20, index["left_ankle"]], axis=0), (10, 1)), atol=1e-9)
     for foot in ("left_heel", "left_big_toe", "left_small_toe"):
-        np.testing.assert_allclose(locked[:, index[foot]] - ankle, points[:, index[foot]] - points[:, index["left_ankle"]], atol=1e-12)
+        np.testing.assert_allclose(locked[:, index[foot]] - ankle,
+                                   points[:, index[foot]] - points[:, index["left_ankle"]], atol=1e-12)
     thigh = np.linalg.norm(locked[10:20, index["left_knee"]] - locked[10:20, index["left_hip"]], axis=1)
     shin = np.linalg.norm(ankle[10:20] - locked[10:20, index["left_knee"]], axis=1)
     measured_thigh = np.linalg.norm([0.0, -0.45, 0.12])

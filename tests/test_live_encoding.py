@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles
-from realtime.sinks.osc import OscKeypointSink
-from tests.live_chain import osc, vmc, vmc_sender
+from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, pack_bundles
 from tests.face_synthetic import FaceParams, face_keypoints
+from tests.live_chain import osc, vmc, vmc_sender
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 12
@@ -35,7 +34,8 @@ def frames():
             xy[known2d] = face2d[known2d]
             depth = None if (track == 2 and t % 3 == 1) else points3d.astype(np.float32)
             people.append(Person(box=np.array([100 + 300 * k, 20, 300 + 300 * k, 600], np.float32), track_id=track,
-                                 keypoints=xy.astype(np.float32), keypoint_scores=rng.uniform(0.5, 1.0, len(NAMES)).astype(np.float32),
+                                 keypoints=xy.astype(np.float32),
+                                 keypoint_scores=rng.uniform(0.5, 1.0, len(NAMES)).astype(np.float32),
                                  keypoints3d=depth))
         out.append(Frame(index=t, timestamp=t / FPS, image=_IMAGE, people=tuple(people)))
     return out
@@ -161,7 +161,8 @@ def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtu
     for option, port, sink in (("--vmc", ports[0], sinks[0]), ("--vmc", ports[1], sinks[1]), ("--osc", ports[2], sinks[2])):
         sender = sink.senders[0] if option == "--vmc" else sink.sender
         assert sender.sent >= frames
-        line = f"{option} 127.0.0.1:{port}: {sender.sent} datagrams sent, {sender.dropped} dropped (largest {sender.largest} bytes)"
+        line = (f"{option} 127.0.0.1:{port}: {sender.sent} datagrams sent, {sender.dropped} dropped "
+                f"(largest {sender.largest} bytes)")
         assert summary.lines.count(line) == 1, summary.lines
 
 
@@ -171,7 +172,7 @@ def test_robust_nanmedian_equals_numpy():
     from realtime.rig.robust import nanmedian
 
     rng = np.random.default_rng(2)
-    for trial in range(40):
+    for _ in range(40):
         samples = rng.normal(size=(int(rng.integers(1, 80)), 7, 3))
         samples[rng.random(samples.shape) < 0.05] = np.nan  # scattered unknowns
         samples[:, rng.random(7) < 0.3] = np.nan  # bones never measured

@@ -15,8 +15,8 @@ from realtime.frames import Frame, Person
 from realtime.rig.bones import bone_table
 from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS
 from realtime.sinks.osc import DATAGRAM_LIMIT, pack_bundles, unity_bone_name
-from tests.live_chain import osc, vmc
 from tests.face_synthetic import FaceParams, face_keypoints
+from tests.live_chain import osc, vmc
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
 FRAMES = 8
@@ -108,7 +108,8 @@ def _vmc_check(messages: list, frame: Frame, bones: set[str]) -> None:
     assert sorted(got_bones) == sorted(bones)
     blends = {args[0]: args[1] for a, args in messages if a == "/VMC/Ext/Blend/Val"}
     assert set(blends) == BLEND_NAMES and all(0.0 <= v <= 1.0 for v in blends.values())
-    counts = {a: sum(m == a for m, _ in messages) for a in ("/VMC/Ext/Root/Pos", "/VMC/Ext/Blend/Apply", "/VMC/Ext/OK", "/VMC/Ext/T")}
+    counts = {a: sum(m == a for m, _ in messages) for a in ("/VMC/Ext/Root/Pos", "/VMC/Ext/Blend/Apply", "/VMC/Ext/OK",
+                                                            "/VMC/Ext/T")}
     assert counts == dict.fromkeys(counts, 1)
     (t,) = next(args for a, args in messages if a == "/VMC/Ext/T")
     assert t == pytest.approx(frame.timestamp, abs=1e-6)
@@ -140,7 +141,7 @@ def test_vmc_person_all_sends_person_k_to_port_plus_k(frames):
     try:
         for frame in frames:
             sink.write(frame)
-            for k, server in enumerate(servers):
+            for server in servers:
                 server.wait_for("/VMC/Ext/T", 1)
                 messages = server.take()
                 _vmc_check(messages, frame, bones)

@@ -1,5 +1,5 @@
-"""The Sapiens2 backbone against the official golden fixtures (SPEC §1), plus the
-size table against SPEC §1.1 and the real 0.4b key list."""
+"""The Sapiens2 backbone against the official golden fixtures (docs/numerics.md, "Backbone"), plus
+the size table against the one there and the real 0.4b key list."""
 
 import json
 

@@ -86,7 +86,7 @@ def block_path(request, monkeypatch):
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
     calls = {"baddbmm": 0, "addmm": 0}
     for name in calls:
-        def counted(*args, _op=getattr(torch, name), _name=name, **kwargs):
+        def counted(*args, _op=getattr(torch, name), _name=name, **kwargs):  # noqa: B008 (binds this name's op)
             calls[_name] += 1
             return _op(*args, **kwargs)
         monkeypatch.setattr(torch, name, counted)

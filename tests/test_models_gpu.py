@@ -7,8 +7,8 @@ import torch
 from safetensors.torch import load_file
 
 from realtime.codec import decode_heatmaps
-from realtime.transforms import box_to_center_scale, crop_persons
 from realtime.models import load_model
+from realtime.transforms import box_to_center_scale, crop_persons
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
               pytest.mark.usefixtures("no_tf32")]

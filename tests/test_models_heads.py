@@ -7,16 +7,18 @@ from safetensors.torch import load_file
 
 from realtime.codec import flip_indices_tensor, flip_test
 from realtime.models import build_model, load_model
-from realtime.models.registry import spec
 from realtime.models.checkpoint import load_strict
 from realtime.models.heads import AlbedoHead
+from realtime.models.registry import spec
 
 # task -> (output key, intermediates as (module path, fixture key))
 CASES = {
     "pose": ("heatmaps", [("decode_head.deconv_layers", "head_deconv_out"), ("decode_head.conv_layers", "head_conv_out")]),
     "seg": ("seg_logits", [("decode_head.deconv_layers", "head_deconv_out"), ("decode_head.conv_layers", "head_conv_out")]),
-    "normal": ("normal_raw", [("decode_head.input_conv", "head_input_conv_out"), ("decode_head.upsample_blocks.0", "head_upsample0_out")]),
-    "pointmap": ("pointmap", [("decode_head.input_conv", "head_input_conv_out"), ("decode_head.upsample_blocks.0", "head_upsample0_out"),
+    "normal": ("normal_raw",
+               [("decode_head.input_conv", "head_input_conv_out"), ("decode_head.upsample_blocks.0", "head_upsample0_out")]),
+    "pointmap": ("pointmap",
+                 [("decode_head.input_conv", "head_input_conv_out"), ("decode_head.upsample_blocks.0", "head_upsample0_out"),
                               ("decode_head.scale_conv_layers", "head_scale_conv_out")]),
 }
 

@@ -11,8 +11,8 @@ from safetensors.torch import load_file, save_file
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.models import build_model, download, load_backbone, load_model
-from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO
 from realtime.models.hf_naming import from_transformers_naming
+from realtime.models.hub import DETECTOR_FILENAME, DETECTOR_REPO
 from realtime.models.sapiens2 import rope_periods
 
 
@@ -238,3 +238,27 @@ def test_unreachable_hub_fails_before_any_download_attempt(tmp_path, monkeypatch
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_download)
     with pytest.raises(UserError, match="cannot be reached"):
         load_model("seg", arch="0.8b")
+
+
+def test_a_checkpoint_that_declares_its_input_size_runs_at_it(tmp_path, fixtures_dir):
+    """The fixture's metadata says it was trained at 64x48: without --input-size the run uses
+    that size (the tracks header's model card says so), not the released models' 1024x768."""
+    import json
+
+    from media import gaussian_marker, write_video
+    from realtime.cli import main
+    from realtime.models.loading import declared_input_hw
+
+    assert declared_input_hw(fixtures_dir / "pose_weights.safetensors") == (64, 48)
+    assert declared_input_hw(fixtures_dir / "pointmap_weights.safetensors") == (256, 128)
+    clip = write_video(tmp_path / "clip.mp4", [gaussian_marker(96, 128, 40, 48, 8)] * 2, fps=10)
+    tracks = tmp_path / "t.jsonl"
+    assert main(["run", str(clip), "--tasks", "pose", "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}",
+                 "--boxes-from", "frame", "--device", "cpu", "--no-video", "--no-progress", "--tracks", str(tracks)]) == 0
+    header = json.loads(tracks.read_text().splitlines()[0])
+    assert header["model"]["input_size"] == [64, 48]
+    tracks.unlink()
+    assert main(["run", str(clip), "--tasks", "pose", "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}",
+                 "--boxes-from", "frame", "--device", "cpu", "--no-video", "--no-progress", "--tracks", str(tracks),
+                 "--input-size", "128x96"]) == 0
+    assert json.loads(tracks.read_text().splitlines()[0])["model"]["input_size"] == [128, 96]

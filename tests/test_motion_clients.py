@@ -66,7 +66,8 @@ def has_blender() -> bool:
 
 
 def _write_tracks(path: Path, camera: np.ndarray) -> Path:
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4", model={"pose": "synthetic"}) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic.mp4",
+                     model={"pose": "synthetic"}) as writer:
         for t in range(len(camera)):
             xyz = camera[t]
             xy = 500.0 * xyz[:, :2] / xyz[:, 2:] + [320.0, 240.0]
@@ -110,9 +111,9 @@ def blender_heads(clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("blender")
     jobs = [{"file": str(path), "fps": FPS, "frames": list(SAMPLED)} for path in files.values()]
     (folder / "jobs.json").write_text(json.dumps(jobs))
-    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(TESTS / "blender_heads.py"),
-                           "--", str(folder / "jobs.json"), str(folder / "result.json")], capture_output=True, text=True, timeout=600,
-                          env=blender_env(shutil.which("blender")))
+    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python",
+                           str(TESTS / "blender_heads.py"), "--", str(folder / "jobs.json"), str(folder / "result.json")],
+                          capture_output=True, text=True, timeout=600, env=blender_env(shutil.which("blender")))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads((folder / "result.json").read_text())
 
@@ -219,9 +220,11 @@ def test_vrma_extension_maps_every_bone_to_its_node(clip):
     assert gltf.extensionsUsed == ["VRMC_vrm_animation"]
     extension = gltf.extensions["VRMC_vrm_animation"]
     bones = ["hips", "spine", "chest", "neck", "head"] + [f"{s}{b}" for s in ("left", "right") for b in (
-        "UpperLeg", "LowerLeg", "Foot", "Toes", "Shoulder", "UpperArm", "LowerArm", "Hand", "ThumbMetacarpal", "ThumbProximal", "ThumbDistal",
+        "UpperLeg", "LowerLeg", "Foot", "Toes", "Shoulder", "UpperArm", "LowerArm", "Hand",
+        "ThumbMetacarpal", "ThumbProximal", "ThumbDistal",
         *(f"{f}{p}" for f in ("Index", "Middle", "Ring", "Little") for p in ("Proximal", "Intermediate", "Distal")))]
-    required = ["hips", "spine", "head"] + [f"{s}{b}" for s in ("left", "right") for b in ("UpperLeg", "LowerLeg", "Foot", "UpperArm", "LowerArm", "Hand")]
+    required = ["hips", "spine", "head"] + [f"{s}{b}" for s in ("left", "right")
+                                            for b in ("UpperLeg", "LowerLeg", "Foot", "UpperArm", "LowerArm", "Hand")]
     bone = {"type": "object", "properties": {"node": {"type": "integer", "minimum": 0}}, "required": ["node"]}
     schema = {"type": "object", "required": ["specVersion", "humanoid"],
               "properties": {"specVersion": {"const": "1.0"},
@@ -273,7 +276,8 @@ def test_retargeting_keeps_every_shared_joint_and_sets_the_rest_pose():
     skeleton = synthetic_skeleton()
     root, rotations = synthetic_motion(skeleton, 20)
     count = len(root)
-    motion = Motion(skeleton, np.arange(count) / FPS, root, rotations, np.zeros((count, len(skeleton.bones)), bool), np.zeros(count, bool), np.zeros(3))
+    motion = Motion(skeleton, np.arange(count) / FPS, root, rotations, np.zeros((count, len(skeleton.bones)), bool),
+                    np.zeros(count, bool), np.zeros(3))
     heads, _ = forward_kinematics(skeleton, root, rotations)
     for rig, bones in (("mixamo", 52), ("unreal", 55)):  # 51 + Spine1; + spine_02, spine_04, spine_05, neck_02
         moved = retarget(motion, rig)
@@ -315,3 +319,39 @@ def test_rig_and_fbx_user_errors(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "apt-get install blender" in err and err.count("\n") == 1
     assert not (tmp_path / "t.fbx").exists() and not (tmp_path / "t.fbx.marks.json").exists()
+
+
+def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_them(tmp_path):
+    """A moving camera (the synthetic room, a pan): glTF with --root world (the default when the camera
+    moved) opens in Blender with a camera node on the recorded camera path (within 1 mm) and the root in
+    the world; the camera path CSV beside it; --root camera keeps the old camera-relative root."""
+    from realtime.export import export_tracks
+    from realtime.export.world import camera_csv_path
+    from tests.world_tracks import run_chain, write_tracks
+
+    need("blender", has_blender())
+    _, frames, stages = run_chain("pan", 150)
+    assert any(f.camera.world for f in frames)
+    tracks = write_tracks(frames, stages[-1].bone_names, tmp_path / "pan.jsonl")
+    glb = export_tracks(tracks, "gltf", tmp_path / "pan.glb", person=1)
+    local = export_tracks(tracks, "gltf", tmp_path / "pan_camera.glb", person=1, root="camera")
+    csv_rows = camera_csv_path(glb).read_text().splitlines()
+    assert csv_rows[0].startswith("frame,time,x,y,z,qx,qy,qz,qw") and len(csv_rows) == len(frames) + 1
+    recorded = read_tracks(tracks)
+    grid = list(range(0, len(frames), 10))
+    jobs = [{"file": str(path), "fps": FPS, "frames": grid} for path in (glb, local)]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1",
+                           "--python", str(TESTS / "blender_heads.py"),
+                           "--", str(tmp_path / "jobs.json"), str(tmp_path / "result.json")],
+                          capture_output=True, text=True, timeout=600, env=blender_env(shutil.which("blender")))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "result.json").read_text())
+    camera = np.array(report[str(glb)]["bones"]["camera"])
+    expected = blender_axes(recorded.camera.position[grid])
+    assert np.abs(camera - expected).max() < 1e-3  # the camera path within 1 mm
+    assert "camera" not in report[str(local)]["bones"]
+    # the root in the world: the hips' height above the world floor, and not where the camera-relative root starts
+    hips = np.array(report[str(glb)]["bones"]["hips"])
+    assert 0.7 < np.median(hips[:, 2]) < 1.1
+    assert np.abs(hips - np.array(report[str(local)]["bones"]["hips"])).max() > 0.1

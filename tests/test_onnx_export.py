@@ -65,7 +65,8 @@ def test_graph_rounds_rope_to_bf16_and_needs_it(pose, tmp_path):
     graph = onnx.load(str(path))
     casts = [n for n in graph.graph.node if n.op_type == "Cast" and n.attribute[0].i == onnx.TensorProto.BFLOAT16]
     assert len(casts) >= 18 * 2  # q and k rounded in every one of the 18 layers (and more: every bf16 step)
-    assert all(t.data_type != onnx.TensorProto.BFLOAT16 for t in graph.graph.initializer)  # no bf16 arithmetic left for the runtime
+    # no bf16 arithmetic left for the runtime
+    assert all(t.data_type != onnx.TensorProto.BFLOAT16 for t in graph.graph.initializer)
     for node in casts:  # the same graph with RoPE in fp32
         node.op_type = "Identity"
         del node.attribute[:]
@@ -92,7 +93,8 @@ def test_seg_equals_the_fixture_with_weights_in_a_data_file(fixtures_dir, tmp_pa
 
 def test_missing_extra_is_one_sentence(monkeypatch, fixtures_dir, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError
-    with pytest.raises(UserError, match=r"needs the onnx package; install the ONNX extra with: pip install 'sapiens-realtime\[onnx\]'\.$"):
+    with pytest.raises(UserError,
+                       match=r"needs the onnx package; install the ONNX extra with: pip install 'sapiens-realtime\[onnx\]'\.$"):
         export_onnx("pose", fixtures_dir / "pose_weights.safetensors", tmp_path / "pose.onnx")
     assert main(["export-model", "--to", "onnx", "--task", "pose", "--checkpoint", str(fixtures_dir / "pose_weights.safetensors"),
                  "-o", str(tmp_path / "p.onnx")]) == 2

@@ -10,10 +10,9 @@ from pythonosc.osc_bundle import OscBundle
 from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
-from realtime.rig.solver import LiveSolver
 from realtime.frames import Frame, Person
-from realtime.sinks.osc import DATAGRAM_LIMIT, parse_endpoint, unity_bone_name
-from realtime.sinks.osc import OscKeypointSink
+from realtime.rig.solver import LiveSolver
+from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, parse_endpoint, unity_bone_name
 from tests.live_chain import osc, vmc, vmc_sender
 from tests.mocap_synthetic import FPS, NAMES, synthetic_clip
 
@@ -103,7 +102,7 @@ def test_vmc_sends_every_bone_per_frame_with_the_spec_types(receiver, camera):
         sink.write(frame)
     sink.close()
     bundles = receiver.vmc_frames(len(frames))
-    for frame, bundle, t in zip(frames, bundles, range(len(frames))):
+    for frame, bundle in zip(frames, bundles):
         for address, tags, _ in bundle:
             assert VMC_TYPES[address] == tags, address
         addresses = [a for a, _, _ in bundle]
@@ -272,6 +271,7 @@ def test_absent_or_stalled_receivers_never_cost_a_frame(tmp_path, fixtures_dir):
     (["--tasks", "pose,depth", "--vmc", "127.0.0.1:39539", "--vmc-person", "two"], "--vmc-person all"),
     (["--tasks", "pose,depth", "--vmc", "::1:39539"], "in brackets"),
     (["--tasks", "pose,depth", "--vmc", "127.0.0.1:port"], "HOST:PORT"),
+    (["--tasks", "pose,depth", "--vmc", "127.0.0.1:65534", "--vmc-person", "all"], "past the last port 65535"),
 ])
 def test_run_options_for_streaming_are_checked_in_one_sentence(tmp_path, capsys, args, message):
     from realtime.cli import main

@@ -24,11 +24,15 @@ CASES = {
     "--out is the source": (lambda p: ["--out", str(p / "v.mp4")], "is the input"),
     "--out is the source, spelled another way": (lambda p: ["--out", str(p / "sub" / ".." / "v.mp4")], "is the input"),
     "--tracks is the source": (lambda p: ["--tracks", str(p / "v.mp4")], "is the input"),
-    "--out is a symlink to the source": (lambda p: os.symlink(p / "v.mp4", p / "link.mp4") or ["--out", str(p / "link.mp4")], "is the input"),
-    "--tracks is a hard link to the source": (lambda p: os.link(p / "v.mp4", p / "hard.jsonl") or ["--tracks", str(p / "hard.jsonl")], "is the input"),
-    "--out and --tracks are one file": (lambda p: ["--out", str(p / "o.mp4"), "--tracks", str(p / "o.mp4")], "name the same file"),
+    "--out is a symlink to the source": (
+        lambda p: os.symlink(p / "v.mp4", p / "link.mp4") or ["--out", str(p / "link.mp4")], "is the input"),
+    "--tracks is a hard link to the source": (
+        lambda p: os.link(p / "v.mp4", p / "hard.jsonl") or ["--tracks", str(p / "hard.jsonl")], "is the input"),
+    "--out and --tracks are one file": (
+        lambda p: ["--out", str(p / "o.mp4"), "--tracks", str(p / "o.mp4")], "name the same file"),
     "--out and --tracks are one file via a symlink": (
-        lambda p: os.symlink(p / "o.mp4", p / "o.jsonl") or ["--out", str(p / "o.mp4"), "--tracks", str(p / "o.jsonl")], "name the same file"),
+        lambda p: os.symlink(p / "o.mp4", p / "o.jsonl") or ["--out", str(p / "o.mp4"), "--tracks", str(p / "o.jsonl")],
+        "name the same file"),
 }
 
 
@@ -66,8 +70,10 @@ def test_a_second_run_writing_the_same_outputs_is_refused(tmp_path, capsys, fixt
     out, tracks = tmp_path / "out.mp4", tmp_path / "tracks.jsonl"
     common = ["--tasks", "pose", "--input-size", "64x48", "--device", "cpu", "--no-progress", "--boxes-from", "frame",
               "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}"]
-    first = subprocess.Popen([sys.executable, "-m", "realtime.cli", "run", str(src), "--out", str(out), "--tracks", str(tracks), *common],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-m", "realtime.cli", "run", str(src), "--out", str(out), "--tracks",
+                              str(tracks), *common],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and first.poll() is None:
         if tracks.exists() and len(tracks.read_text().splitlines()) > 3:

@@ -44,7 +44,8 @@ def _motion_tracks(path: Path, *, performance: bool, frames: int = 20) -> Path:
     `performance` they carry face and contacts too (so exports write a curves sidecar)."""
     camera = synthetic_clip(frames)[4]
     image = np.zeros((2, 2, 3), np.uint8)
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={}, tracked=True) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={},
+                     tracked=True) as writer:
         for t in range(frames):
             xy = 500.0 * camera[t, :, :2] / camera[t, :, 2:] + [320.0, 240.0]
             extra = {}
@@ -79,7 +80,8 @@ def test_an_export_sidecar_never_overwrites_the_recording(take, tmp_path, fmt, o
     source = tmp_path / recording
     shutil.copyfile(take, source)
     before = _snapshot(tmp_path)
-    err = _one_error(_cli("export", source, "--to", fmt, "-o", tmp_path / out), "sidecar", "is the input", "choose another output path")
+    err = _one_error(_cli("export", source, "--to", fmt, "-o", tmp_path / out), "sidecar", "is the input",
+                     "choose another output path")
     assert recording in err
     assert _snapshot(tmp_path) == before  # nothing written, the recording intact
 
@@ -155,7 +157,8 @@ def test_export_model_never_overwrites_its_checkpoint(pose_checkpoint, tmp_path)
     before = _snapshot(tmp_path)
     os.symlink(pose_checkpoint, tmp_path / "alias.onnx")
     for out in (pose_checkpoint, tmp_path / "alias.onnx", tmp_path / "d" / ".." / "pose.safetensors"):
-        _one_error(_cli("export-model", "--to", "onnx", "--task", "pose", "--checkpoint", pose_checkpoint, "--input-size", "64x48",
+        _one_error(_cli("export-model", "--to", "onnx", "--task", "pose", "--checkpoint", pose_checkpoint,
+                        "--input-size", "64x48",
                         "-o", out), "is the input")
     # the weights file beside the graph (<out>.data) may not be the checkpoint either
     os.link(pose_checkpoint, tmp_path / "m.onnx.data")
@@ -221,7 +224,8 @@ def test_run_refuses_tracks_onto_its_video_through_a_hard_link(tmp_path):
     video = write_video(tmp_path / "v.mp4", numbered_frames(3))
     os.link(video, tmp_path / "t.jsonl")
     before = video.read_bytes()
-    _one_error(_cli("run", video, "--device", "cpu", "--no-progress", "--tracks", tmp_path / "t.jsonl", "--no-video"), "is the input")
+    _one_error(_cli("run", video, "--device", "cpu", "--no-progress", "--tracks", tmp_path / "t.jsonl", "--no-video"),
+               "is the input")
     assert video.read_bytes() == before
 
 

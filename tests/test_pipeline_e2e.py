@@ -13,10 +13,11 @@ from media import gaussian_marker, read_video, write_video
 from realtime.cli import main
 from realtime.run import RunOptions, run
 
+
 def _read_jsonl(path: Path):
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert lines[0]["type"] == "header"
-    return lines[0], [l for l in lines[1:] if l["type"] == "frame"]
+    return lines[0], [record for record in lines[1:] if record["type"] == "frame"]
 
 
 def _fixture_args(fixtures_dir, tasks=("pose", "seg")):
@@ -87,7 +88,8 @@ def test_all_dense_tasks_with_3d_keypoints_in_the_tracks(tmp_path, fixtures_dir)
 
     frames = [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(6)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=10)
-    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "seg", "normal", "pointmap")}
+    models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors")
+              for task in ("pose", "seg", "normal", "pointmap")}
     tracks = tmp_path / "t.jsonl"
     options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tracks), device="cpu",
                          input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=2, progress=False)

@@ -80,7 +80,8 @@ class Trickle(Source):
         self.n, self.period = n, period
 
     def open(self):
-        self.info = SourceInfo(name="trickle", uri="trickle", live=True, width=64, height=48, fps=1 / self.period, frame_count=None)
+        self.info = SourceInfo(name="trickle", uri="trickle", live=True, width=64, height=48, fps=1 / self.period,
+                               frame_count=None)
         return self.info
 
     def frames(self):

@@ -1,4 +1,4 @@
-"""RTMDet person detector against the mmdet golden fixtures (shared/reference/rtmdet)."""
+"""RTMDet person detector against the mmdet golden fixtures (tests/reference/rtmdet)."""
 
 import json
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from realtime.detect import BoxFinder
 from realtime.errors import UserError
 from realtime.models import rtmdet_post as post
-from realtime.detect import BoxFinder
 from realtime.models.rtmdet import RTMDet, load_detector
 
 CHECKPOINTS = ("tiny_w025_checkpoint.pth", "tiny_w025_state_dict.safetensors")
@@ -37,7 +37,7 @@ def cases(rtmdet_fixtures_dir):
 
 
 def _close(actual, expected, rel):
-    """SPEC §13 network tolerance: max|diff| <= rel * max(1, max|ref|)."""
+    """docs/numerics.md, "Fixtures and tolerances", network tensors: max|diff| <= rel * max(1, max|ref|)."""
     expected = torch.as_tensor(expected)
     bound = rel * max(1.0, expected.abs().max().item())
     assert torch.as_tensor(actual).shape == expected.shape

@@ -59,7 +59,8 @@ def test_what_each_mode_does():
 
 def test_run_options_are_built_from_groups_or_flat_names():
     flat = RunOptions(source="a.mp4", tasks=("pose",), detect_every=3, no_video=True)
-    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3), no_video=True)
+    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3),
+                         no_video=True)
     assert flat == grouped and flat.people.detect_every == 3 and flat.outputs.no_video
     changed = replace(flat, device="cpu", view=True)  # as the batch worker does
     assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.view and flat.view is False
@@ -68,27 +69,30 @@ def test_run_options_are_built_from_groups_or_flat_names():
     with pytest.raises(TypeError, match="unknown option 'detect_evry'"):
         RunOptions(source="a.mp4", detect_evry=3)
     with pytest.raises(AttributeError, match="no option 'detect_evry'"):
-        flat.detect_evry
+        flat.detect_evry  # noqa: B018 (reading it is what raises)
 
 
 def test_one_format_table_for_the_cli_batch_and_export():
     from realtime.cli import build_parser
     from realtime.export.formats import default_output
-    from realtime.export.table import BATCH_FORMATS, FORMATS
+    from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices
     to = next(a for a in sub["export"]._actions if a.dest == "to")
     export = next(a for a in sub["batch"]._actions if a.dest == "export")
-    assert tuple(to.choices) == tuple(FORMATS) and tuple(export.choices) == BATCH_FORMATS == ("csv", "npz", "openpose", "coco")
-    assert default_output("a/run.jsonl", "gltf") == Path("a/run.glb") and default_output("run.jsonl", "openpose") == Path("run_openpose")
+    assert tuple(to.choices) == tuple(FORMATS) + tuple(ALIASES)  # glb: the name everyone types for binary glTF
+    assert tuple(export.choices) == BATCH_FORMATS == ("csv", "npz", "openpose", "coco")
+    assert default_output("a/run.jsonl", "gltf") == Path("a/run.glb")
+    assert default_output("run.jsonl", "openpose") == Path("run_openpose")
     assert all(FORMATS[name].title in parser.format_help() for name in FORMATS)  # `export`'s one-line help names them all
 
 
 def test_building_the_parser_imports_no_exporter_or_numpy():
     code = "import sys; from realtime.cli import build_parser; build_parser(); " \
            "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('realtime.export.to_')))"
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 

@@ -78,3 +78,18 @@ def test_session_stream_and_its_checks(tmp_path, clip, models):
     session.close()
     with pytest.raises(UserError, match="unknown option 'flip'"):
         Session(tasks="pose", models={"pose": models["pose"]}, box_finder=whole_frame_boxes, flip=True)
+
+
+def test_session_errors_name_python_arguments(tmp_path, monkeypatch):
+    from realtime import Session
+    from realtime.models import hub
+
+    with pytest.raises(UserError, match=r'checkpoints=\{"pose": \.\.\.\}') as error:
+        Session(tasks="pose", checkpoints={"pose": tmp_path / "missing.safetensors"})
+    assert "--checkpoint" not in str(error.value)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(UserError, match='boxes_from="seg" or "frame"') as error:
+        Session(tasks="pose", checkpoints={"pose": __file__})
+    assert "--" not in str(error.value).split("run `")[0]

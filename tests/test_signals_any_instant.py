@@ -33,7 +33,8 @@ def video(tmp_path_factory) -> Path:
 
 
 def _start(video: Path, out: Path, fixtures_dir: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "realtime.cli", "-v", "run", str(video), "--out", str(out / "o.mp4"), "--tracks", str(out / "t.jsonl"),
+    cmd = [sys.executable, "-m", "realtime.cli", "-v", "run", str(video), "--out", str(out / "o.mp4"), "--tracks",
+           str(out / "t.jsonl"),
            "--tasks", "pose", "--input-size", "64x48", "--device", "cpu", "--no-progress", "--boxes-from", "frame",
            "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}"]
     return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,

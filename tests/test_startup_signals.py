@@ -62,7 +62,8 @@ def test_a_signal_that_a_library_reports_as_its_own_error_still_stops_the_run(tm
     monkeypatch.setattr(safetensors.torch, "load_file", load_file_hit_by_a_signal)
     src = write_video(tmp_path / "v.mp4", [gaussian_marker(96, 128, 40, 50, 6)] * 3)
     rec = tmp_path / "rec"
-    got = cli.main(["run", str(src), "--output-dir", str(rec), "--tasks", "pose", "--device", "cpu", "--no-progress", "--boxes-from", "frame",
+    got = cli.main(["run", str(src), "--output-dir", str(rec), "--tasks", "pose", "--device", "cpu", "--no-progress",
+                    "--boxes-from", "frame",
                     "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}"])
     err = capsys.readouterr().err
     assert got == code and err.strip().splitlines()[-1] == word and "error:" not in err, err

@@ -23,7 +23,8 @@ def test_a_read_on_another_stream_needs_a_wait():
     with StandinGPU():
         side = torch.cuda.Stream()
         x = torch.ones(4, device="cuda") * 2  # written on the default stream
-        with torch.cuda.stream(side), pytest.raises(StreamRace, match=r"read on stream .* written on stream default .* at .*test_stream_races.py"):
+        race = r"read on stream .* written on stream default .* at .*test_stream_races.py"
+        with torch.cuda.stream(side), pytest.raises(StreamRace, match=race):
             x + 1
     with StandinGPU() as gpu:
         side = torch.cuda.Stream()
@@ -89,7 +90,8 @@ def test_new_sync_kinds_are_counted():
         torch.cuda.current_stream().query()
         whats = [s.what for s in gpu.rec.syncs()]
         assert len(whats) == 4, whats
-        assert ["host index" in whats[0], "repeat_interleave" in whats[1], "mixing" in whats[2], "empty_cache" in whats[3]] == [True] * 4
+        assert ["host index" in whats[0], "repeat_interleave" in whats[1], "mixing" in whats[2],
+                "empty_cache" in whats[3]] == [True] * 4
 
 
 def test_each_thread_has_its_own_current_stream():
@@ -158,7 +160,8 @@ RACES = {  # name: (method, edits, what the race report must say)
     "event on the wrong stream": ("_download", [("done.record(collect)", "done.record(self._streams[name])")], HOST_READ),
     "event before the copies": ("_download", [
         ("        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n", ""),
-        ("        pinned = {}\n", "        pinned = {}\n        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n")],
+        ("        pinned = {}\n",
+         "        pinned = {}\n        done = torch.cuda.Event(blocking=True)\n        done.record(collect)\n")],
         HOST_READ),
     "no collect wait": ("_download", [("collect.wait_stream(self._streams[name])", "pass")],
                         r"read on stream .*copy_.*infer.py.* written on stream .*tasks.py"),

@@ -5,11 +5,11 @@ import pytest
 from filterpy.common import Q_continuous_white_noise
 from filterpy.kalman import KalmanFilter as FilterpyKalman
 
+from realtime.data import keypoint_groups
+from realtime.errors import UserError
 from trackers.kalman import KalmanFilter, initial_covariance, process_noise, spectral_density, transition
 from trackers.one_euro import OneEuroFilter, one_euro_parameters
 from trackers.regions import per_keypoint
-from realtime.data import keypoint_groups
-from realtime.errors import UserError
 
 
 def _run(filt, t, z, scores=None, sizes=None):

@@ -74,7 +74,8 @@ def test_short_segments_are_handled(method, length):
     assert np.abs(seg - z[10 : 10 + length]).max() <= 10.0 / 2
 
 
-@pytest.mark.parametrize("method, options", [("rts", {}), ("rts", {"order": "acceleration"}), ("savgol", {}), ("butterworth", {})])
+@pytest.mark.parametrize("method, options",
+                         [("rts", {}), ("rts", {"order": "acceleration"}), ("savgol", {}), ("butterworth", {})])
 def test_variable_dt_and_dropped_frames(method, options):
     """Irregular timestamps (jitter + 20 % dropped) of a noisy smooth motion: the smoothing removes noise."""
     rng = np.random.default_rng(4)

@@ -9,9 +9,9 @@ import numpy as np
 from doubles import MarkerPoseModel
 from media import gaussian_marker, write_video
 from realtime.export.jsonl import read_tracks
-from realtime.sinks.tracks import TrackWriter
 from realtime.frames import Frame, Person
 from realtime.run import RunOptions, run
+from realtime.sinks.tracks import TrackWriter
 
 
 def test_predicted_flags_and_tentative_people_round_trip(tmp_path):

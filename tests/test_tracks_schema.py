@@ -70,7 +70,8 @@ def take(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("schema") / "take.jsonl"
     camera = synthetic_clip(12)[4]
     image = np.zeros((2, 2, 3), np.uint8)
-    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={}, tracked=True) as writer:
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=FPS, source="synthetic", model={},
+                     tracked=True) as writer:
         for t in range(12):
             xy = 500.0 * camera[t, :, :2] / camera[t, :, 2:] + [320.0, 240.0]
             person = Person(box=np.array([100, 20, 500, 470], np.float32), track_id=1, keypoints=xy.astype(np.float32),
@@ -140,7 +141,8 @@ def test_gltf_is_json_glb_is_binary_and_both_pass_the_khronos_validator(take, tm
         done = _cli("export", take, "--to", fmt, "-o", tmp_path / name)
         assert done.returncode == 0, done.stderr
     document = json.loads((tmp_path / "walk.gltf").read_text())  # JSON, not GLB bytes
-    assert document["asset"]["version"] == "2.0" and document["buffers"][0]["uri"].startswith("data:application/octet-stream;base64,")
+    assert document["asset"]["version"] == "2.0"
+    assert document["buffers"][0]["uri"].startswith("data:application/octet-stream;base64,")
     for name in ("walk.glb", "plain.glb"):
         assert (tmp_path / name).read_bytes()[:4] == b"glTF"
     if not ((NODE_MODULES / "gltf-validator").is_dir() and shutil.which("node")):

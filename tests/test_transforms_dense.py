@@ -11,11 +11,11 @@ from safetensors.torch import load_file
 from realtime.transforms import (
     albedo_postprocess,
     normal_postprocess,
+    normalize,
     pointmap_postprocess,
     resize_pad,
     seg_postprocess,
     seg_preprocess,
-    normalize,
 )
 
 
@@ -116,7 +116,8 @@ def test_albedo_postprocess_clamps():
 
 @pytest.mark.parametrize(
     "size_hw",
-    [(102, 77), (40, 77), (150, 200), (72, 64)],  # width shrinks & height grows (720p landscape -> 1024x768), both shrink, both grow
+    # width shrinks & height grows (720p landscape -> 1024x768), both shrink, both grow
+    [(102, 77), (40, 77), (150, 200), (72, 64)],
 )
 def test_seg_resize_matches_opencv_in_every_aspect_case(size_hw):
     """The seg stretch-resize against cv2.resize itself on a smooth random image:

@@ -37,7 +37,8 @@ names = {k: [label.text for _, label in viewer._legends[p].items] for k, p in pl
 boxes = [p.vb.sceneBoundingRect() for p in plots.values()]
 scene = viewer._graphics.mapToScene(viewer._graphics.viewport().rect()).boundingRect()
 legends_ok = all(
-    scene.contains(viewer._legends[p].sceneBoundingRect()) and not any(viewer._legends[p].sceneBoundingRect().intersects(b) for b in boxes)
+    scene.contains(viewer._legends[p].sceneBoundingRect())
+    and not any(viewer._legends[p].sceneBoundingRect().intersects(b) for b in boxes)
     for p in plots.values())
 stage_max = max(max(c.yData) for c in viewer._stage_plot.listDataItems())
 print(json.dumps({"names": names, "legends_ok": legends_ok, "stage_max": float(stage_max),

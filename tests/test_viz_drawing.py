@@ -7,10 +7,10 @@ import pytest
 
 from realtime.data import keypoint_table, seg_palette
 from realtime.frames import DenseMaps, Frame, Person
-from viz.compose import Layers, active_panes, compose, compose_size
-from viz.maps import BACKGROUND_RGB, colorize_seg, depth_to_rgb, normal_to_rgb, overlay_seg, turbo_rgb
-from viz.keypoints import SkeletonAnnotator, track_color
 from synthetic.people import synthetic_dense, synthetic_person
+from viz.compose import Layers, active_panes, compose, compose_size
+from viz.keypoints import SkeletonAnnotator, track_color
+from viz.maps import BACKGROUND_RGB, colorize_seg, depth_to_rgb, normal_to_rgb, overlay_seg, turbo_rgb
 
 K = 308
 GRAY = (40, 40, 40)

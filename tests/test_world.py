@@ -23,7 +23,9 @@ def test_the_world_frame_puts_the_floor_at_y0_and_the_origin_under_the_hips():
     moved = transform_points(frame.world_from_odometry, truth.camera[0])
     np.testing.assert_allclose(frame.world_from_odometry[:3, :3] @ up, [0, 1, 0], atol=1e-12)
     heights = moved[:, 1] - transform_points(frame.world_from_odometry, floor_point)[1]
-    np.testing.assert_allclose(heights[np.isfinite(heights)], (truth.world[0, :, 1] - truth.world[0, NAMES.index("left_heel"), 1])[np.isfinite(heights)], atol=1e-9)
+    np.testing.assert_allclose(heights[np.isfinite(heights)],
+                               (truth.world[0, :, 1] - truth.world[0, NAMES.index("left_heel"), 1])[np.isfinite(heights)],
+                               atol=1e-9)
     origin_hips = moved[HIPS].mean(axis=0)
     assert origin_hips[0] == pytest.approx(0, abs=1e-9) and origin_hips[2] == pytest.approx(0, abs=1e-9)
     # z points back at the camera along the floor: the camera centre has positive z
@@ -61,7 +63,8 @@ def test_bones_move_into_the_world_with_their_root():
     rig_from_camera = np.diag([1.0, -1.0, -1.0])
     camera_points = (rig_from_camera @ (rig_from_camera @ hips_camera + root.apply(offsets)).T).T
     position, quat = bones_to_world(world_from_camera, hips_camera, root.as_quat())
-    np.testing.assert_allclose(position + Rotation.from_quat(quat).apply(offsets), transform_points(world_from_camera, camera_points), atol=1e-12)
+    np.testing.assert_allclose(position + Rotation.from_quat(quat).apply(offsets),
+                               transform_points(world_from_camera, camera_points), atol=1e-12)
 
 
 def test_the_height_of_a_standing_person():

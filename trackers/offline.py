@@ -28,7 +28,16 @@ import numpy as np
 from scipy.signal import butter, filtfilt, savgol_filter
 
 from realtime.errors import UserError
-from trackers.kalman import initial_covariance, initial_state, measurement_variance, predict, process_noise, spectral_density, transition, update
+from trackers.kalman import (
+    initial_covariance,
+    initial_state,
+    measurement_variance,
+    predict,
+    process_noise,
+    spectral_density,
+    transition,
+    update,
+)
 
 OFFLINE_METHODS = ("rts", "savgol", "butterworth")
 # Defaults tuned on bench/smoothing.py (30 and 60 fps, pixel noise of 1.5-3.5 px at 400 px height).
@@ -211,7 +220,8 @@ def _butterworth(dt: float, cutoff_hz: float = BUTTERWORTH_CUTOFF_HZ, order: int
     """A function low-passing (n, D) samples spaced dt apart, forward and backward (zero phase)."""
     nyquist = 0.5 / dt
     if not 0 < cutoff_hz < nyquist:
-        raise UserError(f"the Butterworth cutoff {cutoff_hz} Hz must be between 0 and half the frame rate ({nyquist:.1f} Hz); lower it.")
+        raise UserError(f"the Butterworth cutoff {cutoff_hz} Hz must be between 0 and half the frame rate "
+                        f"({nyquist:.1f} Hz); lower it.")
     b, a = butter(order, cutoff_hz / nyquist)
     pad = 3 * max(len(a), len(b))  # filtfilt's default padding
 

@@ -17,8 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from realtime.batch.plan import (PARTIAL, append_manifest, check_writable, expected_outputs, find_videos, is_complete,
-                                 output_names, probe_frames, read_manifest)
+from realtime.batch.plan import (
+    PARTIAL,
+    append_manifest,
+    check_writable,
+    expected_outputs,
+    find_videos,
+    is_complete,
+    output_names,
+    probe_frames,
+    read_manifest,
+)
 from realtime.batch.worker import Unit, unit_record
 from realtime.errors import UserError, stop_exit_code
 from realtime.export.table import BATCH_FORMATS, FORMATS
@@ -64,7 +73,8 @@ def run_batch(options: BatchOptions) -> BatchResult:
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise UserError(f"Cannot create the output folder {output_dir} ({err.strerror}); choose a writable --output-dir.") from None
+        raise UserError(f"Cannot create the output folder {output_dir} ({err.strerror}); choose a writable "
+                        "--output-dir.") from None
     check_writable(output_dir)  # before any worker starts: one sentence, not a traceback per worker
 
     book = Book(output_dir, options)
@@ -176,7 +186,8 @@ class Book:
             self.pending.appendleft(replace(unit, attempt=unit.attempt + 1))
         else:
             tries = f"{unit.attempt} attempt{'s' if unit.attempt > 1 else ''}"
-            self._record(unit_record(unit, "failed", error=f"{reason}, on every one of {tries}; try this video alone with `sapiens-rt run`.",
+            self._record(unit_record(unit, "failed", error=f"{reason}, on every one of {tries}; try this video alone with "
+                                     "`sapiens-rt run`.",
                                      worker="-"))
 
     def _record(self, record: dict) -> None:

@@ -26,7 +26,8 @@ def import_ray():
         import ray
     except ImportError:
         raise UserError("--ray needs Ray, which is not installed; install it with `pip install sapiens-realtime[cluster]` "
-                        "(or `pip install -e .[cluster]` in a checkout), or leave out --ray to use this machine's GPUs.") from None
+                        "(or `pip install -e .[cluster]` in a checkout), or leave out --ray to use this machine's "
+                        "GPUs.") from None
     return ray
 
 

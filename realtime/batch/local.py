@@ -32,7 +32,8 @@ def local_devices(device: Optional[str], workers: Optional[int]) -> list[str]:
     elif device in (None, "cuda") and torch.cuda.is_available():
         gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     elif device == "cuda":
-        raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device cpu.")
+        raise UserError("--device cuda was asked for but PyTorch sees no CUDA GPU; install a CUDA build of torch or use --device "
+                        "cpu.")
     else:
         gpus = []
     if not gpus:
@@ -119,13 +120,15 @@ class LocalEngine:
             self._drain(book)  # anything it said before dying counts
             code = slot.process.exitcode
             if slot.unit is not None:
-                book.worker_died(slot.unit, f"the worker on {slot.device} died (exit code {code}) while processing {slot.unit.video}")
+                book.worker_died(slot.unit, f"the worker on {slot.device} died (exit code {code}) while processing "
+                                 f"{slot.unit.video}")
                 slot.unit = None
             elif not slot.ready:
                 slot.startup_deaths += 1
                 if slot.startup_deaths >= STARTUP_DEATHS:
                     raise UserError(f"The worker on {slot.device} died (exit code {code}) while loading the models, "
-                                    f"{STARTUP_DEATHS} times; run `sapiens-rt run` on one video with the same options to see why.")
+                                    f"{STARTUP_DEATHS} times; run `sapiens-rt run` on one video with the same options to see "
+                                    "why.")
             if book.has_pending():
                 log.warning("worker %s died (exit code %s); starting a new one", slot.name, code)
                 self._start(slot)

@@ -48,7 +48,8 @@ def find_videos(inputs: Iterable[str], output_dir: Optional[Path] = None) -> lis
                 if not is_output(video, output_dir):
                     found.setdefault(video.resolve(), None)
     if not found:
-        raise UserError(f"No videos found in {' '.join(inputs)}; pass video files ({', '.join(sorted(VIDEO_SUFFIXES))}), folders holding them, or image folders.")
+        raise UserError(f"No videos found in {' '.join(inputs)}; pass video files ({', '.join(sorted(VIDEO_SUFFIXES))}), folders "
+                        "holding them, or image folders.")
     return list(found)
 
 

@@ -1,7 +1,7 @@
 """Package data: the 308-keypoint table and the 29 body-part classes.
 
 Both files come unchanged from the official metadata (see
-`shared/reference/README.md`); these helpers only read them.
+`tests/reference/README.md`); these helpers only read them.
 """
 
 from __future__ import annotations

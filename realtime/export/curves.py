@@ -59,7 +59,8 @@ def performance_curves(tracks: Tracks, what: str) -> Optional[dict]:
         curves["head"] = _rows(person.head_rotation[picked], 4)
     if person.contacts is not None:
         known = person.present[picked, None] & person.contacts_known[picked]  # per foot: null stays unknown
-        curves["contacts"] = {side: [int(c) if k else None for c, k in zip(person.contacts[picked, i].tolist(), known[:, i].tolist())]
+        curves["contacts"] = {side: [int(c) if k else None
+                                     for c, k in zip(person.contacts[picked, i].tolist(), known[:, i].tolist())]
                               for i, side in enumerate(("left", "right"))}
     return curves
 

@@ -34,11 +34,13 @@ def midpoint(points: np.ndarray, a: int, b: int, scores: Optional[np.ndarray] = 
     return middle, np.minimum(scores[..., a], scores[..., b])  # NaN propagates
 
 
-def hip_center(points: np.ndarray, keypoint_names: list[str], scores: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def hip_center(points: np.ndarray, keypoint_names: list[str],
+               scores: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Root / hip centre: midpoint of left and right hip. Shapes as `midpoint`."""
     return midpoint(points, keypoint_names.index(LEFT_HIP), keypoint_names.index(RIGHT_HIP), scores)
 
 
-def shoulder_center(points: np.ndarray, keypoint_names: list[str], scores: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def shoulder_center(points: np.ndarray, keypoint_names: list[str],
+                    scores: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Shoulder centre (OpenPose "Neck"): midpoint of left and right shoulder. Shapes as `midpoint`."""
     return midpoint(points, keypoint_names.index(LEFT_SHOULDER), keypoint_names.index(RIGHT_SHOULDER), scores)

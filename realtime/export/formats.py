@@ -24,6 +24,7 @@ from realtime.export.to_npz import write_npz
 from realtime.export.to_openpose import write_openpose
 from realtime.export.to_trc import write_trc
 from realtime.export.tracks import Tracks
+from realtime.export.world import camera_csv_path, in_world, resolve_root, write_camera_csv
 from realtime.outputs import check_outputs, check_writable, remove_stale
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def export_tracks(
     fingers: bool = False,
     rig: Optional[str] = None,
     foot_lock: bool = True,
+    root: Optional[str] = None,
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
@@ -63,6 +65,9 @@ def export_tracks(
     rig:    BVH / glTF / FBX: "vrm" (default), "mixamo", "unreal" or "smpl" (realtime.rig.retarget).
     foot_lock: BVH / glTF / FBX / VRMA: hold each foot still while the tracks' `contacts` say it is
             on the floor (realtime.rig.leg_ik); False leaves the feet as measured.
+    root:   "world" or "camera" (realtime.export.world): the 3D and the root in the world frame the
+            run tracked, or camera-relative; default world when the camera moved. Tracks with a
+            camera also get its path beside the export (<out>.camera.csv; glTF / VRMA: a camera node).
     """
     to = ALIASES.get(to, to)
     if to not in FORMATS:
@@ -78,7 +83,8 @@ def export_tracks(
     if not foot_lock and to not in MOTION_FORMATS:
         raise UserError(f"--no-foot-lock only applies to BVH, glTF, FBX and VRMA (bone rotations); drop it for {to}.")
     if rig not in (None, "vrm") and to not in ("bvh", "gltf", "fbx"):
-        raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has {'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
+        raise UserError(f"--rig only applies to BVH, glTF and FBX ({to} has "
+                        f"{'VRM humanoid bones' if to == 'vrma' else 'no skeleton'}); drop --rig.")
     if subset is not None and to in MOTION_FORMATS:
         raise UserError(f"{to} holds a skeleton, not a keypoint subset; drop --subset (use --fingers for finger bones).")
     if to == "openpose" and subset is not None:
@@ -108,9 +114,16 @@ def export_tracks(
             _check_somebody(chosen, tracks_path, to)
         chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
-        return _export_motion(chosen, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock)
+        root = _root(chosen, root, to, out, sidecars)
+        return _export_motion(chosen, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock,
+                              root=root)
 
     tracks = read_tracks(tracks_path)
+    if to in ("csv", "trc"):
+        if _root(tracks, root, to, out, sidecars) == "world":
+            tracks = in_world(tracks, "world" if to == "csv" else "camera")
+    elif root is not None:
+        raise UserError(f"--root applies to BVH, glTF, FBX, VRMA, CSV and TRC; drop it for {to}.")
     if to in ONE_PERSON and person is None:
         _check_somebody(tracks, tracks_path, to)
     if not tracks.people and tracks.unidentified is None:
@@ -152,9 +165,22 @@ def sidecar_paths(out: Path, to: str) -> dict[str, Path]:
     from realtime.export.curves import curves_path
     from realtime.export.mocap import marks_path
 
+    camera = {"camera": camera_csv_path(out)} if to in ("csv", "trc") or to in MOTION_FORMATS else {}
     if to not in MOTION_FORMATS:
-        return {}
-    return {**({"marks": marks_path(out)} if to in ("bvh", "fbx") else {}), "curves": curves_path(out)}
+        return camera
+    return {**({"marks": marks_path(out)} if to in ("bvh", "fbx") else {}), "curves": curves_path(out), **camera}
+
+
+def _root(tracks: Tracks, root: Optional[str], to: str, out: Path, sidecars: dict[str, Path]) -> str:
+    """The root asked or the default (world when the camera moved), said in the log; the camera path
+    written beside `out` when the tracks have one."""
+    root = resolve_root(tracks, root)
+    if tracks.camera is not None:
+        staged(sidecars["camera"], lambda target: write_camera_csv(tracks, target))
+        log.info("root: %s (%s); the camera path: %s", root, "the camera moved" if tracks.camera.moved else "the camera stayed "
+                 "put",
+                 sidecars["camera"])
+    return root
 
 
 def _remove_stale_openpose(folder: Path, stem: str, tracks: Tracks) -> None:
@@ -196,8 +222,8 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
 
 
-def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool, rig: str,
-                   foot_lock: bool = True) -> Path:
+def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool,
+                   rig: str, foot_lock: bool = True, root: str = "camera") -> Path:
     """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
     every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
     from realtime.export.curves import performance_curves, write_curves
@@ -211,11 +237,18 @@ def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path]
         raise UserError(f"the {rig} rig has no finger bones; drop --fingers for --rig {rig}.")
     if to == "fbx":
         check_blender()  # before the work: one sentence with the install line
-    motion, fps = motion_from_tracks(chosen, MOTION_FORMATS[to], smooth=smooth, fingers=fingers, foot_lock=foot_lock)
+    from realtime.export.world import absolute_root, camera_on_grid
+
+    solved = in_world(chosen, "camera") if root == "world" else chosen
+    motion, fps = motion_from_tracks(solved, MOTION_FORMATS[to], smooth=smooth, fingers=fingers, foot_lock=foot_lock)
+    camera = None
+    if root == "world":  # the root where the hips are in the world, and the camera's path beside it
+        motion = absolute_root(motion)
+        camera = camera_on_grid(chosen, MOTION_FORMATS[to])
     curves = performance_curves(chosen, MOTION_FORMATS[to])  # face and contacts: beside the file (realtime.export.curves)
     motion = retarget(motion, rig)
     if to in ("gltf", "vrma"):
-        staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma"))
+        staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma", camera=camera))
     else:
         writer = write_bvh if to == "bvh" else write_fbx
         staged(out, lambda target: writer(motion, target, fps))

@@ -14,13 +14,19 @@ Schema version 2, one JSON object per line:
          "head": [x, y, z, w]  (head rotation quaternion relative to the neutral head, rig axes, with "face"),
          "contacts": [left, right]  (1 where the foot is on the floor, once the floor is known),
          "bones": {"root": [x, y, z], "root_held": 0|1, "rot": [[x, y, z, w] x B], "held": [0|1 x B],
-                   "offsets": [[x, y, z] x B]}  (the solved skeleton, rig axes, "bone_names" order)}]}
+                   "offsets": [[x, y, z] x B]}  (the solved skeleton, rig axes, "bone_names" order),
+         "height": [metres, confidence]  (stature, once measured)}],
+     "camera": {"position": [x, y, z], "rotation": [x, y, z, w], "intrinsics": [fx, fy, cx, cy] | null,
+                "status": "waiting"|"static"|"tracking"|"lost", "world": 0|1, "grounded": 0|1}
+                (world_from_camera, when the world stage ran: pose + depth)}
 
 Pixels of the original image (x right, y down); `kpts3d` in metres in the
 camera frame (x right, y down, z forward); `bones` in rig axes (metres, Y up, the character
 facing +Z, +X its left): local quaternions relative to the T-pose, each bone's rest offset from
 its parent, the root's position, and held marks for bones whose points were not seen (they
-kept their last rotation). Version 1 files (no lips, no bones) read as before; a value that
+kept their last rotation); on frames whose "camera" says "world": 1 the bones' root is in the
+world frame (y up, floor at 0). `camera` is the camera's pose in the world (metres, y up, origin
+on the floor) and its intrinsics in pixels. Version 1 files (no lips, no bones) read as before; a value that
 is not known is `null`.
 Every input frame gets a line, also frames with nobody. The file is append-only
 and flushed after every frame, so a crashed run loses at most the frame in flight.
@@ -39,11 +45,12 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.tracks import PersonTrack, Tracks, Unidentified
+from realtime.export.tracks import CameraTrack, PersonTrack, Tracks, Unidentified
+from realtime.frames import CAMERA_STATUS
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2: lips, bones and bone_names; version 1 files still read
+SCHEMA_VERSION = 2  # 2: lips, bones and bone_names, camera and height; version 1 files still read
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D
@@ -102,7 +109,8 @@ class TrackRecords:
                         self.truncated = True
                         return
         except FileNotFoundError:
-            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run wrote.") from None
+            raise UserError(f"tracks file {self.path} does not exist; pass the tracks .jsonl file a sapiens-rt run "
+                            "wrote.") from None
         except UnicodeDecodeError:
             raise UserError(f"{self.path} is not a text file; pass a tracks .jsonl file.") from None
         if bad_line is not None:
@@ -117,7 +125,8 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
         raise UserError(f"{path} does not start with a tracks header line; pass a tracks .jsonl written by sapiens-rt.")
     version = header.get("version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade sapiens-realtime.")
+        raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to {SCHEMA_VERSION}; upgrade "
+                        "sapiens-realtime.")
     for key in ("keypoint_names", "image_size", "fps"):
         if key not in header:
             raise UserError(f"{path} header has no '{key}'; pass an intact tracks .jsonl file.")
@@ -125,7 +134,8 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise UserError(f"{path} header's keypoint_names is not a list of names; pass a tracks .jsonl written by sapiens-rt.")
     if _image_size(size) is None:
-        raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by sapiens-rt.")
+        raise UserError(f"{path} header's image_size is not [width, height] in whole pixels; pass a tracks .jsonl written by "
+                        "sapiens-rt.")
     if not _is_number(fps) or not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:
         raise UserError(f"{path} header's fps is not a frame rate from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}; "
                         f"pass a tracks .jsonl written by sapiens-rt.")
@@ -173,6 +183,20 @@ class PersonRecord:
     contacts: Optional[np.ndarray] = None  # (2,)
     lips: Optional[float] = None  # [0, 1]
     bones: Optional[dict] = None  # "root" (3,), "root_held" bool, "rot" (B, 4), "held" (B,) bool, "offsets" (B, 3)
+    height: Optional[np.ndarray] = None  # (2,) stature metres, confidence
+
+
+@dataclass(frozen=True)
+class CameraRecord:
+    """A frame's "camera": position (3,), rotation (4,) x, y, z, w, intrinsics (4,) or None, status,
+    world (people in the world frame), grounded (the world frame fixed by the floor)."""
+
+    position: np.ndarray
+    rotation: np.ndarray
+    intrinsics: Optional[np.ndarray]
+    status: str
+    world: bool
+    grounded: bool
 
 
 @dataclass(frozen=True)
@@ -182,6 +206,7 @@ class FrameRecord:
     people: tuple[PersonRecord, ...]
     file: Optional[str] = None
     image_size: Optional[tuple[int, int]] = None
+    camera: Optional[CameraRecord] = None
 
 
 def schema_error(path: Path, line: int, err: Exception) -> UserError:
@@ -213,7 +238,29 @@ def check_frame(record: dict, num_keypoints: int, row: int = 0, num_bones: Optio
     if size is not None and _image_size(size) is None:
         raise ValueError(f"image_size is {_short(size)}, not [width, height] in whole pixels")
     checked = tuple(_check_person(person, num_keypoints, n, num_bones) for n, person in enumerate(people))
-    return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file, _image_size(size) if size is not None else None)
+    camera = None if record.get("camera") is None else _check_camera(record["camera"])
+    return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file,
+                       _image_size(size) if size is not None else None, camera)
+
+
+def _check_camera(value) -> CameraRecord:
+    if not isinstance(value, dict):
+        raise ValueError(f"camera is {_short(value)}, not an object of position, rotation, intrinsics, status, world, grounded")
+    status = value.get("status")
+    if status not in CAMERA_STATUS:
+        raise ValueError(f"camera's status is {_short(status)}, not one of {', '.join(CAMERA_STATUS)}")
+    flags = {}
+    for name in ("world", "grounded"):
+        flag = value.get(name, 0)
+        if flag not in (0, 1) or isinstance(flag, float):
+            raise ValueError(f"camera's {name} is {_short(flag)}, not 1 or 0")
+        flags[name] = bool(flag)
+    rotation = _numbers(value.get("rotation"), "camera's rotation", (4,))
+    if not np.isfinite(rotation).all() or np.linalg.norm(rotation) < 0.5:
+        raise ValueError(f"camera's rotation is {_short(value.get('rotation'))}, not a unit quaternion")
+    intrinsics = None if value.get("intrinsics") is None else _numbers(value["intrinsics"], "camera's intrinsics", (4,))
+    return CameraRecord(_numbers(value.get("position"), "camera's position", (3,)), rotation, intrinsics, status, flags["world"],
+                        flags["grounded"])
 
 
 def _check_person(person: dict, num_keypoints: int, n: int, num_bones: Optional[int] = None) -> PersonRecord:
@@ -251,8 +298,9 @@ def _check_person(person: dict, num_keypoints: int, n: int, num_bones: Optional[
     if lips is not None and (not _is_number(lips) or not 0 <= lips <= 1):
         raise ValueError(f"{field('lips')} is {_short(lips)}, not a weight from 0 to 1")
     bones = None if person.get("bones") is None else _check_bones(person["bones"], field("bones"), num_bones)
+    height = None if person.get("height") is None else _numbers(person["height"], field("height"), (2,))
     return PersonRecord(track_id, kpts, box, bool(smoothed), points3d, predicted, _face(person.get("face"), field("face")), head,
-                        contacts, None if lips is None else float(lips), bones)
+                        contacts, None if lips is None else float(lips), bones, height)
 
 
 def _check_bones(value, what: str, count: Optional[int]) -> dict:
@@ -308,10 +356,11 @@ def _short(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: list, tracked: bool = False) -> FrameRecord:
+def _read_frame(record: dict, row: int, num_keypoints: int, seen: dict, unseen: list, tracked: bool = False,
+                num_bones: Optional[int] = None) -> FrameRecord:
     """Check one frame record and add its people to `seen` (track id -> records), or to
     `unseen` when they have no id in a file that is not tracked (stills)."""
-    checked = check_frame(record, num_keypoints, row)
+    checked = check_frame(record, num_keypoints, row, num_bones)
     for person in checked.people:
         if person.id is None:
             if not tracked:  # in a tracked file: a tentative detection, nobody's track
@@ -348,20 +397,23 @@ def read_tracks(path: str | Path) -> Tracks:
     num_keypoints = len(header["keypoint_names"])
     frames, times, files = [], [], []
     tracked = bool(header.get("tracked", False))
+    num_bones = len(header["bone_names"]) if isinstance(header.get("bone_names"), list) else None
     sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
+    cameras: list[Optional[CameraRecord]] = []
     seen: dict[int, list[tuple[int, PersonRecord]]] = {}  # track id -> [(row, its record)]
     unseen: list[tuple[int, PersonRecord]] = []  # people without an id in a file that is not tracked
     for line, record in stream:
         if not isinstance(record, dict) or record.get("type") != "frame":
             continue
         try:
-            checked = _read_frame(record, len(frames), num_keypoints, seen, unseen, tracked)
+            checked = _read_frame(record, len(frames), num_keypoints, seen, unseen, tracked, num_bones)
         except ValueError as err:
             raise schema_error(path, line, err) from None
         frames.append(checked.frame)
         times.append(checked.t)
         files.append(checked.file)
         sizes.append(checked.image_size)
+        cameras.append(checked.camera)
 
     T = len(frames)
     people = {}
@@ -379,6 +431,7 @@ def read_tracks(path: str | Path) -> Tracks:
             from realtime.rig.face import ARKIT_NAMES
 
             face, head = np.full((T, len(ARKIT_NAMES)), np.nan), np.full((T, 4), np.nan)
+        height = np.full((T, 2), np.nan) if any(p.height is not None for _, p in entries) else None
         contacts = contacts_known = None
         if any(p.contacts is not None for _, p in entries):
             contacts, contacts_known = np.zeros((T, 2), dtype=bool), np.zeros((T, 2), dtype=bool)
@@ -396,8 +449,10 @@ def read_tracks(path: str | Path) -> Tracks:
                 points3d[row] = person.kpts3d
             if person.predicted is not None:
                 predicted[row] = person.predicted
+            if person.height is not None:
+                height[row] = person.height
         people[track_id] = PersonTrack(track_id, keypoints, scores, boxes, present, smoothed, points3d, predicted, face, head,
-                                       contacts, contacts_known)
+                                       contacts, contacts_known, height)
 
     return Tracks(
         header=header,
@@ -408,7 +463,27 @@ def read_tracks(path: str | Path) -> Tracks:
         unidentified=_unidentified(unseen, num_keypoints),
         files=tuple(str(f) for f in files) if header.get("stills") and all(isinstance(f, str) for f in files) else None,
         frame_sizes=_frame_sizes(sizes, header["image_size"]),
+        camera=_camera_track(cameras),
     )
+
+
+def _camera_track(cameras: list[Optional[CameraRecord]]) -> Optional[CameraTrack]:
+    """The frames' cameras as arrays (NaN / 'none' on frames without one), or None when no frame has one."""
+    if not any(c is not None for c in cameras):
+        return None
+    T = len(cameras)
+    position, rotation, intrinsics = np.full((T, 3), np.nan), np.full((T, 4), np.nan), np.full((T, 4), np.nan)
+    world, grounded = np.zeros(T, bool), np.zeros(T, bool)
+    status = []
+    for row, camera in enumerate(cameras):
+        status.append("none" if camera is None else camera.status)
+        if camera is None:
+            continue
+        position[row], rotation[row] = camera.position, camera.rotation
+        if camera.intrinsics is not None:
+            intrinsics[row] = camera.intrinsics
+        world[row], grounded[row] = camera.world, camera.grounded
+    return CameraTrack(position, rotation, intrinsics, tuple(status), world, grounded)
 
 
 def _unidentified(unseen: list[tuple[int, PersonRecord]], num_keypoints: int) -> Optional[Unidentified]:

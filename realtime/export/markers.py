@@ -28,7 +28,8 @@ def marker_data(tracks: Tracks, subset: Optional[str], *, use_3d: bool, what: st
     """
     person = tracks.single_person(what)
     if use_3d and person.keypoints3d is None:
-        raise UserError("these tracks have no 3D keypoints (record them with the depth task: `sapiens-rt run VIDEO --tasks pose,depth`); export 2D to TRC, CSV or NPZ instead.")
+        raise UserError("these tracks have no 3D keypoints (record them with the depth task: `sapiens-rt run VIDEO --tasks "
+                        "pose,depth`); export 2D to TRC, CSV or NPZ instead.")
     source = person.keypoints3d if use_3d else person.keypoints
     chosen = get_subset(subset, tracks.keypoint_names)
     names = list(chosen.names)

@@ -18,9 +18,9 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
+from realtime.export.tracks import PersonTrack, Tracks
 from realtime.rig.leg_ik import contact_spans, lock_feet
 from realtime.rig.solver import Motion, solve
-from realtime.export.tracks import PersonTrack, Tracks
 
 log = logging.getLogger(__name__)
 

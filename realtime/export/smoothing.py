@@ -17,10 +17,19 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCORE_DECIMALS, TrackRecords, person_keys, rounded_rows, read_header, read_tracks
+from realtime.export.jsonl import (
+    METRE_DECIMALS,
+    PX_DECIMALS,
+    SCORE_DECIMALS,
+    TrackRecords,
+    person_keys,
+    read_header,
+    read_tracks,
+    rounded_rows,
+)
 from realtime.export.staging import check_output, staged
-from realtime.outputs import check_outputs, check_writable
 from realtime.export.tracks import PersonTrack, Tracks
+from realtime.outputs import check_outputs, check_writable
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +52,10 @@ def smooth_tracks(tracks: Tracks, method: str = "rts", *, smoother: Optional[Smo
     people = {}
     for track_id, person in tracks.people.items():
         keypoints = smoother(tracks.times, person.keypoints, person.scores, method=method)
-        points3d = None if person.keypoints3d is None else smoother(tracks.times, person.keypoints3d, person.scores, method=method)
-        people[track_id] = person.replace(keypoints=np.asarray(keypoints, dtype=np.float64), keypoints3d=points3d, smoothed=person.present.copy())
+        points3d = (None if person.keypoints3d is None
+                    else smoother(tracks.times, person.keypoints3d, person.scores, method=method))
+        people[track_id] = person.replace(keypoints=np.asarray(keypoints, dtype=np.float64), keypoints3d=points3d,
+                                          smoothed=person.present.copy())
     return tracks.replace(people=people)
 
 

@@ -21,7 +21,8 @@ from realtime.outputs import check_writable
 def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None:
     """One sentence when `out` cannot be the output: a folder for a file, a file for a folder."""
     if not folder and out.is_dir():
-        raise UserError(f"{option} {out} is a folder; give a file name such as {out / ('output' + out.suffix if out.suffix else 'output')}.")
+        raise UserError(f"{option} {out} is a folder; give a file name such as "
+                        f"{out / ('output' + out.suffix if out.suffix else 'output')}.")
     if folder and out.exists() and not out.is_dir():
         raise UserError(f"{option} {out} is a file, but this format writes a folder of files; give a folder name.")
 

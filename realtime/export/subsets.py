@@ -49,7 +49,8 @@ def get_subset(name: str | None, keypoint_names: list[str]) -> Subset:
         return Subset(name, list(keypoint_names), np.arange(count), np.ones(count, dtype=bool))
     table = keypoint_table()
     if list(keypoint_names) != [k["name"] for k in table["keypoints"]]:
-        raise UserError(f"subset '{name}' needs tracks with the 308 Sapiens keypoints, these have {len(keypoint_names)} others; use --subset 308.")
+        raise UserError(f"subset '{name}' needs tracks with the 308 Sapiens keypoints, these have {len(keypoint_names)} others; "
+                        "use --subset 308.")
     if name == "coco17":
         source = np.asarray(table["coco17_to_308"], dtype=np.int64)
         return Subset(name, list(table["coco17_names"]), source, np.ones(len(source), dtype=bool))

@@ -12,12 +12,14 @@ from realtime.errors import UserError
 
 log = logging.getLogger(__name__)
 
-SCRIPT = Path(__file__).resolve().parent / "blender_import.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "blender_scripts" / "blender_import.py"  # runs inside Blender
 
 
-def blender_command(tracks_path: Path, out: Path, *, person: Optional[int], subset: Optional[str], blender: str = "blender") -> list[str]:
+def blender_command(tracks_path: Path, out: Path, *, person: Optional[int], subset: Optional[str],
+                    blender: str = "blender") -> list[str]:
     """The command line that builds the scene (also printed for users who run Blender elsewhere)."""
-    command = [blender, "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(SCRIPT), "--", str(tracks_path), "--out", str(out)]
+    command = [blender, "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(SCRIPT),
+               "--", str(tracks_path), "--out", str(out)]
     if person is not None:
         command += ["--person", str(person)]
     if subset is not None:
@@ -31,7 +33,8 @@ def write_blend(tracks_path: str | Path, out: str | Path, *, person: Optional[in
     blender = shutil.which("blender")
     command = blender_command(tracks_path, out, person=person, subset=subset, blender=blender or "blender")
     if blender is None:
-        raise UserError(f"Blender is not installed or not on PATH; install it (apt-get install blender) or run: {' '.join(command)}.")
+        raise UserError("Blender is not installed or not on PATH; install it (apt-get install blender) or run: "
+                        f"{' '.join(command)}.")
     from realtime.export.to_fbx import blender_env
 
     result = subprocess.run(command, capture_output=True, text=True, env=blender_env(blender))

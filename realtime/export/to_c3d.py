@@ -1,7 +1,7 @@
 """C3D export (via ezc3d): 3D keypoints in metres, one marker per keypoint plus the hip centre.
 
 Axes: C3D tools expect Z up, so camera-frame points (x right, y down, z forward)
-are written as X = x, Y = z, Z = -y (a rotation; see `lift3d.camera_to_z_up`).
+are written as X = x, Y = z, Z = -y (a rotation; see `axes.camera_to_z_up`).
 Residuals carry the keypoint score: invalid (unknown) points get residual -1;
 a known point gets residual r * |POINT:SCALE| with r = 1 + round(126 * (1 - clip(score, 0, 1))),
 so r = 1 for a fully confident point and 127 for score 0 (never 0, which C3D
@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from realtime.export.lift3d import camera_to_z_up
+from realtime.export.axes import camera_to_z_up
 from realtime.export.markers import marker_data
 from realtime.export.tracks import Tracks
 

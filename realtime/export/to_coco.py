@@ -34,7 +34,8 @@ COCO17_SKELETON = [
     [7, 9], [8, 10], [9, 11], [2, 3], [1, 2], [1, 3], [2, 4], [3, 5], [4, 6], [5, 7],
 ]
 # COCO-WholeBody parts: (annotation field, first index, count) in the 133-point order.
-WHOLEBODY_PARTS = [("keypoints", 0, 17), ("foot_kpts", 17, 6), ("face_kpts", 23, 68), ("lefthand_kpts", 91, 21), ("righthand_kpts", 112, 21)]
+WHOLEBODY_PARTS = [("keypoints", 0, 17), ("foot_kpts", 17, 6), ("face_kpts", 23, 68), ("lefthand_kpts", 91, 21),
+                   ("righthand_kpts", 112, 21)]
 
 
 def _triples(xy: np.ndarray) -> tuple[list[float], int]:

@@ -103,7 +103,8 @@ def _long(tracks: Tracks, chosen: Subset) -> tuple[list[str], list[str]]:
     order = np.argsort(rows_all, kind="stable")  # by frame; within a frame, as listed above
     rows_all = rows_all[order]
     xy_all = chosen.take(np.concatenate(xy)[order], axis=1)
-    columns = [(xy_all[..., 0], "x", 2), (xy_all[..., 1], "y", 2), (chosen.take(np.concatenate(scores)[order], axis=1), "score", 3)]
+    columns = [(xy_all[..., 0], "x", 2), (xy_all[..., 1], "y", 2),
+               (chosen.take(np.concatenate(scores)[order], axis=1), "score", 3)]
     if has_3d:
         xyz_all = chosen.take(np.concatenate(xyz)[order], axis=1)
         columns += [(xyz_all[..., 0], "X", 4), (xyz_all[..., 1], "Y", 4), (xyz_all[..., 2], "Z", 4)]

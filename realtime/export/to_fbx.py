@@ -32,7 +32,7 @@ from realtime.rig.solver import Motion
 
 log = logging.getLogger(__name__)
 
-SCRIPT = Path(__file__).resolve().parent / "blender_fbx.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "blender_scripts" / "blender_fbx.py"  # runs inside Blender
 INSTALL = "apt-get install blender (Debian/Ubuntu) or https://www.blender.org/download/"
 
 
@@ -40,7 +40,8 @@ def check_blender() -> str:
     """The `blender` executable, or one sentence saying how to install it."""
     blender = shutil.which("blender")
     if blender is None:
-        raise UserError(f"FBX export runs Blender as its converter and `blender` is not on PATH; install it ({INSTALL}) and export again.")
+        raise UserError(f"FBX export runs Blender as its converter and `blender` is not on PATH; install it ({INSTALL}) and "
+                        "export again.")
     return blender
 
 

@@ -1,4 +1,5 @@
-"""glTF export (.glb binary, or .gltf JSON with the buffer embedded) and VRM Animation (.vrma): the solved skeleton as a node hierarchy with one animation.
+"""glTF export (.glb binary, or .gltf JSON with the buffer embedded) and VRM Animation (.vrma): the solved skeleton as a node
+hierarchy with one animation.
 
 One node per bone (named as the bone: VRM humanoid names, or a rig's from
 `realtime.rig.retarget`), under a top node `sapiens_person`; the nodes hold the rest
@@ -21,6 +22,7 @@ from __future__ import annotations
 import base64
 import logging
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pygltflib as gl
@@ -58,7 +60,10 @@ class _Blob:
 VRMA_EXTENSION = "VRMC_vrm_animation"
 
 
-def write_gltf(motion: Motion, path: str | Path, fps: float, *, vrm_animation: bool = False) -> Path:
+def write_gltf(motion: Motion, path: str | Path, fps: float, *, vrm_animation: bool = False,
+               camera: Optional[dict] = None) -> Path:
+    """camera: the camera path (`realtime.export.world.camera_on_grid`), written as a node "camera"
+    with a perspective camera and its translation / rotation animation on the motion's times."""
     path = Path(path)
     skeleton = motion.skeleton
     parents = skeleton.parents
@@ -85,6 +90,14 @@ def write_gltf(motion: Motion, path: str | Path, fps: float, *, vrm_animation: b
     channel(1, gl.TRANSLATION, motion.root_position, gl.VEC3)
     for b in range(len(skeleton.bones)):
         channel(b + 1, gl.ROTATION, motion.rotations[:, b], gl.VEC4)
+    if camera is not None:
+        gltf.cameras.append(gl.Camera(type="perspective", name="camera", perspective=gl.Perspective(
+            yfov=camera["yfov"], aspectRatio=camera["aspect"], znear=0.01)))
+        gltf.nodes.append(gl.Node(name="camera", camera=0, translation=[float(v) for v in camera["translation"][0]],
+                                  rotation=[float(v) for v in camera["rotation"][0]]))
+        gltf.scenes[0].nodes.append(len(gltf.nodes) - 1)
+        channel(len(gltf.nodes) - 1, gl.TRANSLATION, camera["translation"], gl.VEC3)
+        channel(len(gltf.nodes) - 1, gl.ROTATION, camera["rotation"], gl.VEC4)
     animation.extras = {"sapiens": held_marks(motion, fps)}
     gltf.animations.append(animation)
     if vrm_animation:

@@ -81,10 +81,12 @@ def write_openpose(tracks: Tracks, out_dir: str | Path, *, stem: str) -> Path:
     needed = {n for n in BODY_25 + LEFT_HAND + RIGHT_HAND if not n.startswith("<")}
     missing = sorted(needed - set(names))
     if missing:
-        raise UserError(f"OpenPose export needs the Sapiens 308 keypoints, these tracks lack {', '.join(missing[:3])}; use CSV or NPZ instead.")
+        raise UserError(f"OpenPose export needs the Sapiens 308 keypoints, these tracks lack {', '.join(missing[:3])}; use CSV "
+                        "or NPZ instead.")
     index = {name: k for k, name in enumerate(names)}
     def derive(person: PersonTrack) -> dict:
-        return {NECK: shoulder_center(person.keypoints, names, person.scores), MID_HIP: hip_center(person.keypoints, names, person.scores)}
+        return {NECK: shoulder_center(person.keypoints, names, person.scores),
+                MID_HIP: hip_center(person.keypoints, names, person.scores)}
 
     def entry(person: PersonTrack, row: int, person_id: int, derived: dict) -> dict:
         return {

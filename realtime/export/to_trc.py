@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from realtime.export.lift3d import camera_to_y_up
+from realtime.export.axes import camera_to_y_up
 from realtime.export.markers import marker_data
 from realtime.export.numbers import format_rows
 from realtime.export.tracks import Tracks

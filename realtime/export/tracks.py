@@ -57,6 +57,15 @@ class PersonTrack:
     head_rotation: Optional[np.ndarray] = None
     contacts: Optional[np.ndarray] = None
     contacts_known: Optional[np.ndarray] = None
+    height: Optional[np.ndarray] = None
+
+    @property
+    def stature(self) -> Optional[tuple[float, float]]:
+        """(metres, confidence): the last height measured, or None."""
+        if self.height is None or not np.isfinite(self.height[:, 0]).any():
+            return None
+        last = self.height[np.flatnonzero(np.isfinite(self.height[:, 0]))[-1]]
+        return float(last[0]), float(last[1])
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)
@@ -91,6 +100,50 @@ class Unidentified:
 
 
 @dataclass(frozen=True)
+class CameraTrack:
+    """The camera of every frame (the world stage's `Frame.camera`), T = the file's frames.
+
+    position:   (T, 3) float64 the camera's centre in the world (metres, y up, origin on the floor),
+                NaN on frames without a camera.
+    rotation:   (T, 4) float64 quaternion x, y, z, w of world_from_camera (camera axes: x right,
+                y down, z forward), NaN without one.
+    intrinsics: (T, 4) float64 fx, fy, cx, cy pixels, NaN where not known yet.
+    status:     (T,) 'waiting', 'static', 'tracking', 'lost' or 'none' (no camera on that frame).
+    world:      (T,) bool: that frame's bones and contacts are in the world frame.
+    grounded:   (T,) bool: the world frame was fixed by the floor.
+    """
+
+    position: np.ndarray
+    rotation: np.ndarray
+    intrinsics: np.ndarray
+    status: tuple[str, ...]
+    world: np.ndarray
+    grounded: np.ndarray
+
+    @property
+    def known(self) -> np.ndarray:
+        """(T,) bool: frames with a camera."""
+        return np.isfinite(self.position).all(axis=1)
+
+    @property
+    def moved(self) -> bool:
+        """True when the people were put in the world on some frame (the camera was seen to move)."""
+        return bool(self.world.any())
+
+    def world_from_camera(self) -> np.ndarray:
+        """(T, 4, 4) float64, NaN on frames without a camera."""
+        from scipy.spatial.transform import Rotation
+
+        out = np.full((len(self.position), 4, 4), np.nan)
+        known = self.known
+        out[known] = np.eye(4)
+        if known.any():
+            out[known, :3, :3] = Rotation.from_quat(self.rotation[known]).as_matrix()
+            out[known, :3, 3] = self.position[known]
+        return out
+
+
+@dataclass(frozen=True)
 class Tracks:
     """All frames and identities of one tracks file.
 
@@ -103,6 +156,7 @@ class Tracks:
     files:     (T,) the image file of each row in a stills file, else None.
     frame_sizes: (T, 2) int64 (W, H) of each frame's own image where the file gives one
                (stills: photos of different sizes), else None (every frame is `image_size`).
+    camera:    the camera per frame (`CameraTrack`) when the run had a world stage, else None.
     """
 
     header: dict
@@ -113,6 +167,7 @@ class Tracks:
     unidentified: Optional[Unidentified] = None
     files: Optional[tuple[str, ...]] = None
     frame_sizes: Optional[np.ndarray] = None
+    camera: Optional[CameraTrack] = None
 
     @property
     def keypoint_names(self) -> list[str]:
@@ -141,7 +196,8 @@ class Tracks:
     def person(self, track_id: int) -> PersonTrack:
         if track_id not in self.people:
             self.require_identities("--person")
-            raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to --person.")
+            raise UserError(f"no person with id {track_id} in these tracks (ids: {self.id_list()}); pass one of those to "
+                            "--person.")
         return self.people[track_id]
 
     def select(self, track_id: Optional[int]) -> "Tracks":
@@ -155,7 +211,8 @@ class Tracks:
         self.require_identities(what)
         if len(self.people) != 1:
             raise UserError(
-                f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with --person ID."
+                f"{what} holds one person but these tracks have {len(self.people)} (ids: {self.id_list()}); choose one with "
+                "--person ID."
             )
         return next(iter(self.people.values()))
 
@@ -163,7 +220,8 @@ class Tracks:
         """People seen only without identities (stills) cannot be followed over time."""
         if not self.people and self.unidentified is not None:
             raise UserError(f"these tracks hold people without identities (unrelated photos, stills), so {what} has no person "
-                            f"to follow over time; export them with --to csv, npz, openpose or coco, or run on a video for tracks.")
+                            "to follow over time; export them with --to csv, npz, openpose or coco, or run on a video for "
+                            "tracks.")
 
     def id_list(self) -> str:
         return ", ".join(str(i) for i in self.people) or "none"

@@ -11,4 +11,5 @@ from realtime.models.loading import download, load_backbone, load_model
 from realtime.models.rtmdet import load_detector
 from realtime.models.task_model import Sapiens2TaskModel, build_model
 
-__all__ = ["ARCHS", "DEFAULT_SIZE", "SIZES", "Sapiens2TaskModel", "build_model", "download", "load_backbone", "load_detector", "load_model"]
+__all__ = ["ARCHS", "DEFAULT_SIZE", "SIZES", "Sapiens2TaskModel", "build_model", "download", "load_backbone", "load_detector",
+           "load_model"]

@@ -1,6 +1,6 @@
 """Every Sapiens2 backbone size as one table entry.
 
-Backbone numbers are SPEC §1.1. The `fixture_*` rows are the tiny archs of
+Backbone numbers are those of docs/numerics.md, "Backbone". The `fixture_*` rows are the tiny archs of
 `tests/reference/fixtures`, so tests build the exact official structure at toy
 scale. The head shapes of each task live with its `ModelSpec` (`registry.py`).
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Sizes with released task weights (SPEC §2.3). The 0.1b backbone is in `ARCHS`, but no 0.1b
+# Sizes with released task weights (docs/models.md). The 0.1b backbone is in `ARCHS`, but no 0.1b
 # task model is released, so it is no size choice (and no head shapes are made up for it).
 SIZES = ("0.4b", "0.8b", "1b", "5b")
 DEFAULT_SIZE = "0.4b"
 
-# Preprocessing that travels with the weights (SPEC §4.1): RGB order, 0-255 scale.
+# Preprocessing that travels with the weights (docs/numerics.md, "Input normalisation"): RGB order, 0-255 scale.
 PIXEL_MEAN = (123.675, 116.28, 103.53)
 PIXEL_STD = (58.395, 57.12, 57.375)
 INPUT_HW = (1024, 768)  # trained input size (H, W)
@@ -24,7 +24,7 @@ PATCH_SIZE = 16
 @dataclass(frozen=True)
 class BackboneArch:
     """Shape of a Sapiens2 backbone. GQA layers are all but the first and last 8,
-    with `num_heads // 2` kv heads (SPEC §1.1); the FFN hidden size is 4E."""
+    with `num_heads // 2` kv heads (docs/numerics.md, "Backbone"); the FFN hidden size is 4E."""
 
     name: str
     embed_dim: int

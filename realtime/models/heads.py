@@ -1,4 +1,4 @@
-"""Sapiens2 task heads (SPEC §3). `nn.Sequential` positions equal the official
+"""Sapiens2 task heads (docs/numerics.md, "Task heads"). `nn.Sequential` positions equal the official
 key indices (norms and activations hold no parameters, except RMSNorm2d in the
 albedo head), so `decode_head.*` keys load unchanged.
 
@@ -190,7 +190,8 @@ class PoseHeatmapHead(_Layout):
 
     output_channels_arg = "out_channels"  # the keyword that sets the output layer's width
 
-    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], out_channels: int = 308) -> None:
+    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int],
+                 out_channels: int = 308) -> None:
         super().__init__()
         self.deconv_layers = _deconv_stack(in_channels, deconv_out_channels)
         self.conv_layers = _conv_stack(deconv_out_channels[-1], conv_out_channels, 1)
@@ -210,7 +211,8 @@ class SegHead(_Layout):
 
     output_channels_arg = "num_classes"
 
-    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int], num_classes: int = 29) -> None:
+    def __init__(self, in_channels: int, *, deconv_out_channels: Sequence[int], conv_out_channels: Sequence[int],
+                 num_classes: int = 29) -> None:
         super().__init__()
         self.deconv_layers = _deconv_stack(in_channels, deconv_out_channels)
         self.conv_layers = _conv_stack(deconv_out_channels[-1], conv_out_channels, 1)
@@ -224,10 +226,11 @@ class SegHead(_Layout):
 
 
 class _DenseHead(_Layout):
-    """Shared trunk of the normal / pointmap / albedo heads (SPEC §3.3): a 3x3 input conv,
+    """Shared trunk of the normal / pointmap / albedo heads (docs/numerics.md, "Task heads"): a 3x3 input conv,
     4 upsample blocks [conv3 -> 4c, PixelShuffle(2), norm, SiLU] (16x in all), then 3x3 convs."""
 
-    def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int], norm=InstanceNorm2d) -> None:
+    def __init__(self, in_channels: int, upsample_channels: Sequence[int], conv_out_channels: Sequence[int],
+                 norm=InstanceNorm2d) -> None:
         super().__init__()
         self.input_conv = _conv_stack(in_channels, (in_channels,), 3, norm)
         blocks, c_in = [], in_channels

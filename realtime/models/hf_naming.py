@@ -16,7 +16,6 @@ import torch
 
 from realtime.models.registry import spec
 
-
 _LAYER = r"^(?:model\.)?layer\.(\d+)\."
 _CONV = r"(?:conv|convolution)"
 

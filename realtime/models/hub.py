@@ -49,7 +49,8 @@ def resolve_file(
     if explicit is not None:
         path = Path(explicit).expanduser()
         if not path.is_file():
-            raise UserError(f"Checkpoint {path} does not exist; check the path, or leave the option out to use {what} from the hub.")
+            raise UserError(f"Checkpoint {path} does not exist; check the path, or leave the option out to use {what} from the "
+                            "hub.")
         return path
 
     root = os.environ.get(CHECKPOINT_ROOT_ENV)

@@ -57,7 +57,8 @@ def check_size(size: str) -> None:
         raise UserError(f"Unknown size {size!r}; choose one of {', '.join(SIZES)}.")
 
 
-def checkpoint_path(task: str, size: str = DEFAULT_SIZE, checkpoint: Optional[str | os.PathLike] = None, *, download: bool = True) -> Path:
+def checkpoint_path(task: str, size: str = DEFAULT_SIZE, checkpoint: Optional[str | os.PathLike] = None, *,
+                    download: bool = True) -> Path:
     """The file for (task, size): explicit path, `$SAPIENS_CHECKPOINT_ROOT/<task>/...`, HF cache, hub."""
     if checkpoint is None:
         check_size(size)
@@ -111,7 +112,8 @@ def infer_backbone(sd: Mapping[str, torch.Tensor], prefix: str = "") -> Optional
     tokenizer = len(_indices(sd, rf"^{re.escape(prefix)}tokenizer\.blocks\.(\d+)\.ln1\.weight$"))
     found = BackboneArch("", embed, layers, embed // head_dim, tokenizer)
     for arch in ARCHS.values():
-        if (arch.embed_dim, arch.num_layers, arch.num_heads, arch.num_tokenizer_layers) == (embed, layers, found.num_heads, tokenizer):
+        if ((arch.embed_dim, arch.num_layers, arch.num_heads, arch.num_tokenizer_layers)
+                == (embed, layers, found.num_heads, tokenizer)):
             return arch
     return BackboneArch(f"custom_e{embed}_h{found.num_heads}_l{layers}", embed, layers, found.num_heads, tokenizer)
 
@@ -201,15 +203,17 @@ def load_model(
     if checkpoint is None:
         size = size_of(arch) if arch else DEFAULT_SIZE
         if size not in SIZES:
-            raise UserError(f"No released checkpoint exists for arch {arch!r}; pass a checkpoint path, or one of the sizes {', '.join(SIZES)}.")
+            raise UserError(f"No released checkpoint exists for arch {arch!r}; pass a checkpoint path, or one of the sizes "
+                            f"{', '.join(SIZES)}.")
         checkpoint = checkpoint_path(task, size)
     source = str(checkpoint)
     sd = filter_state_dict(read_state_dict(checkpoint), "backbone.")
     file_task = infer_task(sd)
     if file_task is not None and file_task != task:
-        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: decode_head.{registry.spec(task).output_layer}.weight is missing "
-                        f"and decode_head.{registry.spec(file_task).output_layer}.weight unexpected. {describe(sd)} "
-                        f"Pass a {task} checkpoint, or ask for task {file_task}.")
+        raise UserError(f"Checkpoint {source} is for {file_task}, not {task}: "
+                        f"decode_head.{registry.spec(task).output_layer}.weight is missing and "
+                        f"decode_head.{registry.spec(file_task).output_layer}.weight unexpected. {describe(sd)} Pass a {task} "
+                        f"checkpoint, or ask for task {file_task}.")
     found = infer_backbone(sd, "backbone.")
     if arch is not None and (found is None or found.name != lookup_arch(arch).name):
         spec = lookup_arch(arch)  # the file does not look like it: build what was asked, report the difference
@@ -222,8 +226,27 @@ def load_model(
     with torch.device("meta"):
         model = Sapiens2TaskModel(task, spec, kwargs)
     _load_into_meta(model, sd, source=source, what=f"the {spec.name} {task} model")
+    model.trained_hw = declared_input_hw(checkpoint)  # None: the file does not say (the registry's size applies)
     log.info("loaded %s %s from %s", spec.name, task, source)
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def declared_input_hw(checkpoint: str | os.PathLike) -> Optional[tuple[int, int]]:
+    """The (H, W) a checkpoint says its model was trained at (the official config's
+    `backbone.img_size`, kept in a safetensors file's `model_cfg` metadata), or None."""
+    if not str(checkpoint).endswith(".safetensors"):
+        return None
+    import json
+
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(checkpoint), "pt") as handle:
+            config = json.loads((handle.metadata() or {}).get("model_cfg", "{}"))
+        h, w = config["backbone"]["img_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (int(h), int(w)) if h > 0 and w > 0 else None
 
 
 def _load_into_meta(model: torch.nn.Module, sd: dict[str, torch.Tensor], *, source: str, what: str) -> None:
@@ -235,7 +258,8 @@ def _load_into_meta(model: torch.nn.Module, sd: dict[str, torch.Tensor], *, sour
 
 
 def load_backbone(
-    checkpoint: str | os.PathLike, *, arch: Optional[str] = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    checkpoint: str | os.PathLike, *, arch: Optional[str] = None, device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
 ) -> Sapiens2:
     """A bare Sapiens2 backbone from a pretrain file (keys without prefix; the 4K file too)."""
     source = str(checkpoint)

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 OPSET = 17  # LayerNormalization-era opset that TensorRT 8.6+ and ONNX Runtime 1.14+ read
 EXTRA_HINT = "install the ONNX extra with: pip install 'sapiens-realtime[onnx]'"
 EXTERNAL_DATA_BYTES = 1 << 30  # larger weights go to `<out>.data` beside the graph (protobuf stops at 2 GB: 1b, 5b)
-OUTPUT_NAMES = {"pose": ["heatmaps"], "seg": ["logits"], "normal": ["normal"], "pointmap": ["pointmap", "scale"], "albedo": ["albedo"]}
+OUTPUT_NAMES = {"pose": ["heatmaps"], "seg": ["logits"], "normal": ["normal"], "pointmap": ["pointmap", "scale"],
+                "albedo": ["albedo"]}
 
 
 def require_onnx():
@@ -91,7 +92,8 @@ def export_onnx(
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".export-") as tmp:
         traced = Path(tmp) / "traced.onnx"  # a file, so that models over 2 GB get their weights beside it
         with _symbolics(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the exporter's deprecation notice and shape-branch tracer warnings (input_hw is fixed)
+            # the exporter's deprecation notice and shape-branch tracer warnings (input_hw is fixed)
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 model, (sample,), str(traced), input_names=["image"], output_names=names, opset_version=OPSET, dynamo=False,
                 dynamic_axes={name: {0: "persons"} for name in ["image", *names]},
@@ -106,7 +108,8 @@ def export_onnx(
         onnx.checker.check_model(str(partial))
         partial.replace(out)
     except OSError as err:
-        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); choose a writable output path.") from None
+        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); choose a writable output "
+                        "path.") from None
     finally:
         partial.unlink(missing_ok=True)
     if not large:  # a weights file of an earlier, larger export to this name belongs to no graph now
@@ -184,7 +187,7 @@ def emulate_bf16(model):
     """The same graph with every bf16 value carried in fp32 and rounded to bf16 where torch
     rounds it: after each op that yields bf16, `Cast(to=BF16) -> Cast(to=FLOAT)`.
     bf16 constants become fp32 (exact); graph inputs and outputs are fp32 already."""
-    import onnx
+    import onnx  # noqa: F401 (only checks that onnx is installed before the work starts)
     from onnx import TensorProto, helper, numpy_helper
 
     bf16, fp32 = TensorProto.BFLOAT16, TensorProto.FLOAT

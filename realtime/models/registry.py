@@ -1,7 +1,7 @@
 """What a Sapiens2 task model is, by task name: the model half of the task table.
 
     spec("pose").head          -> PoseHeatmapHead
-    spec("pose").head_kwargs["sapiens2_1b"]  -> its channel lists (SPEC §2.3)
+    spec("pose").head_kwargs["sapiens2_1b"]  -> its channel lists (docs/numerics.md, "Task heads")
 
 A `ModelSpec` says everything `build_model` and `load_model` need to know about a
 task: its decode head class, the head's final layer (which tells a checkpoint's task
@@ -52,7 +52,7 @@ class ModelSpec:
 
 # ----------------------------------------------------------------------------- head shapes
 
-# The official configs list 0.4b/0.8b/1b/5b (SPEC §2.3). The `fixture_e32_h4_l18` entries are
+# The official configs list 0.4b/0.8b/1b/5b (docs/numerics.md, "Task heads"). The `fixture_e32_h4_l18` entries are
 # the tiny heads of `tests/reference/fixtures`, so tests build the official structure at toy scale.
 _FIXTURE = "fixture_e32_h4_l18"
 _POSE = dict(deconv_out_channels=(1024, 768), conv_out_channels=(512, 512, 256))
@@ -82,7 +82,8 @@ _BUILTIN = (
         _FIXTURE: dict(deconv_out_channels=(32, 16, 8, 4), conv_out_channels=(4, 4)),
     }),
     ModelSpec("pointmap", PointmapHead, "conv_pointmap", {
-        **_every_size(_POINTMAP, {"5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768), conv_out_channels=(128, 64, 32))}),
+        **_every_size(_POINTMAP, {"5b": dict(_POINTMAP, upsample_channels=(1536, 768, 768, 768),
+                                             conv_out_channels=(128, 64, 32))}),
         _FIXTURE: dict(_DENSE_FIXTURE, upsample_channels=(48, 32, 16, 8), scale_conv_out_channels=(48, 16, 8),
                        scale_final_layer=(16, 32, 16, 1)),
     }, cli_name="depth"),

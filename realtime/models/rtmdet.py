@@ -3,7 +3,7 @@ in plain PyTorch, loading the official mmdet checkpoint unchanged.
 
 Module attribute paths equal mmdet's state-dict keys (`backbone.stage2.1.blocks.0.conv1.conv.weight`),
 so the released `rtmdet_m_8xb32-100e_coco-obj365-person-235e8209.pth` loads strictly.
-Facts and pitfalls: `shared/reference/rtmdet/SPEC.md` (sections in comments below).
+Facts and pitfalls: docs/numerics.md, "Person detector (RTMDet)" (sections in comments below).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 DETECTOR_ROOT_RELATIVE = "detector/rtmdet_m.pth"  # the Sapiens2 docs' layout under $SAPIENS_CHECKPOINT_ROOT
 DETECTOR_FETCH_COMMAND = "sapiens-rt download --tasks detector"
 DEEPEN = 0.67  # RTMDet-m depth factor
-BN_EPS = 1e-5  # SyncBN defaults replace the module defaults (SPEC §2); eps is not in the checkpoint
+BN_EPS = 1e-5  # SyncBN defaults replace the module defaults (docs/numerics.md, "Network"); eps is not in the checkpoint
 
 
 class ConvModule(nn.Module):
@@ -135,7 +135,7 @@ class SPPBottleneck(nn.Module):
 
 
 class CSPNeXt(nn.Module):
-    """CSPNeXt-P5 backbone (SPEC §4). Returns (C3, C4, C5) at strides 8, 16, 32."""
+    """CSPNeXt-P5 backbone (docs/numerics.md, "Network"). Returns (C3, C4, C5) at strides 8, 16, 32."""
 
     # (input, output, blocks, add_identity, spp) per stage, before the width/depth factors
     ARCH = ((64, 128, 3, True, False), (128, 256, 6, True, False), (256, 512, 6, True, False), (512, 1024, 3, False, True))
@@ -161,7 +161,7 @@ class CSPNeXt(nn.Module):
 
 
 class CSPNeXtPAFPN(nn.Module):
-    """Top-down then bottom-up path aggregation (SPEC §5). Returns (N3, N4, N5), `out_channels` each."""
+    """Top-down then bottom-up path aggregation (docs/numerics.md, "Network"). Returns (N3, N4, N5), `out_channels` each."""
 
     def __init__(self, in_channels: tuple[int, int, int], out_channels: int, num_blocks: int) -> None:
         super().__init__()
@@ -190,14 +190,17 @@ class CSPNeXtPAFPN(nn.Module):
 
 class RTMDetSepBNHead(nn.Module):
     """Per-level cls/reg towers whose 3x3 conv weights are shared across levels
-    while each level keeps its own BatchNorm (SPEC §6)."""
+    while each level keeps its own BatchNorm (docs/numerics.md, "Network")."""
 
-    def __init__(self, channels: int, num_classes: int = 1, stacked_convs: int = 2, strides: tuple[int, ...] = post.STRIDES) -> None:
+    def __init__(self, channels: int, num_classes: int = 1, stacked_convs: int = 2,
+                 strides: tuple[int, ...] = post.STRIDES) -> None:
         super().__init__()
         self.strides = strides
         levels = range(len(strides))
-        self.cls_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)]) for _ in levels])
-        self.reg_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)]) for _ in levels])
+        self.cls_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)])
+                                        for _ in levels])
+        self.reg_convs = nn.ModuleList([nn.ModuleList([ConvModule(channels, channels, 3) for _ in range(stacked_convs)])
+                                        for _ in levels])
         for level in levels:
             for i in range(stacked_convs):
                 self.cls_convs[level][i].conv = self.cls_convs[0][i].conv
@@ -367,7 +370,7 @@ def _check_image(image: np.ndarray) -> None:
 
 def filter_state_dict(state_dict: dict[str, torch.Tensor], model: RTMDet) -> dict[str, torch.Tensor]:
     """Pure key clean-up before the strict load: drop EMA copies and preprocessor
-    buffers (SPEC §7), and take `num_batches_tracked` from the model when the
+    buffers (docs/numerics.md, "Checkpoint"), and take `num_batches_tracked` from the model when the
     file lacks it (unused at inference)."""
     out = {k: v for k, v in state_dict.items() if not k.startswith(("ema_", "data_preprocessor."))}
     for key, value in model.state_dict().items():

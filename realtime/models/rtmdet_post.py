@@ -1,7 +1,7 @@
 """RTMDet person detector: letterbox pre-processing and box post-processing.
 
-Pure functions, tensors in and out, following `shared/reference/rtmdet/SPEC.md`
-sections 8-10 (mmdet's test pipeline, `predict_by_feat` with `nms=None`, and
+Pure functions, tensors in and out, following docs/numerics.md, "Letterbox",
+"Candidate boxes" and "Person selection" (mmdet's test pipeline, `predict_by_feat` with `nms=None`, and
 the Sapiens2 demo's person selection).
 """
 
@@ -91,7 +91,7 @@ def candidates_from_outputs(
     input_size: int = INPUT_SIZE,
     strides: tuple[int, ...] = STRIDES,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """All candidate boxes of one image (SPEC §9 steps 1-9), in float32.
+    """All candidate boxes of one image (docs/numerics.md, "Candidate boxes", before the cut to 100), in float32.
 
     cls_logits: per level (1, 1, H, W) raw logits; dists: per level (1, 4, H, W)
     (left, top, right, bottom) pixels of the network input.

@@ -1,7 +1,7 @@
-"""The Sapiens2 ViT backbone (SPEC §1), with attribute paths equal to the
+"""The Sapiens2 ViT backbone (docs/numerics.md, "Backbone"), with attribute paths equal to the
 official state-dict keys so released files load with strict=True.
 
-Numerics that matter (SPEC §1.5): RoPE tables and the rotation itself are
+Numerics that matter (docs/numerics.md, "RoPE tables"): RoPE tables and the rotation itself are
 computed in bfloat16 even in an fp32 model (once per patch grid, kept as buffers),
 GQA kv heads serve query heads in `repeat_interleave` order (SDPA's `enable_gqa`),
 all RMSNorms use eps 1e-6.
@@ -39,7 +39,7 @@ def rope_periods(head_dim: int, base: float = ROPE_BASE, device=None) -> torch.T
 
 
 def rope_tables(periods: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sin, cos), each (h*w, head_dim) bf16, for a patch grid h x w (SPEC §1.3).
+    """(sin, cos), each (h*w, head_dim) bf16, for a patch grid h x w (docs/numerics.md, "RoPE tables").
 
     Columns are [y-angles | x-angles] tiled twice; coordinates are patch centres
     normalised per axis to (-1, 1), so any resolution spans the same range."""
@@ -148,7 +148,7 @@ def rope_(qk: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tenso
 
 
 class GroupedQueryAttention(nn.Module):
-    """Multi-head attention with optional GQA, QK-norm, RoPE and LayerScale (SPEC §1.4).
+    """Multi-head attention with optional GQA, QK-norm, RoPE and LayerScale (docs/numerics.md, "Backbone").
 
     `qk_norm` / `layer_scale` are off in the 4K tokenizer blocks; without RoPE
     tables (`sin=None`) no rotation is applied.
@@ -371,7 +371,8 @@ def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pla
     size = -(-rows.shape[0] // slices)  # balanced: 777 rows are 389 + 388, not 512 + 265
     for start in range(0, rows.shape[0], size):
         part = rows[start : start + size]
-        yield slice(start, start + size), torch.baddbmm(bias.view(n, 1, cols).expand(n, part.shape[0], cols), part.expand(n, -1, -1), blocks_t)
+        yield slice(start, start + size), torch.baddbmm(bias.view(n, 1, cols).expand(n, part.shape[0], cols),
+                                                        part.expand(n, -1, -1), blocks_t)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -388,7 +389,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
 
 
 class SwiGLUFFN(nn.Module):
-    """w3(silu(a) * b) with [a | b] = w12(x); hidden = 4E (SPEC §1.4).
+    """w3(silu(a) * b) with [a | b] = w12(x); hidden = 4E (docs/numerics.md, "Backbone").
 
     Without autograd silu runs in place in the a-half of w12's output: one temporary, not
     two, the same roundings. (The product stays a new contiguous tensor: w3's GEMM on the
@@ -437,7 +438,7 @@ class TransformerBlock(nn.Module):
 
 
 class WindowTokenizer(nn.Module):
-    """4K variant (SPEC §1.6): each 4x4 window of patch tokens -> one token, through
+    """4K variant (docs/numerics.md, "Backbone"): each 4x4 window of patch tokens -> one token, through
     `[w_cls, 16 tokens] + local_pos_embed` and a few plain MHSA blocks."""
 
     window = 4

@@ -99,13 +99,16 @@ def bone_table(fingers: bool = False) -> tuple[Bone, ...]:
         bones += [
             Bone(f"{s}Shoulder", "chest", "neck_base", ("neck_base", f"{s}_shoulder"), up, _t(sx * X), _t(Y)),
             # elbow bent forward in a T-pose: (out) x (forward) = -sx * Y
-            Bone(f"{s}UpperArm", f"{s}Shoulder", f"{s}_shoulder", (f"{s}_shoulder", f"{s}_elbow"), arm_bend, _t(sx * X), _t(-sx * Y)),
+            Bone(f"{s}UpperArm", f"{s}Shoulder", f"{s}_shoulder", (f"{s}_shoulder", f"{s}_elbow"), arm_bend, _t(sx * X),
+                 _t(-sx * Y)),
             Bone(f"{s}LowerArm", f"{s}UpperArm", f"{s}_elbow", (f"{s}_elbow", wrist), arm_bend, _t(sx * X), _t(-sx * Y)),
             Bone(f"{s}Hand", f"{s}LowerArm", wrist, (wrist, f"{s}_middle_finger_third_joint"), knuckles, _t(sx * X), _t(Z),
                  tail=None if fingers else f"{s}_middle_finger_third_joint"),
         ]
         if fingers:
-            palm = Secondary("cross", (wrist, f"{s}_middle_finger_third_joint", f"{s}_pinky_finger_third_joint", f"{s}_forefinger_third_joint"))
+            palm = Secondary("cross",
+                             (wrist, f"{s}_middle_finger_third_joint", f"{s}_pinky_finger_third_joint",
+                              f"{s}_forefinger_third_joint"))
             for vrm, sapiens, parts in FINGERS:
                 points = [f"{s}_{sapiens}_third_joint", f"{s}_{sapiens}2", f"{s}_{sapiens}3", f"{s}_{sapiens}4"]
                 thumb = vrm == "Thumb"

@@ -308,7 +308,8 @@ class CameraTracker:
         pyramid = gray
         if self._hold is not None:  # from where the hold began: flow noise does not add up
             start_pyramid, start = self._hold
-            moved, found, _ = cv2.calcOpticalFlowPyrLK(start_pyramid, pyramid, start.reshape(-1, 1, 2), self._pixels.reshape(-1, 1, 2).copy(),
+            moved, found, _ = cv2.calcOpticalFlowPyrLK(start_pyramid, pyramid, start.reshape(-1, 1, 2),
+                                                       self._pixels.reshape(-1, 1, 2).copy(),
                                                        flags=cv2.OPTFLOW_USE_INITIAL_FLOW, **self._lk)
         else:
             moved, found, _ = cv2.calcOpticalFlowPyrLK(self._pyramid, pyramid, self._pixels.reshape(-1, 1, 2), None, **self._lk)

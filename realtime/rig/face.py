@@ -30,7 +30,8 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.expressions import ARKIT_NAMES, VRM_PRESETS, clip_weight as _clip  # noqa: F401 (re-exported)
+from realtime.expressions import ARKIT_NAMES, VRM_PRESETS  # noqa: F401 (re-exported)
+from realtime.expressions import clip_weight as _clip
 from realtime.expressions import vrm_presets as _vrm_presets
 from realtime.rig.robust import nanmedian
 
@@ -229,7 +230,8 @@ class FaceSolver:
 
     recalibrate = reset
 
-    def update(self, timestamp: float, keypoints: Optional[np.ndarray], scores: Optional[np.ndarray] = None) -> Optional[FaceState]:
+    def update(self, timestamp: float, keypoints: Optional[np.ndarray],
+               scores: Optional[np.ndarray] = None) -> Optional[FaceState]:
         """keypoints (K, 2) px (NaN unknown), scores (K,) or None. None when the face cannot be read."""
         if keypoints is None:
             return None

@@ -91,7 +91,8 @@ class Lifter:
         d = np.linalg.norm(pixels[self.torso[:, 1]] - pixels[self.torso[:, 0]], axis=1)
         return float(d.sum()) if np.isfinite(d).all() else np.nan
 
-    def update(self, pixels: np.ndarray, points3d: Optional[np.ndarray] = None, scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    def update(self, pixels: np.ndarray, points3d: Optional[np.ndarray] = None,
+               scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """pixels (K, 2), points3d (K, 3) camera metres on a depth frame (else None), scores (K,).
         Returns (K, 3) camera metres (NaN where unknown; on a depth frame the measured points, divided
         by the frame's scale with `stabilise_scale`), or None before the first depth frame."""

@@ -136,7 +136,8 @@ def retarget(motion: Motion, rig: str) -> Motion:
     joints: dict[str, _Joint] = {}
     for b, bone in enumerate(skeleton.bones):
         renamed = dataclasses.replace(bone, name=rename[bone.name], parent=rename[bone.parent] if bone.parent else None)
-        joints[renamed.name] = _Joint(renamed, skeleton.offsets[b].copy(), skeleton.ends[b].copy(), local[:, b], motion.held[:, b])
+        joints[renamed.name] = _Joint(renamed, skeleton.offsets[b].copy(), skeleton.ends[b].copy(), local[:, b],
+                                      motion.held[:, b])
     order = list(joints)
     identity = np.broadcast_to(np.eye(3), (count, 3, 3))
     not_held = np.zeros(count, bool)
@@ -146,7 +147,8 @@ def retarget(motion: Motion, rig: str) -> Motion:
             if joint.bone.parent == insert.parent:
                 joint.moved(parent=insert.name)
                 joint.offset = joint.offset - offset
-        bone = dataclasses.replace(joints[insert.parent].bone, name=insert.name, parent=insert.parent, primary=None, secondary=None, tail=None)
+        bone = dataclasses.replace(joints[insert.parent].bone, name=insert.name, parent=insert.parent, primary=None,
+                                   secondary=None, tail=None)
         joints[insert.name] = _Joint(bone, offset, np.zeros(3), identity, not_held)
         order.insert(order.index(insert.parent) + 1, insert.name)
     for hand, leaf in spec.hand_leaves.items():

@@ -9,9 +9,10 @@ long bones weighted more: their relative error is smaller). The frame's points a
 divided by the part of that scale that is jitter, not measurement noise (`ScaleFilter.gain`:
 var(jitter) / var(measured scale), from the spread of the frames' estimates and each estimate's
 own variance; none for the first MIN_HISTORY frames): a scaling about the camera centre, so every
-point stays on its pixel's ray; a pointmap without jitter is left nearly as it is. Causal, no added latency: a real change of distance leaves the bone lengths alone and
-passes through on the frame it happens; the running medians learn the person over the first
-depth frames (the first one is taken as it is).
+point stays on its pixel's ray; a pointmap without jitter is left nearly as it is. Causal, no added
+latency: a real change of distance leaves the bone lengths alone and passes through on the frame it
+happens; the running medians learn the person over the first depth frames (the first one is taken as
+it is).
 
 Bone lengths are measured on points rebuilt along their pixels' rays at the pointmap's depth
 when the rays are given (the image fixes a bone's extent across the view to about a pixel;

@@ -34,7 +34,16 @@ from typing import Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from realtime.rig.bones import TOES_END, Bone, bone_parents, bone_table, mirror_name, points_used, solver_point_index, solver_points
+from realtime.rig.bones import (
+    TOES_END,
+    Bone,
+    bone_parents,
+    bone_table,
+    mirror_name,
+    points_used,
+    solver_point_index,
+    solver_points,
+)
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
@@ -446,8 +455,10 @@ class LiveSolver:
             return self._default
         return self._skeleton
 
-    def update(self, points3d: np.ndarray) -> LivePose:
-        """points3d: (K, 3) camera frame metres, NaN where unknown."""
+    def update(self, points3d: np.ndarray, *, absolute_root: bool = False) -> LivePose:
+        """points3d: (K, 3) camera frame metres, NaN where unknown. absolute_root: the root is the
+        hips where they are (rig axes of `points3d`: a world frame given in camera axes, x, -y, -z of
+        the world), not placed from the first hips above the rest hip height."""
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
         points = solver_points(rig, self._point_index)
         primary, secondary, quality = measure(points, self._plan)
@@ -464,9 +475,12 @@ class LiveSolver:
         hips = heads[0]
         root_held = not np.isfinite(hips).all()
         if not root_held:
-            if self._origin is None:
-                self._origin = hips.copy()
-            self._root = hips - self._origin + self._floor
+            if absolute_root:
+                self._root = hips.copy()
+            else:
+                if self._origin is None:
+                    self._origin = hips.copy()
+                self._root = hips - self._origin + self._floor
         quat = Rotation.from_matrix(locals_).as_quat()
         if self._last_quat is not None:
             quat[np.sum(quat * self._last_quat, axis=-1) < 0] *= -1.0

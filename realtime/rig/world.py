@@ -122,7 +122,8 @@ class WorldAnchor:
         return world_frame(up, floor_point, origin, grounded=False)
 
 
-def bones_to_world(world_from_camera: np.ndarray, hips_camera: np.ndarray, root_rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bones_to_world(world_from_camera: np.ndarray, hips_camera: np.ndarray,
+                   root_rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A solved root in the world: hips (3,) camera metres and the root bone's global rotation as
     an (x, y, z, w) quaternion in rig axes (`realtime.rig.solver`: rig = diag(1, -1, -1) camera)
     -> (position (3,) world metres, quaternion (4,) world axes). The other bones' local rotations

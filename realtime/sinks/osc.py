@@ -179,7 +179,8 @@ def float_elements(heads: Sequence[bytes], values: np.ndarray, rows: Optional[np
     return [heads[k] + data[k * width:(k + 1) * width] for k in picked]
 
 
-def pack_bundles(messages: Messages, *, head: Messages = (), tail: Messages = (), limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
+def pack_bundles(messages: Messages, *, head: Messages = (), tail: Messages = (),
+                 limit: Optional[int] = DATAGRAM_LIMIT) -> list[bytes]:
     """Messages in order into as few bundles of at most `limit` bytes as it takes (limit None: one bundle).
 
     `head` messages open every bundle (e.g. the frame index); `tail` messages close the
@@ -524,7 +525,8 @@ class OscKeypointSink:
         """Encoded /sapiens/person/<track>/<keypoint> (f) x `columns` message heads, one per keypoint."""
         key = (track, columns)
         if key not in self._keypoint_heads:
-            self._keypoint_heads[key] = [element_head(f"/sapiens/person/{track}/{name}", "f" * columns) for name in self.keypoint_names]
+            self._keypoint_heads[key] = [element_head(f"/sapiens/person/{track}/{name}", "f" * columns)
+                                         for name in self.keypoint_names]
         return self._keypoint_heads[key]
 
     def send(self, datagrams: list[bytes]) -> None:

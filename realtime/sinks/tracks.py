@@ -19,7 +19,7 @@ import numpy as np
 from realtime import __version__
 from realtime.errors import OutputWriteError, UserError
 from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCHEMA_VERSION, SCORE_DECIMALS
-from realtime.frames import BONE_DECIMALS, Bones, Frame, Person
+from realtime.frames import BONE_DECIMALS, CAMERA_DECIMALS, HEIGHT_DECIMALS, Bones, Camera, Frame, Person
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,10 @@ _XYZ = (METRE_DECIMALS,) * 3
 _QUAT = (SCORE_DECIMALS + 1,) * 4
 _BONE_XYZ = (BONE_DECIMALS["offsets"],) * 3
 _BONE_QUAT = (BONE_DECIMALS["rotations"],) * 4
+_CAMERA_XYZ = (CAMERA_DECIMALS["position"],) * 3
+_CAMERA_QUAT = (CAMERA_DECIMALS["rotation"],) * 4
+_CAMERA_K = (CAMERA_DECIMALS["intrinsics"],) * 4
+_HEIGHT = (HEIGHT_DECIMALS,) * 2
 
 
 @lru_cache(maxsize=16)
@@ -83,7 +87,18 @@ def _person_json(person: Person, num_keypoints: int) -> str:
         text += f',"contacts":[{",".join("1" if c else "0" for c in np.asarray(person.contacts).tolist())}]'
     if person.bones is not None:
         text += f',"bones":{_bones_json(person.bones)}'
+    if person.height is not None:
+        text += f',"height":{_rows_json(np.asarray(person.height, np.float64), _HEIGHT, 1)[1:-1]}'
     return text + "}"
+
+
+def _camera_json(camera: Camera) -> str:
+    """{"position":[x,y,z],"rotation":[x,y,z,w],"intrinsics":[fx,fy,cx,cy]|null,"status":"...","world":0|1,"grounded":0|1}
+    at `CAMERA_DECIMALS`, which `Camera` already holds (so they read back the same)."""
+    intrinsics = "null" if camera.intrinsics is None else _rows_json(camera.intrinsics, _CAMERA_K, 1)[1:-1]
+    return (f'{{"position":{_rows_json(camera.position, _CAMERA_XYZ, 1)[1:-1]},'
+            f'"rotation":{_rows_json(camera.rotation, _CAMERA_QUAT, 1)[1:-1]},"intrinsics":{intrinsics},'
+            f'"status":"{camera.status}","world":{int(camera.world)},"grounded":{int(camera.grounded)}}}')
 
 
 def _flags(values) -> str:
@@ -198,7 +213,8 @@ class TrackWriter:
         still = ""
         if self.stills is not None:
             still = f',"file":{json.dumps(self.stills(frame.index))},"image_size":[{frame.image.shape[1]},{frame.image.shape[0]}]'
-        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still},"people":[{people}]}}')
+        camera = "" if frame.camera is None else f',"camera":{_camera_json(frame.camera)}'
+        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still}{camera},"people":[{people}]}}')
         self.frames_written += 1
 
     def close(self) -> None:

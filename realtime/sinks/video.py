@@ -294,7 +294,8 @@ def _check_writable(path: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise UserError(f"Cannot create the folder {folder} for {path.name} ({err.strerror}); choose a writable output path.") from None
+        raise UserError(f"Cannot create the folder {folder} for {path.name} ({err.strerror}); choose a writable output "
+                        "path.") from None
     if path.is_dir():
         raise UserError(f"Output {path} is a folder; give a file name such as {path / 'out.mp4'}.")
     if not os.access(folder, os.W_OK):

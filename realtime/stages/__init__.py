@@ -1,11 +1,12 @@
 """The stages of a run, one module each, every one a plain object with `process(frame) -> frame`
 and `close()`; the pipeline (`realtime.pipeline`) owns the threads.
 
-    detect -> infer -> collect -> smooth -> face -> ground -> motion -> live -> render -> write
+    detect -> infer -> collect -> smooth -> face -> ground -> world -> motion -> live -> render -> write
 
 `detect` person boxes; `infer`/`collect` launch a frame on the device and wait for it;
 `smooth` identities and the live 2D filter; `face` expressions and head rotation; `ground` 3D
-keypoints at pose rate and foot contacts; `motion` the live 3D filter, foot locking and the
+keypoints at pose rate and foot contacts; `world` the camera's pose in a world frame (`Frame.camera`),
+heights, and world contacts once the camera moves (`--camera`); `motion` the live 3D filter, foot locking and the
 skeleton solve (`Person.bones`); `live` the avatar's senders (VMC, OSC), before anything is
 drawn or written; `render` the picture; `write` the sinks (tracks, video, viewer, progress).
 `realtime.rig` is the math they call.
@@ -19,8 +20,10 @@ from realtime.stages.live import LiveStage, live_senders
 from realtime.stages.motion import Filter3D, MotionStage, rest_bones
 from realtime.stages.render import RenderStage
 from realtime.stages.smooth import SmoothStage
+from realtime.stages.world import WorldStage
 from realtime.stages.write import WriteStage
 
 __all__ = ["CollectStage", "DenseSchedule", "DetectStage", "FaceStage", "Feedback", "Filter3D", "GroundStage", "InFlight",
-           "InferStage", "LiveStage", "MotionStage", "RenderStage", "SegSchedule", "SmoothStage", "WriteStage", "inference_stages",
+           "InferStage", "LiveStage", "MotionStage", "RenderStage", "SegSchedule", "SmoothStage", "WorldStage", "WriteStage",
+           "inference_stages",
            "live_senders", "rest_bones"]

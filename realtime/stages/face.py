@@ -35,7 +35,8 @@ class FaceStage:
             if person.track_id is None or points is None:
                 people.append(person)
                 continue
-            solver = self._solvers.get(person.track_id, (None, 0.0))[0] or FaceSolver(self.keypoint_names, calibrate_seconds=self.calibrate_seconds)
+            solver = (self._solvers.get(person.track_id, (None, 0.0))[0]
+                      or FaceSolver(self.keypoint_names, calibrate_seconds=self.calibrate_seconds))
             self._solvers[person.track_id] = (solver, frame.timestamp)
             state = solver.update(frame.timestamp, points, person.keypoint_scores)
             self.solves += 1

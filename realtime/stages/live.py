@@ -20,8 +20,16 @@ import numpy as np
 from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.frames import Frame
-from realtime.sinks.osc import (DATAGRAM_LIMIT, DEFAULT_VMC_PORT, MAX_PERFORMERS, VMC_BUNDLES, OscKeypointSink, VmcSink,
-                                parse_endpoint, parse_vmc_person)
+from realtime.sinks.osc import (
+    DATAGRAM_LIMIT,
+    DEFAULT_VMC_PORT,
+    MAX_PERFORMERS,
+    VMC_BUNDLES,
+    OscKeypointSink,
+    VmcSink,
+    parse_endpoint,
+    parse_vmc_person,
+)
 
 LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
 
@@ -35,12 +43,14 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
 
     vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
     if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
-        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; add --vmc 127.0.0.1:39539.")
+        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; "
+                        "add --vmc 127.0.0.1:39539.")
     if vmc_bundle not in VMC_BUNDLES:
         raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
                         f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
     if (vmc or osc) and not task_table.gives_keypoints(tasks):
-        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; add it, e.g. --tasks pose,depth.")
+        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; "
+                        "add it, e.g. --tasks pose,depth.")
     if vmc and not vmc_face_only and not task_table.gives_3d(tasks):
         raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
                         "(or --vmc-face-only for head and face alone).")
@@ -53,8 +63,9 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
     for target in vmc:
         host, port = parse_endpoint(target, "--vmc", DEFAULT_VMC_PORT)
         if person == "all" and port + MAX_PERFORMERS - 1 > 65535:
-            raise UserError(f"--vmc {target} with --vmc-person all sends person k to port {port}+k, up to {port + MAX_PERFORMERS - 1}, "
-                            f"past the last port 65535; give a port of at most {65536 - MAX_PERFORMERS}.")
+            raise UserError(f"--vmc {target} with --vmc-person all sends person k to port {port}+k, "
+                            f"up to {port + MAX_PERFORMERS - 1}, past the last port 65535; "
+                            f"give a port of at most {65536 - MAX_PERFORMERS}.")
         senders.append(VmcSink(host, port, rest=rest, person=person, fingers=vmc_fingers, bundle=vmc_bundle,
                                face_only=vmc_face_only))
     if osc:

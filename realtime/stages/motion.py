@@ -3,7 +3,11 @@ solve, once per frame, into `Person.keypoints3d_smoothed` and `Person.bones`. Th
 (`realtime.sinks.osc`) and the tracks file only encode what it gives.
 
 Runs after the ground stage, which has already lifted the 3D keypoints to every frame (between
-depth frames) and found the foot contacts.
+depth frames) and found the foot contacts, and after the world stage: on frames whose
+`Frame.camera.world` is set (the camera moves) the points are taken into the world before the
+filter, the lock and the solve, so the filter smooths the body and not the camera's shake, a planted
+foot stays put in the world, and the root is the hips' world position (two performers keep their
+true distance). When a run switches to the world the filter, the locks and the root restart.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from realtime.frames import Frame, Person, rounded_bones
 from realtime.rig.bones import bone_table
 from realtime.rig.ground import FootLock
 from realtime.rig.solver import LiveSolver
+from realtime.rig.world import RIG_FROM_CAMERA, transform_points
 
 
 class Filter3D:
@@ -48,7 +53,8 @@ def rest_bones(keypoint_names: Sequence[str], fingers: bool = False):
     skeleton = solver.rest_skeleton()
     count = len(skeleton.bones)
     rotations = np.tile([0.0, 0.0, 0.0, 1.0], (count, 1))
-    return rounded_bones([b.name for b in skeleton.bones], skeleton.offsets, [0.0, skeleton.floor_height(), 0.0], rotations, np.ones(count, bool), True)
+    return rounded_bones([b.name for b in skeleton.bones], skeleton.offsets, [0.0, skeleton.floor_height(), 0.0], rotations,
+                         np.ones(count, bool), True)
 
 
 class _Performer:
@@ -75,10 +81,17 @@ class MotionStage:
         self.bone_names = tuple(b.name for b in bone_table(fingers))
         self.filter = Filter3D(smooth, smoothness, len(self.keypoint_names))
         self.forget_after = forget_after
+        self._smooth, self._smoothness = smooth, smoothness
         self._performers: dict[int, _Performer] = {}
+        self._in_world = False  # the last frame's people were solved in the world frame
         self.solves = 0  # skeleton solves so far (each tracked person once per frame)
 
     def process(self, frame: Frame) -> Frame:
+        in_world = frame.camera is not None and frame.camera.world
+        if in_world != self._in_world:  # camera-relative -> world: nothing carried over
+            self.filter = Filter3D(self._smooth, self._smoothness, len(self.keypoint_names))
+            self._performers.clear()
+            self._in_world = in_world
         people = tuple(self._solve(frame, p) if p.track_id is not None and p.keypoints is not None else p
                        for p in frame.people)
         for track in [k for k, p in self._performers.items() if frame.timestamp - p.last_seen > self.forget_after]:
@@ -92,12 +105,17 @@ class MotionStage:
         performer.last_seen = frame.timestamp
         smoothed = None
         points = np.full((len(self.keypoint_names), 3), np.nan)
+        world = None  # (4, 4) the world in camera axes (x, -y, -z of the world) from the camera, when in the world
+        if self._in_world:
+            world = frame.camera.world_from_camera
+            world[:3] = RIG_FROM_CAMERA @ world[:3]
         if person.keypoints3d is not None:
-            points = self.filter(frame.timestamp, person.track_id, person.keypoints3d, person.keypoint_scores)
-            smoothed = points.astype(np.float32)
+            points = person.keypoints3d if world is None else transform_points(world, person.keypoints3d)
+            points = self.filter(frame.timestamp, person.track_id, points, person.keypoint_scores)
+            smoothed = (points if world is None else transform_points(np.linalg.inv(world), points)).astype(np.float32)
             if person.contacts is not None:  # a foot on the floor stays where it landed
                 points = performer.lock.apply(points, person.contacts)
-        pose = performer.solver.update(points)
+        pose = performer.solver.update(points, absolute_root=world is not None)
         self.solves += 1
         bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
                               pose.root_held)

@@ -2,7 +2,7 @@
 
 Run headless (or inside Blender's Text Editor with the arguments edited below):
 
-    blender -b --python realtime/export/blender_import.py -- tracks.jsonl [--out scene.blend]
+    blender -b --python realtime/blender_scripts/blender_import.py -- tracks.jsonl [--out scene.blend]
             [--person ID] [--subset 308|coco-wholebody|coco17] [--no-armature]
 
 For each person it creates an empty `p<id>` with one child empty per keypoint
@@ -52,7 +52,7 @@ def read_jsonl(path: Path) -> tuple[dict, list[dict]]:
             records.append(json.loads(line))
         except json.JSONDecodeError:
             if number != len(lines) - 1:
-                raise SystemExit(f"error: {path} line {number + 1} is not valid JSON; pass an intact tracks file.")
+                raise SystemExit(f"error: {path} line {number + 1} is not valid JSON; pass an intact tracks file.") from None
     if not records or records[0].get("type") != "header":
         raise SystemExit(f"error: {path} has no tracks header; pass a tracks .jsonl written by sapiens-rt.")
     return records[0], [r for r in records[1:] if r.get("type") == "frame"]
@@ -179,7 +179,8 @@ def build_scene(args: argparse.Namespace) -> dict:
         armature_links = [link for link in links if link[0] in empties and link[1] in empties]
         if armature_links and not args.no_armature:
             build_armature(f"p{track_id}_armature", armature_links, empties, collection)
-        summary["people"][track_id] = {"empties": len(empties), "bones": 0 if args.no_armature else len(armature_links), "3d": use_3d}
+        summary["people"][track_id] = {"empties": len(empties), "bones": 0 if args.no_armature else len(armature_links),
+                                       "3d": use_3d}
     return summary
 
 

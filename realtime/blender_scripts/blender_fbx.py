@@ -1,6 +1,6 @@
 """Runs inside Blender: a BVH written by `to_bvh.py` -> a skinned-skeleton FBX (see `to_fbx.py`).
 
-    blender -b --factory-startup --python realtime/export/blender_fbx.py -- motion.bvh out.fbx FPS
+    blender -b --factory-startup --python realtime/blender_scripts/blender_fbx.py -- motion.bvh out.fbx FPS
 
 Needs only Blender's bundled modules. Tested with Debian's Blender 3.4.1.
 """
@@ -12,10 +12,9 @@ import sys
 import bpy
 
 
-
 def _import_bvh(path: str) -> bpy.types.Object:
-    """`blender_compat.import_bvh`, loaded by path: Blender does not have our package on its path,
-    and adding this folder to sys.path would let our `numbers.py` shadow the standard library's."""
+    """`blender_compat.import_bvh`, loaded by path from this folder: Blender does not have our
+    package on its path."""
     import importlib.util
     from pathlib import Path
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from realtime.export.axes import camera_to_y_up, camera_to_z_up
 from realtime.export.derived import hip_center, shoulder_center
-from realtime.export.lift3d import camera_to_y_up, camera_to_z_up
 from realtime.transforms import sample_keypoints_3d
 
 W, H = 640, 480  # image
@@ -76,7 +76,8 @@ def test_non_finite_pointmap_pixels_are_skipped():
 
 def test_hip_center_and_shoulder_center():
     names = ["left_shoulder", "right_shoulder", "left_hip", "right_hip"]
-    points = np.array([[[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [0.0, 4.0, 2.0], [1.0, 6.0, 4.0]], [[0, 0, 0], [0, 0, 0], [np.nan] * 3, [1, 1, 1]]])
+    points = np.array([[[0.0, 0.0, 1.0], [2.0, 0.0, 1.0], [0.0, 4.0, 2.0], [1.0, 6.0, 4.0]],
+                       [[0, 0, 0], [0, 0, 0], [np.nan] * 3, [1, 1, 1]]])
     scores = np.array([[0.9, 0.8, 0.7, 0.4], [1, 1, 1, 1]])
     root, root_score = hip_center(points, names, scores)
     np.testing.assert_allclose(root[0], [0.5, 5.0, 3.0])
