@@ -199,3 +199,23 @@ def test_the_estimate_prices_seg_every_other_frame():
             assert b.flops[kind] == pytest.approx(pose.flops.get(kind, 0.0) + (flop - pose.flops.get(kind, 0.0)) / 2)
         assert b.traffic_gb == pytest.approx(pose.traffic_gb + (a.traffic_gb - pose.traffic_gb) / 2)
         assert a.fps < b.fps < pose.fps
+
+
+def test_the_world_stage_asks_each_map_for_its_own_frame():
+    """A frame with a fresh seg and a reused pointmap (or the reverse): the world stage's person
+    mask takes the seg only when the seg is this frame's, whatever `computed_on` (the oldest) says."""
+    from realtime.frames import DenseMaps
+    from realtime.stages.world import person_mask
+
+    image = np.zeros((100, 200, 3), np.uint8)
+    person = Person(box=np.array([20, 10, 60, 90], np.float32))
+    seg = np.zeros((50, 100), np.uint8)
+    seg[5:20, 10:30] = 3
+    points = np.zeros((50, 100, 3), np.float32)
+    fresh_seg = DenseMaps(computed_on_each={"seg": 5, "pointmap": 2}, seg=seg, pointmap=points)
+    reused_seg = DenseMaps(computed_on_each={"seg": 4, "pointmap": 5}, seg=seg, pointmap=points)
+    assert fresh_seg.computed_on == 2 and reused_seg.computed_on == 4  # the oldest
+    frame = Frame(index=5, timestamp=0.0, image=image, people=(person,))
+    assert person_mask(frame.replace(dense=fresh_seg), (50, 100)).sum() == (seg > 0).sum()  # the seg itself
+    boxes = person_mask(frame.replace(dense=reused_seg), (50, 100))
+    assert boxes[25, 20] and boxes.sum() > (seg > 0).sum()  # the boxes stand in

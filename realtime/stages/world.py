@@ -41,7 +41,7 @@ def person_mask(frame: Frame, shape: tuple[int, int]) -> Optional[np.ndarray]:
     """(h, w) bool, True on people, at `shape` (h, w): the seg's person classes when the seg was
     computed on this frame, else the person boxes filled (grown by BOX_MARGIN); None: nobody."""
     dense = frame.dense
-    if dense is not None and dense.seg is not None and dense.computed_on == frame.index:
+    if dense is not None and dense.seg is not None and dense.computed_on_of("seg") == frame.index:
         seg = dense.seg > 0
         if seg.shape != shape:
             seg = cv2.resize(seg.astype(np.uint8), (shape[1], shape[0]), interpolation=cv2.INTER_NEAREST) > 0
@@ -83,7 +83,8 @@ class WorldStage:
         self._intrinsics_sum, self._intrinsics_count = np.zeros(4), 0  # static: fitted to the pointmaps
 
     def process(self, frame: Frame) -> Frame:
-        depth_frame = frame.dense is not None and frame.dense.pointmap is not None and frame.dense.computed_on == frame.index
+        dense = frame.dense
+        depth_frame = dense is not None and dense.pointmap is not None and dense.computed_on_of("pointmap") == frame.index
         odometry_from_camera, status, intrinsics = self._track(frame, depth_frame)
         if self.mode == "auto" and not self.moved and status == "tracking":
             self.moved = _moved(odometry_from_camera)
