@@ -257,7 +257,7 @@ class GroupedQueryAttention(nn.Module):
                 q, k = self.q_norm(q), self.k_norm(k)
         # GQA: kv head j serves query heads j*r .. j*r+r-1 (repeat_interleave order), without
         # materialising the repeated K/V where the kernel supports it.
-        o = attention(q, k, v, self.sdpa)
+        o = attention(q, k, v, self.sdpa, heads=(H, KV))
         return self.gamma(self.proj(o.transpose(1, 2).reshape(B, T, -1)))
 
 
@@ -277,10 +277,13 @@ def _sdpa_kernels(name: str):
             "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}[name]
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "default") -> torch.Tensor:
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = "default", *,
+              heads: tuple[int, int] | None = None) -> torch.Tensor:
     """softmax(q k^T / sqrt(hd)) v for q (B, H, T, hd) and k, v (B, KV, T, hd), KV dividing H;
-    `backend` one of SDPA_BACKENDS ("default": PyTorch's choice)."""
-    H, KV = q.shape[1], k.shape[1]
+    `backend` one of SDPA_BACKENDS ("default": PyTorch's choice). heads: (H, KV) as Python
+    ints, which the layers pass: a traced export (ONNX) sees shapes as tensors, and SDPA's
+    `enable_gqa` must be a plain bool."""
+    H, KV = heads if heads is not None else (q.shape[1], k.shape[1])
     if backend == "default":
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
     from torch.nn.attention import sdpa_kernel
