@@ -54,11 +54,12 @@ MIN_SPREAD = 0.25  # m: candidates spread less than this across a direction do n
 ON_HEIGHT, OFF_HEIGHT = 0.12, 0.15  # m: loose, the lifted frames' depth error moves a foot up or down by cm
 ON_SPEED, OFF_SPEED = 0.3, 0.45  # m/s, the heel across the line of sight
 SPEED_WINDOW = 0.067  # s: three frames at 30 fps
-OFF_DRIFT = 0.03  # m: the heel this far from its stance position (across the line of sight) has lifted
-STANCE_FRAMES = 3  # the stance position: the median of the heel over the contact's first frames
+OFF_DRIFT = 0.028  # m: the heel this far from its stance position (across the line of sight) has lifted
+STANCE_FRAMES = 5  # the stance position: the median of the heel over the contact's first frames
+DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 REFRACTORY = 0.2  # s: a foot released cannot plant again sooner
-STRETCH = 0.05  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
+STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 
 
 @dataclass(frozen=True)
@@ -189,9 +190,10 @@ class ContactDetector:
         return vector - (vector @ ray) * ray
 
     def _speed(self, history: deque, camera: np.ndarray) -> float:
-        """m/s across the line of sight: the least-squares slope of the positions in `history` over time."""
+        """m/s across the line of sight: the least-squares slope of the positions in `history` over time
+        (infinite from a single position: unknown, so no contact starts on a track's first frame)."""
         if len(history) < 2:
-            return 0.0
+            return np.inf
         times = np.array([t for t, _ in history])
         positions = np.stack([c for _, c in history])
         dt = times - times.mean()
@@ -221,8 +223,10 @@ class ContactDetector:
                 if len(stance) < STANCE_FRAMES:
                     stance.append(heel)
                 drift = float(np.linalg.norm(self._across(heel - np.median(stance, axis=0), heel - camera)))
-                moving = speed > OFF_SPEED or drift > OFF_DRIFT or height > OFF_HEIGHT
-                self._leaving[side] = self._leaving[side] + 1 if moving else 0
+                if drift > OFF_DRIFT:
+                    self._leaving[side] += DRIFT_WEIGHT
+                else:
+                    self._leaving[side] = self._leaving[side] + 1 if speed > OFF_SPEED or height > OFF_HEIGHT else 0
                 self.state[side] = self._leaving[side] < OFF_FRAMES
                 if not self.state[side]:
                     self._released[side], self._stance[side] = timestamp, []
