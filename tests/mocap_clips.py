@@ -28,7 +28,7 @@ from realtime.data import keypoint_names
 
 FOLDER = Path(__file__).resolve().parent / "data" / "mocap"
 CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # stylised (subject 131): start walk stop x2, start hop stop
-WALKS = ("cmu_07_04",)  # everyday walking (subject 7), 3.7 s each
+WALKS = ("cmu_07_04", "cmu_07_06")  # everyday walking (subject 7), 3.5-3.7 s each
 CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_WINDOW = 0.03, 0.15, 3  # m above the floor, m/s, frames
 NAMES = keypoint_names()
 

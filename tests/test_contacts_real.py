@@ -1,5 +1,5 @@
-"""Foot contacts, floor and foot locking on real everyday walking: CMU 07_04 (tests/data/mocap) through
-bench/rig.py's evaluation (a camera 1.5 m up tilted 15 degrees, noisy 2D every frame and noisy, scale-
+"""Foot contacts, floor and foot locking on real everyday walking: CMU 07_04 and 07_06 (tests/data/mocap)
+through bench/rig.py's evaluation (a camera 1.5 m up tilted 15 degrees, noisy 2D every frame and noisy, scale-
 jittered 3D every 5th, the ground stage, the live filter and FootLock), four seeds each."""
 
 from __future__ import annotations
@@ -58,3 +58,15 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
     assert _mean(results, "contact_precision") >= 0.7
     assert _mean(results, "slide_after_mm_per_frame") <= 4.5
     assert _mean(results, "floor_up_error_end_deg") <= 1.1
+
+
+def test_a_second_walk_not_tuned_on_holds_recall_but_misses_the_goals():
+    """CMU 07_06 (same subject, added after the tuning on 07_04): recall holds, precision and slide do
+    not reach the goals. Its right heel leaves the floor early (8-frame heel stances against 13-15 on
+    the left); the likely cause, not yet verified, is the detector ending those contacts later."""
+    results = bench.evaluate_walk(load_clip(WALKS[1]), 45.0, SEEDS)
+    # measured: precision 0.83, recall 0.95, slide 4.6 mm/frame, floor 1.34 deg
+    assert _mean(results, "contact_recall") >= RECALL
+    assert _mean(results, "contact_precision") >= 0.78
+    assert _mean(results, "slide_after_mm_per_frame") <= 6.0
+    assert _mean(results, "floor_up_error_end_deg") <= 1.6
