@@ -53,7 +53,7 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
     """As captured the walk heads straight away from the camera: between depth frames the lifted feet
     move along the line of sight with the body, so a late swing descending along it looks planted."""
     results = bench.evaluate_walk(walk, 0.0, SEEDS)
-    # measured: precision 0.76, recall 0.94, slide 3.3 mm/frame, floor 1.00 deg
+    # measured: precision 0.76, recall 0.94, slide 3.15 mm/frame, floor 1.00 deg
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "contact_precision") >= 0.7
     assert _mean(results, "slide_after_mm_per_frame") <= 4.5
@@ -62,11 +62,11 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
 
 def test_a_second_walk_not_tuned_on_holds_recall_but_misses_the_goals():
     """CMU 07_06 (same subject, added after the tuning on 07_04): recall holds, precision and slide do
-    not reach the goals. Its right heel leaves the floor early (8-frame heel stances against 13-15 on
-    the left); the likely cause, not yet verified, is the detector ending those contacts later."""
+    not reach the goals. Its right heel rises slowly from initial contact (8-frame heel stances against
+    13-15 on the left) and the detector releases it about 4 frames after the truth's heel-off."""
     results = bench.evaluate_walk(load_clip(WALKS[1]), 45.0, SEEDS)
-    # measured: precision 0.83, recall 0.95, slide 4.6 mm/frame, floor 1.34 deg
+    # measured: precision 0.83, recall 0.95, slide 3.9 mm/frame, floor 1.34 deg
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "contact_precision") >= 0.78
-    assert _mean(results, "slide_after_mm_per_frame") <= 6.0
+    assert _mean(results, "slide_after_mm_per_frame") <= 4.5
     assert _mean(results, "floor_up_error_end_deg") <= 1.6

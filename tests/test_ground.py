@@ -126,6 +126,25 @@ def test_a_locked_foot_does_not_slide():
     np.testing.assert_allclose(np.array(held), np.repeat(held[:1], 10, axis=0), atol=1e-9)
 
 
+
+def test_a_foot_locked_out_of_reach_lands_once_and_holds():
+    """An anchor far out of the leg's reach (set at a depth carried over from the swing) moves once to
+    where the leg lands and holds there, rather than dragging with the hips every frame."""
+    truth = walk(60)
+    lock = FootLock(NAMES)
+    ankle = NAMES.index("left_ankle")
+    foot = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
+    held = []
+    for t in range(6):
+        points = truth.camera[0].copy()
+        if t == 0:
+            points[foot] += [0, 0, 0.5]  # the onset frame's foot 50 cm off along the line of sight
+        points[:, 0] += 0.002 * t  # the body drifts 2 mm a frame
+        held.append(lock.apply(points, np.array([True, False]))[ankle])
+    held = np.array(held)
+    assert np.linalg.norm(held[1] - held[0]) > 0.2  # landed within reach
+    np.testing.assert_allclose(held[2:], np.repeat(held[1:2], 4, axis=0), atol=1e-9)  # and held there
+
 SEEDS = (0, 1, 2, 3, 4, 5)
 # bench/RESULTS.md, measured on these seeds: lifted <= 72.3 mm and <= 1.04 x depth every frame, scale error
 # 0.84-1.13 % (raw 1.67-2.17 %), floor <= 0.88 deg at 5 s, precision >= 0.87, recall >= 0.85, slide after <= 0.29 x before

@@ -30,7 +30,8 @@ stay where they were when the contact began, and the knee follows by two-bone IK
 (hip fixed, thigh and shin lengths of the frame, the knee in the measured bend plane). Where the
 anchor is just out of the leg's reach (a straight knee late in stance, with a noisy frame's bone
 lengths) by at most STRETCH, the ankle stays on it all the same (the shin stretched by that much)
-rather than being dragged along with the hips.
+rather than being dragged along with the hips; further out (an anchor set between depth frames at a
+depth carried over from the swing) the anchor moves to where the leg lands and holds there.
 """
 
 from __future__ import annotations
@@ -272,5 +273,7 @@ class FootLock:
             out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
             if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
                 reached = self._anchor[side]
+            else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
+                self._anchor[side] = reached.copy()
             out[foot] = points3d[foot] + (reached - points3d[ankle])
         return out
