@@ -19,7 +19,11 @@ pointmap and of the stage's output; the floor normal's angle to the true up when
 (5 s) and at the end; contact precision / recall against the planted frames once the floor is
 known; foot sliding during the true contacts (the ankle's travel along the floor per frame, mm,
 and per contact, cm) before and after locking, on the same frames.
-Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise]
+Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion walks` only its everyday
+walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
+after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
+camera, the case the lifted frames measure worst; 45 and 90 across the view).
+Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks]
 """
 
 from __future__ import annotations
@@ -44,34 +48,53 @@ FPS = 30.0
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
 
 
-def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None) -> dict[str, float]:
+def _measured(truth, rng):
+    """What the pipeline sees of a walk: noisy 2D every frame, noisy and scale-jittered 3D."""
+    pixels = truth.pixels + rng.normal(0, NOISE_PX, truth.pixels.shape)
+    scale = 1.0 + rng.normal(0, SCALE_JITTER, (len(truth.times), 1, 1))
+    depth = truth.camera * scale + rng.normal(0, NOISE_M, truth.camera.shape)
+    scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
+    return pixels, depth, scores
+
+
+def _person(track: int, pixels, scores, depth, depth_frame: bool) -> Person:
+    return Person(box=np.array([0, 0, 10, 10], np.float32), track_id=track, keypoints=pixels.astype(np.float32),
+                  keypoint_scores=scores, keypoints3d=depth.astype(np.float32) if depth_frame else None)
+
+
+def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=()) -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
-    gives real motion capture seen by the same camera)."""
+    gives real motion capture seen by the same camera). warmup: walks the same static camera saw
+    before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
+    frames, 5 s) is measured with the floor already known, as on a camera that has been running;
+    the measures are then of `truth` only."""
     truth = walk(frames) if truth is None else truth
     frames = len(truth.times)
     rng = np.random.default_rng(seed)
     body = np.flatnonzero(np.isfinite(truth.camera[0]).all(axis=1))
-    pixels = truth.pixels + rng.normal(0, NOISE_PX, truth.pixels.shape)
-    scale = 1.0 + rng.normal(0, SCALE_JITTER, (frames, 1, 1))
-    depth = truth.camera * scale + rng.normal(0, NOISE_M, truth.camera.shape)
-    scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
-
     stage = GroundStage(NAMES, stabilise_scale=stabilise)
+    start = 0.0
+    for k, earlier in enumerate(warmup):
+        w_pixels, w_depth, w_scores = _measured(earlier, rng)
+        for t in range(len(earlier.times)):
+            person = _person(100 + k, w_pixels[t], w_scores[t], w_depth[t], t % DEPTH_EVERY == 0)
+            stage.process(Frame(index=t, timestamp=start + earlier.times[t], image=_IMAGE, people=(person,)))
+        start += earlier.times[-1] + 1.0
+    pixels, depth, scores = _measured(truth, rng)
     live_filter, lock = Filter3D("one_euro", 0.5, len(NAMES)), FootLock(NAMES)  # what the VMC sink does
     lifted, filtered, locked = (np.full_like(depth, np.nan) for _ in range(3))
     contacts = np.zeros((frames, 2), bool)
     grounded = np.zeros(frames, bool)  # frames with contacts (the floor known)
-    floor_first = None
+    floor_first = stage.floor
     for t in range(frames):
-        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=pixels[t].astype(np.float32),
-                        keypoint_scores=scores[t], keypoints3d=depth[t].astype(np.float32) if t % DEPTH_EVERY == 0 else None)
-        out = stage.process(Frame(index=t, timestamp=truth.times[t], image=_IMAGE, people=(person,))).people[0]
+        person = _person(1, pixels[t], scores[t], depth[t], t % DEPTH_EVERY == 0)
+        out = stage.process(Frame(index=t, timestamp=start + truth.times[t], image=_IMAGE, people=(person,))).people[0]
         if floor_first is None and stage.floor is not None:
             floor_first = stage.floor
         if out.keypoints3d is None:
             continue
         lifted[t] = out.keypoints3d
-        filtered[t] = live_filter(truth.times[t], 1, lifted[t], None)
+        filtered[t] = live_filter(start + truth.times[t], 1, lifted[t], None)
         locked[t] = filtered[t]
         if out.contacts is not None:
             grounded[t], contacts[t] = True, out.contacts
@@ -134,20 +157,38 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
-    parser.add_argument("--motion", choices=("walker", "mocap"), default="walker",
-                        help="the synthetic walker, or each CMU clip of tests/data/mocap (real motion capture)")
+    parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
+                        help="the everyday walks turned this many degrees about the vertical (0: as captured)")
+    parser.add_argument("--motion", choices=("walker", "mocap", "walks"), default="walker",
+                        help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); only its everyday walks")
     args = parser.parse_args()
     if args.motion == "walker":
         results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
         print_per_seed(results, args.seeds, 36)
         return
-    from tests.mocap_clips import clip_walk, load_clips
+    from tests.mocap_clips import CLIPS, WALKS, clip_walk, load_clips
 
-    for clip in load_clips():
+    for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
         print(clip.name)
         results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise,
                             truth=clip_walk(clip, args.frames)) for seed in args.seeds]
         print_per_seed(results, args.seeds, 36)
+    for clip in load_clips(WALKS):
+        for heading in args.headings:
+            results = evaluate_walk(clip, heading, args.seeds, args.frames, stabilise=not args.no_stabilise)
+            print(f"{clip.name} turned {heading:g} deg (everyday walk; the floor learnt from two earlier passes)")
+            print_per_seed(results, args.seeds, 36)
+
+
+def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True) -> list[dict]:
+    """A short everyday walk (`tests.mocap_clips.WALKS`) turned `heading` degrees about the vertical (0: as
+    captured, straight away from the camera; 90: across the view), after two earlier passes of the
+    same walk (tracks of their own, their own noise: >= 30 depth frames, so the floor is known)."""
+    from tests.mocap_clips import clip_walk
+
+    earlier = [clip_walk(clip, heading=heading)] * 2
+    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier)
+            for seed in seeds]
 
 
 def print_per_seed(results: list[dict], seeds: list[int], width: int) -> None:

@@ -6,9 +6,13 @@ tilted camera.
 and `forward` gives every joint's world position and rotation. `load_clips` maps the CMU skeleton to
 keypoints: hips, knees, ankles, shoulders, elbows, wrists and the neck base at their joints; the heel,
 big and small toes, nose, eyes and ears at fixed offsets in the ankle's, toe's and head's frames.
-World: metres, y up, the floor at y = 0 (the clip's lowest toe heights). True contacts, from the
-clean motion: a foot's centre (heel and toes) within CONTACT_HEIGHT of its lowest height in the clip
-and moving slower than CONTACT_SPEED along the floor.
+World: metres, y up, the floor at y = 0. A capture's world need not be level with its floor (CMU
+07_04's stance feet rise 5 cm over its 3.5 m walk, 0.8 degrees), so `_level` fits a plane to the
+feet where they touch down (the lower envelope of each frame's lowest foot point) and turns the clip
+so that plane is y = 0: the true up is the floor's normal. True contacts, from the clean motion: a
+foot's centre (heel and toes) within CONTACT_HEIGHT of the floor and moving slower than CONTACT_SPEED
+along it (the slope of a line through its positions over CONTACT_WINDOW frames: a foot rolling from
+heel to toe moves its centre by a few centimetres, as a planted foot does).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from scipy.spatial.transform import Rotation
 from realtime.data import keypoint_names
 
 FOLDER = Path(__file__).resolve().parent / "data" / "mocap"
-CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # start walk stop, start walk stop, start hop stop
-CONTACT_HEIGHT, CONTACT_SPEED = 0.03, 0.15  # m above the foot's lowest, m/s
+CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # stylised (subject 131): start walk stop x2, start hop stop
+WALKS = ("cmu_07_04", "cmu_07_06")  # everyday walking (subject 7), 3.5-3.7 s each
+CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_WINDOW = 0.03, 0.15, 3  # m above the floor, m/s, frames
 NAMES = keypoint_names()
 
 
@@ -127,13 +132,44 @@ _IN_FRAME = [("left_heel", "LeftAnkle", (0.0, -0.065, -0.05)), ("right_heel", "R
              ("right_ear", "Head", (-0.075, 0.05, -0.01))]
 
 
+_FEET = [NAMES.index(f"{s}_{p}") for s in ("left", "right") for p in ("heel", "big_toe", "small_toe")]
+
+
+def _level(joints: np.ndarray) -> np.ndarray:
+    """The clip turned and shifted so the floor its feet stand on is y = 0 (a least-squares plane
+    through each frame's lowest foot point, refitted to the points within 1 cm above it)."""
+    feet = joints[:, _FEET]
+    lowest = feet[np.arange(len(feet)), np.argmin(feet[..., 1], axis=1)]  # (T, 3)
+    keep = lowest[:, 1] <= np.percentile(lowest[:, 1], 30)
+    for _ in range(10):
+        a = np.c_[lowest[keep][:, [0, 2]], np.ones(keep.sum())]
+        (gx, gz, c), *_ = np.linalg.lstsq(a, lowest[keep][:, 1], rcond=None)
+        above = lowest[:, 1] - (gx * lowest[:, 0] + gz * lowest[:, 2] + c)
+        new = above < 0.01
+        if (new == keep).all() or new.sum() < 10:
+            break
+        keep = new
+    up = np.array([-gx, 1.0, -gz]) / np.linalg.norm([-gx, 1.0, -gz])
+    turn, _ = Rotation.align_vectors([[0.0, 1.0, 0.0]], [up])
+    out = joints @ turn.as_matrix().T
+    flat = out[:, _FEET]
+    lowest = flat[np.arange(len(flat)), np.argmin(flat[..., 1], axis=1), 1]
+    return out - np.array([0.0, np.percentile(lowest, 2), 0.0])
+
+
 def _contacts(joints: np.ndarray, fps: float) -> np.ndarray:
+    """(T, 2) a heel on the floor and still: within CONTACT_HEIGHT of its lowest and slower than
+    CONTACT_SPEED along the floor (the slope of a least-squares line over CONTACT_WINDOW frames)."""
     out = []
+    half = CONTACT_WINDOW // 2
     for side in ("left", "right"):
-        centre = joints[:, [NAMES.index(f"{side}_{p}") for p in ("heel", "big_toe", "small_toe")]].mean(axis=1)
-        velocity = np.gradient(centre, axis=0) * fps
-        speed = np.linalg.norm(velocity[:, [0, 2]], axis=1)
-        low = centre[:, 1] - np.percentile(centre[:, 1], 2) < CONTACT_HEIGHT
+        heel = joints[:, NAMES.index(f"{side}_heel")]
+        speed = np.zeros(len(heel))
+        for t in range(len(heel)):
+            w = heel[max(t - half, 0):t + half + 1][:, [0, 2]]
+            dt = np.arange(len(w)) - (len(w) - 1) / 2
+            speed[t] = np.linalg.norm(dt @ (w - w.mean(axis=0)) / (dt @ dt)) * fps
+        low = heel[:, 1] - np.percentile(heel[:, 1], 2) < CONTACT_HEIGHT
         out.append(low & (speed < CONTACT_SPEED))
     return np.stack(out, axis=1)
 
@@ -148,22 +184,24 @@ def load_clip(name: str) -> Clip:
         joints[:, NAMES.index(key)] = positions[:, index[joint]]
     for key, joint, offset in _IN_FRAME:
         joints[:, NAMES.index(key)] = positions[:, index[joint]] + rotations[:, index[joint]] @ np.array(offset)
-    feet = joints[:, [NAMES.index(f"{s}_{p}") for s in ("left", "right") for p in ("heel", "big_toe", "small_toe")], 1]
-    joints[..., 1] -= np.percentile(feet.min(axis=1), 2)  # the floor at y = 0
+    joints = _level(joints)  # the floor at y = 0
     fps = 1.0 / bvh.frame_time
     return Clip(name, joints, _contacts(joints, fps), fps)
 
 
-def load_clips() -> list[Clip]:
-    return [load_clip(name) for name in CLIPS]
+def load_clips(names=CLIPS) -> list[Clip]:
+    return [load_clip(name) for name in names]
 
 
-def clip_walk(clip: Clip, frames: int | None = None):
+def clip_walk(clip: Clip, frames: int | None = None, heading: float = 0.0):
     """The clip as a `tests.ground_synthetic.Walk` seen by its camera (tilted 15 degrees, 1.5 m up):
-    the clip's ground path centred 4 m in front of it."""
+    the clip's ground path centred 4 m in front of it, turned `heading` degrees about the vertical
+    (0: as captured)."""
     from tests.ground_synthetic import CENTRE, FOCAL, Walk, camera_pose
 
     world = clip.joints[:frames].copy()
+    if heading:
+        world = world @ Rotation.from_euler("y", heading, degrees=True).as_matrix().T
     hips = world[:, [NAMES.index("left_hip"), NAMES.index("right_hip")]].mean(axis=1)
     middle = (hips.min(axis=0) + hips.max(axis=0)) / 2
     world[..., 0] -= middle[0]

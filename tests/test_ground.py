@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bench import rig as bench
+from realtime.rig import ground
 from realtime.rig.ground import ContactDetector, Floor, FootLock, fit_floor, two_bone_ik
 from realtime.rig.lift import Intrinsics, Lifter
 from tests.ground_synthetic import walk
@@ -67,16 +68,42 @@ def test_feet_kept_in_one_spot_take_the_unknown_tilt_from_the_body():
 
 
 def test_contact_has_hysteresis():
+    """A still heel, the foot's height set by its toes (the centre is the mean of heel and toes)."""
     floor = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))
     detector = ContactDetector(floor, NAMES)
-    feet = [NAMES.index(f"left_{p}") for p in ("heel", "big_toe", "small_toe")]
+    heel = NAMES.index("left_heel")
+    toes = [NAMES.index(f"left_{p}") for p in ("big_toe", "small_toe")]
+    heights = [0.2, 0.2, 0.1, 0.1, 0.13, 0.14, 0.16, 0.13, 0.16, 0.17, 0.13, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
     states = []
-    for i, height in enumerate([0.2, 0.1, 0.04, 0.04, 0.06, 0.07, 0.09, 0.06, 0.09, 0.1, 0.06, 0.04]):
+    for i, height in enumerate(heights):
         points = np.full((len(NAMES), 3), np.nan)
-        points[feet] = [0.0, -height, 0.0]
-        states.append(bool(detector.update(i * 1.0, points)[0]))  # one second apart: slow
-    # on below 5 cm, stays on up to 8 cm, off after 2 frames in a row above, on again only below 5 cm
-    assert states == [False, False, True, True, True, True, True, True, True, False, False, True]
+        points[heel] = [0.0, 0.0, 4.0]
+        points[toes] = [0.15, -1.5 * height, 4.0]
+        states.append(bool(detector.update(i / 30, points)[0]))
+    # not on a track's first frame (no speed yet); on below 12 cm, stays on up to 15 cm, off after 2 frames in a
+    # row above, on again only below 12 cm and 0.2 s after the release
+    assert ground.ON_HEIGHT == 0.12 and ground.OFF_HEIGHT == 0.15 and ground.REFRACTORY == 0.2
+    assert states == [False, False, True, True, True, True, True, True, True, False, False, False, False, False,
+                      False, True, True]
+
+
+def test_contact_ends_when_the_heel_lifts_or_moves():
+    floor = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))
+    feet = [NAMES.index(f"left_{p}") for p in ("heel", "big_toe", "small_toe")]
+    for step in ([0.0, -0.012, 0.0], [0.02, 0.0, 0.0]):  # heel-off: 1.2 cm a frame up; a slide: 2 cm a frame
+        detector, states = ContactDetector(floor, NAMES), []
+        for i in range(12):
+            points = np.full((len(NAMES), 3), np.nan)
+            points[feet] = np.array([0.0, 0.0, 4.0]) + np.array(step) * max(i - 6, 0)
+            states.append(bool(detector.update(i / 30, points)[0]))
+        assert states[1:7] == [True] * 6 and not any(states[10:]), step
+    # along the line of sight (depth the lifted frames do not measure) it does not count
+    detector = ContactDetector(floor, NAMES)
+    for i in range(12):
+        points = np.full((len(NAMES), 3), np.nan)
+        points[feet] = [0.0, 0.0, 4.0 + 0.03 * i]
+        state = detector.update(i / 30, points)[0]
+    assert state
 
 
 def test_two_bone_ik_reaches_the_target_with_the_leg_lengths():
@@ -98,6 +125,25 @@ def test_a_locked_foot_does_not_slide():
         held.append(lock.apply(points, np.array([True, False]))[ankle])
     np.testing.assert_allclose(np.array(held), np.repeat(held[:1], 10, axis=0), atol=1e-9)
 
+
+
+def test_a_foot_locked_out_of_reach_lands_once_and_holds():
+    """An anchor far out of the leg's reach (set at a depth carried over from the swing) moves once to
+    where the leg lands and holds there, rather than dragging with the hips every frame."""
+    truth = walk(60)
+    lock = FootLock(NAMES)
+    ankle = NAMES.index("left_ankle")
+    foot = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
+    held = []
+    for t in range(6):
+        points = truth.camera[0].copy()
+        if t == 0:
+            points[foot] += [0, 0, 0.5]  # the onset frame's foot 50 cm off along the line of sight
+        points[:, 0] += 0.002 * t  # the body drifts 2 mm a frame
+        held.append(lock.apply(points, np.array([True, False]))[ankle])
+    held = np.array(held)
+    assert np.linalg.norm(held[1] - held[0]) > 0.2  # landed within reach
+    np.testing.assert_allclose(held[2:], np.repeat(held[1:2], 4, axis=0), atol=1e-9)  # and held there
 
 SEEDS = (0, 1, 2, 3, 4, 5)
 # bench/RESULTS.md, measured on these seeds: lifted <= 72.3 mm and <= 1.04 x depth every frame, scale error

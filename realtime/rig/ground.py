@@ -11,14 +11,27 @@ frames). A person who walks about gives candidates spread over the floor; one wh
 still gives two feet: the slope along them is the data's, the tilt across them (for a single
 spot, all of it) comes from the body's up (mid-hip to neck, averaged over the frames).
 
-Contact, per foot: the height of the foot's centre above the floor and its speed along the
-floor (the slope of a least-squares line through its positions over the last SPEED_WINDOW
-seconds), with hysteresis: on below ON_HEIGHT and ON_SPEED, off above OFF_HEIGHT or
-OFF_SPEED.
+Contact, per foot, from its heel (the part that plants first and lifts first: initial contact to
+heel-off, the span an ankle lock is right for). Between depth frames the lifted 3D lies on each
+keypoint's pixel ray at a depth carried over from the last depth frame, so a point's motion across
+the line of sight is measured (the image) and its motion along it is not (a foot walking away from
+the camera and a planted one look alike there). The detector therefore uses the heel's speed across
+the line of sight (the slope of a least-squares line through its positions over the last
+SPEED_WINDOW seconds, the component along the camera's ray removed) and the foot centre's height
+only as a loose gate. A contact starts when the heel is slower than ON_SPEED and the foot lower
+than ON_HEIGHT, not within REFRACTORY seconds of the last release (a heel rising slowly after
+heel-off does not plant again). It ends after OFF_FRAMES frames in a row in which the heel moves
+faster than OFF_SPEED, or has left its stance position (the median of its first STANCE_FRAMES
+contact frames) by more than OFF_DRIFT across the line of sight (heel-off: a slow, steady rise
+that no single frame's speed shows), or the foot is higher than OFF_HEIGHT.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where they were when the contact began, and the knee follows by two-bone IK
-(hip fixed, thigh and shin lengths of the frame, the knee in the measured bend plane).
+(hip fixed, thigh and shin lengths of the frame, the knee in the measured bend plane). Where the
+anchor is just out of the leg's reach (a straight knee late in stance, with a noisy frame's bone
+lengths) by at most STRETCH, the ankle stays on it all the same (the shin stretched by that much)
+rather than being dragged along with the hips; further out (an anchor set between depth frames at a
+depth carried over from the swing) the anchor moves to where the leg lands and holds there.
 """
 
 from __future__ import annotations
@@ -36,12 +49,20 @@ log = logging.getLogger(__name__)
 
 K_SIGMA = 2.5  # candidates within this many robust deviations of the plane are on the floor
 MIN_SIGMA = 0.005  # m: the band never narrows below this (noise-free input)
-MIN_SPREAD = 0.08  # m: candidates spread less than this across a direction do not fix the tilt about it
-ON_HEIGHT, OFF_HEIGHT = 0.05, 0.08  # m
-ON_SPEED, OFF_SPEED = 0.35, 0.5  # m/s
-SPEED_WINDOW = 0.1  # s
+MIN_SPREAD = 0.095  # m (RMS): candidates spread less than this across a direction do not fix the tilt about it.
+# A straight walk's feet lie on two lines 0.1-0.2 m apart (CMU 07_04: 0.05 m RMS across its path, more with
+# the depth noise); a plane through them takes up any left/right difference (1 cm of foot height is 3-4
+# degrees), 10 degrees measured at 0.08 on the walk seen from the side, so the body's up is the better guess
+# across such a path. Two feet standing 0.2 m apart (0.1 m RMS) still set the slope along them.
+ON_HEIGHT, OFF_HEIGHT = 0.12, 0.15  # m: loose, the lifted frames' depth error moves a foot up or down by cm
+ON_SPEED, OFF_SPEED = 0.3, 0.45  # m/s, the heel across the line of sight
+SPEED_WINDOW = 0.067  # s: three frames at 30 fps
+OFF_DRIFT = 0.028  # m: the heel this far from its stance position (across the line of sight) has lifted
+STANCE_FRAMES = 5  # the stance position: the median of the heel over the contact's first frames
+DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
-RAY_WEIGHT = 0.3  # the foot's speed along the line of sight counts this much: the depth noise and scale jitter lie there
+REFRACTORY = 0.2  # s: a foot released cannot plant again sooner
+STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 
 
 @dataclass(frozen=True)
@@ -151,53 +172,72 @@ class FloorEstimator:
 
 
 class ContactDetector:
-    """Foot contact per side with hysteresis, frame by frame, from each foot's centre: its height
-    above the floor and its speed along it, the slope of a least-squares line through its
-    positions over the last SPEED_WINDOW seconds (a single frame's step is mostly keypoint noise)."""
+    """Foot contact per side with hysteresis, frame by frame, from each heel's motion across the
+    line of sight and each foot's height (see the module docstring)."""
 
     def __init__(self, floor: Floor, keypoint_names: Sequence[str]):
         self.floor = floor
         self.feet = foot_indices(keypoint_names)
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self.heels = {side: index[f"{side}_heel"] for side in SIDES}
         self.state = dict.fromkeys(SIDES, False)
         self._leaving = dict.fromkeys(SIDES, 0)  # frames in a row the foot has looked off the floor while in contact
-        self._history: dict[str, deque] = {side: deque() for side in SIDES}
+        self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel)
+        self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first frames
+        self._released = dict.fromkeys(SIDES, -np.inf)
+
+    @staticmethod
+    def _across(vector: np.ndarray, sight: np.ndarray) -> np.ndarray:
+        """`vector` less its component along the line of sight `sight` (camera to point)."""
+        ray = sight / max(float(np.linalg.norm(sight)), 1e-9)
+        return vector - (vector @ ray) * ray
 
     def _speed(self, history: deque, camera: np.ndarray) -> float:
-        """m/s along the floor: the least-squares slope of the positions in `history` over time."""
+        """m/s across the line of sight: the least-squares slope of the positions in `history` over time
+        (infinite from a single position: unknown, so no contact starts on a track's first frame)."""
         if len(history) < 2:
-            return 0.0
+            return np.inf
         times = np.array([t for t, _ in history])
         positions = np.stack([c for _, c in history])
         dt = times - times.mean()
         velocity = (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
-        sight = positions[-1] - camera
-        ray = sight / max(float(np.linalg.norm(sight)), 1e-9)  # the camera's line of sight to the foot
-        velocity = velocity - (1 - RAY_WEIGHT) * (velocity @ ray) * ray
-        normal = self.floor.normal
-        return float(np.linalg.norm(velocity - (velocity @ normal) * normal))
+        return float(np.linalg.norm(self._across(velocity, positions[-1] - camera)))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the
         world (with the floor in the world) and `camera` the camera's centre there (its line of sight)."""
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
-        centres = foot_centres(points3d, self.feet)
+        points = np.asarray(points3d, dtype=np.float64)
+        centres = foot_centres(points, self.feet)
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
-            if not np.isfinite(centre).all():
-                self.state[side], self._leaving[side] = False, 0
+            heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
+            if not np.isfinite(heel).all():
+                self.state[side], self._leaving[side], self._stance[side] = False, 0, []
                 history.clear()
                 continue
-            history.append((timestamp, centre))
+            history.append((timestamp, heel))
             while timestamp - history[0][0] > SPEED_WINDOW + 1e-9:
                 history.popleft()
             height = float(self.floor.height(centre))
             speed = self._speed(history, camera)
-            if self.state[side]:  # off once the foot has been up or moving for OFF_FRAMES frames in a row
-                self._leaving[side] = 0 if height <= OFF_HEIGHT and speed <= OFF_SPEED else self._leaving[side] + 1
+            if self.state[side]:  # off once the heel has moved or left its place for OFF_FRAMES frames in a row
+                stance = self._stance[side]
+                if len(stance) < STANCE_FRAMES:
+                    stance.append(heel)
+                drift = float(np.linalg.norm(self._across(heel - np.median(stance, axis=0), heel - camera)))
+                if drift > OFF_DRIFT:
+                    self._leaving[side] += DRIFT_WEIGHT
+                else:
+                    self._leaving[side] = self._leaving[side] + 1 if speed > OFF_SPEED or height > OFF_HEIGHT else 0
                 self.state[side] = self._leaving[side] < OFF_FRAMES
+                if not self.state[side]:
+                    self._released[side], self._stance[side] = timestamp, []
             else:
-                self.state[side] = height < ON_HEIGHT and speed < ON_SPEED
+                rested = timestamp - self._released[side] > REFRACTORY - 1e-9
+                self.state[side] = height < ON_HEIGHT and speed < ON_SPEED and rested
                 self._leaving[side] = 0
+                self._stance[side] = [heel] if self.state[side] else []
         return np.array([self.state[s] for s in SIDES])
 
 
@@ -231,5 +271,9 @@ class FootLock:
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
             out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
+            if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
+                reached = self._anchor[side]
+            else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
+                self._anchor[side] = reached.copy()
             out[foot] = points3d[foot] + (reached - points3d[ankle])
         return out
