@@ -28,6 +28,8 @@ issue (`low_delay=False`) and after, in alternating rounds; the frame's number r
 top-left corner, so lost frames cannot shift the keys.
 
 Run: python bench/latency.py [--rounds 3] [--seconds 8] [--configs plain,out,view,slow-pipe] [--codec raw]
+     [--compare-with DIR]   (runs of another checkout alternate with this tree's: a before/after)
+     python bench/latency.py --profile out   (one in-process run: each stage's time and the waits between)
 """
 
 from __future__ import annotations
@@ -288,11 +290,12 @@ def run_command(uri: str, osc_port: int, config: str, folder: Path, tasks: str =
 
 
 def run_once(config: str, *, codec: str, seconds: float, warmup: float, tasks: str = "pose", extra: tuple[str, ...] = (),
-             env: Optional[dict] = None) -> RunResult:
-    """One `sapiens-rt run` on a fresh camera; the camera stops `seconds` after the measured window opens."""
+             env: Optional[dict] = None, root: Path = ROOT) -> RunResult:
+    """One `sapiens-rt run` (the code under `root`) on a fresh camera; the camera stops `seconds` after the
+    measured window opens."""
     result = RunResult(config)
     camera, receiver = Camera(codec), FirstDatagrams()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen", **(env or {})}
+    env = {**os.environ, "PYTHONPATH": str(root), "QT_QPA_PLATFORM": "offscreen", **(env or {})}
     with tempfile.TemporaryDirectory() as tmp:
         command = run_command(camera.uri, receiver.port, config, Path(tmp), tasks) + list(extra)
         reader = None
@@ -455,6 +458,26 @@ def _signed(value: float) -> str:
     return f"{value:+.1f}" if np.isfinite(value) else "n/a"
 
 
+def _capture_report(codecs: list[str], seconds: float) -> dict[str, float]:
+    """Send -> handed on, stream options before this issue vs low delay, alternating; p50 after, by codec."""
+    after_p50 = {}
+    for codec in codecs:
+        samples: dict[bool, list[float]] = {False: [], True: []}
+        opens: dict[bool, list[float]] = {False: [], True: []}
+        for r in range(2):
+            for low in ((False, True) if r % 2 == 0 else (True, False)):
+                delays, opened = capture_delays(codec, low, seconds)
+                samples[low] += delays
+                opens[low].append(opened)
+        before, after = (np.percentile(samples[v], [50, 95]) if samples[v] else (np.nan, np.nan) for v in (False, True))
+        print(f"capture ({codec}): sent -> handed on p50 {_ms(before[0])} ms, p95 {_ms(before[1])} ms before "
+              f"(FFmpeg's default probing, frame threads); p50 {_ms(after[0])} ms, p95 {_ms(after[1])} ms after "
+              f"(low delay); open {_ms(_median(opens[False]))} -> {_ms(_median(opens[True]))} ms; "
+              f"{len(samples[False])} / {len(samples[True])} frames")
+        after_p50[codec] = float(after[0])
+    return after_p50
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="runs per configuration, alternating (default 3)")
@@ -465,6 +488,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--tasks", default="pose", help="tasks of the run (pose, or pose,depth)")
     parser.add_argument("--capture-seconds", type=float, default=4.0, help="seconds per capture-delay round (0: skip)")
     parser.add_argument("--capture-codecs", default="raw,h264", help="codecs for the capture-delay rounds")
+    parser.add_argument("--compare-with", metavar="DIR", help="another checkout (e.g. `git archive dcb5744 | tar -x -C DIR`) "
+                        "whose runs alternate with this tree's, for a before/after in one go")
     parser.add_argument("--max-in-flight", type=int, help="passed to the run (default: the run's own)")
     parser.add_argument("--profile", choices=["plain", "out"], help="only: one in-process run, where the time goes per stage")
     args = parser.parse_args(argv)
@@ -475,87 +500,95 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(machine_line().replace("machine:", "machine at the end:"))
         return 0
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    unknown = set(configs) - set(CONFIGS)
-    if unknown or "plain" not in configs:
+    if set(configs) - set(CONFIGS) or "plain" not in configs:
         parser.error(f"--configs must include plain and only name {', '.join(CONFIGS)}")
+    trees = {"this tree": ROOT}
+    if args.compare_with:
+        trees["compared"] = Path(args.compare_with).resolve()
+    extra = ("--max-in-flight", str(args.max_in_flight)) if args.max_in_flight else ()
 
     print(machine_line())
     print(f"camera: {WIDTH}x{HEIGHT} at {FPS} fps over loopback TCP ({args.codec}); run: tiny fixture {args.tasks} "
           f"model(s) at 128x96, --boxes-from frame, CPU; receiver: python-osc BlockingOSCUDPServer")
+    capture = _capture_report([c.strip() for c in args.capture_codecs.split(",") if c.strip()], args.capture_seconds) \
+        if args.capture_seconds > 0 else {}
 
-    capture_after = float("nan")
-    if args.capture_seconds > 0:
-        for codec in [c.strip() for c in args.capture_codecs.split(",") if c.strip()]:
-            samples: dict[bool, list[float]] = {False: [], True: []}
-            opens: dict[bool, list[float]] = {False: [], True: []}
-            for r in range(2):
-                for low in ((False, True) if r % 2 == 0 else (True, False)):
-                    delays, opened = capture_delays(codec, low, args.capture_seconds)
-                    samples[low] += delays
-                    opens[low].append(opened)
-            before, after = (np.percentile(samples[v], [50, 95]) if samples[v] else (np.nan, np.nan) for v in (False, True))
-            print(f"capture ({codec}): sent -> handed on p50 {_ms(before[0])} ms, p95 {_ms(before[1])} ms before "
-                  f"(default stream options); p50 {_ms(after[0])} ms, p95 {_ms(after[1])} ms after (low delay); "
-                  f"open {_ms(_median(opens[False]))} -> {_ms(_median(opens[True]))} ms; "
-                  f"{len(samples[False])} / {len(samples[True])} frames")
-            if codec == args.codec:
-                capture_after = float(after[0])
-
-    results: dict[str, list[RunResult]] = {c: [] for c in configs}
+    runs = [(tree, config) for config in configs for tree in trees]
+    results: dict[tuple[str, str], list[RunResult]] = {run: [] for run in runs}
     for r in range(args.rounds):
-        order = configs[r % len(configs):] + configs[:r % len(configs)]
-        for config in order:
-            result = run_once(config, codec=args.codec, seconds=args.seconds, warmup=args.warmup, tasks=args.tasks)
-            results[config].append(result)
+        for tree, config in runs[r % len(runs):] + runs[:r % len(runs)]:  # each round starts one further on
+            result = run_once(config, codec=args.codec, seconds=args.seconds, warmup=args.warmup, tasks=args.tasks,
+                              extra=extra, root=trees[tree])
+            results[tree, config].append(result)
+            label = f"round {r + 1} {config}" + (f" ({tree})" if len(trees) > 1 else "")
             if result.error:
-                print(f"round {r + 1} {config}: no datagrams measured ({result.error})")
+                print(f"{label}: no datagrams measured ({result.error})")
                 continue
             senders = ", ".join(f"{k} {_ms(v)}" for k, v in result.read_sent.items())
-            print(f"round {r + 1} {config:9s}: glass-to-datagram p50 {_ms(result.p50)} ms, p95 {_ms(result.p95)} ms "
+            print(f"{label}: glass-to-datagram p50 {_ms(result.p50)} ms, p95 {_ms(result.p95)} ms "
                   f"({len(result.g2d)} of {result.sent} frames sent); model {_ms(result.model)} ms; "
-                  f"render+write {_ms(result.overlay)} ms; read->sent p50 {senders or 'n/a'} ms; "
-                  f"behind-skipped {result.behind_skipped}")
+                  f"render {_ms(result.stages.get('render', float('nan')))} ms, write {_ms(result.stages.get('write', float('nan')))} ms; "
+                  f"read->sent p50 {senders or 'n/a'} ms; behind-skipped {result.behind_skipped}", flush=True)
 
-    plain = results["plain"]
+    def paired(a: tuple[str, str], b: tuple[str, str], pick) -> float:
+        """Median over rounds of pick(a) - pick(b), both from the same round."""
+        return _median([pick(x) - pick(y) for x, y in zip(results.get(a, []), results.get(b, [])) if not x.error and not y.error])
 
-    def paired(config: str, pick) -> float:
-        """Median over rounds of (config - plain) in the same round."""
-        rows = [pick(a) - pick(b) for a, b in zip(results.get(config, []), plain) if not a.error and not b.error]
-        return _median(rows)
+    def overlay_cost(tree: str) -> float:
+        """The overlay's CPU time per frame: render + write with --out, less write (the tracks) without."""
+        return paired((tree, "out"), (tree, "plain"), lambda r: r.overlay)
 
-    print("config     g2d p50  g2d p95  model  render+write  read->sent p50  (ms, medians over rounds)")
-    for config in configs:
-        rows = [r for r in results[config] if not r.error]
+    print("                         g2d p50  g2d p95  model  render+write  read->sent p50  (ms, medians over rounds)")
+    for tree, config in runs:
+        rows = [r for r in results[tree, config] if not r.error]
+        name = f"{config} ({tree})" if len(trees) > 1 else config
         if not rows:
-            reason = results[config][0].error if results[config] else "not run"
-            print(f"{config:9s}  could not run: {reason}")
+            reason = results[tree, config][0].error if results[tree, config] else "not run"
+            print(f"{name:24s} could not run: {reason}")
             continue
-        read_sent = _median([v for r in rows for k, v in r.read_sent.items() if k == "osc"])
-        print(f"{config:9s}  {_ms(_median([r.p50 for r in rows])):>7s}  {_ms(_median([r.p95 for r in rows])):>7s}  "
-              f"{_ms(_median([r.model for r in rows])):>5s}  {_ms(_median([r.overlay for r in rows])):>12s}  {_ms(read_sent):>14s}")
-    for config in configs[1:]:
-        print(f"{config} - plain (paired by round): g2d p50 {_signed(paired(config, lambda r: r.p50))} ms, "
-              f"p95 {_signed(paired(config, lambda r: r.p95))} ms, model {_signed(paired(config, lambda r: r.model))} ms")
+        print(f"{name:24s} {_ms(_median([r.p50 for r in rows])):>7s}  {_ms(_median([r.p95 for r in rows])):>7s}  "
+              f"{_ms(_median([r.model for r in rows])):>5s}  {_ms(_median([r.overlay for r in rows])):>12s}  "
+              f"{_ms(_median([r.read_sent.get('osc', float('nan')) for r in rows])):>14s}")
+    for tree in trees:
+        for config in configs[1:]:
+            print(f"{config} - plain ({tree}, paired by round): g2d p50 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p50))} ms, "
+                  f"p95 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p95))} ms, "
+                  f"model {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.model))} ms")
+        if "out" in configs:
+            print(f"overlay CPU time per frame ({tree}): render + write with --out - write without = {_ms(overlay_cost(tree))} ms")
+    if len(trees) > 1:
+        for config in configs:
+            print(f"{config}: this tree - compared (paired by round): g2d p50 "
+                  f"{_signed(paired(('this tree', config), ('compared', config), lambda r: r.p50))} ms, p95 "
+                  f"{_signed(paired(('this tree', config), ('compared', config), lambda r: r.p95))} ms")
 
-    ok = [r for r in plain if not r.error]
+    ok = [r for r in results["this tree", "plain"] if not r.error]
     g2d = _median([r.p50 for r in ok])
     model = _median([r.model for r in ok])
     read_sent = _median([r.read_sent.get("osc", float("nan")) for r in ok])
+    plus_out = paired(("this tree", "out"), ("this tree", "plain"), lambda r: r.p50)
+    plus_pipe = paired(("this tree", "slow-pipe"), ("this tree", "plain"), lambda r: r.p50)
     if np.isfinite(g2d) and np.isfinite(read_sent):
-        print(f"plain: glass-to-datagram p50 - read->sent p50 = {g2d - read_sent:.1f} ms (capture + UDP, seen from outside); "
-              f"capture alone p50 {_ms(capture_after)} ms")
-    goals = [f"g2d p50 <= model + 10 ms: {'yes' if g2d <= model + 10 else 'NO'}",
-             f"read->sent p50 <= model + 5 ms: {'yes' if read_sent <= model + 5 else 'NO'}"]
-    if "slow-pipe" in results:
-        goals.append(f"slow pipe <= +3 ms: {'yes' if paired('slow-pipe', lambda r: r.p50) <= 3 else 'NO'}")
-    if "out" in results:
-        overlay = _median([r.overlay for r in results["out"] if not r.error])
-        goals.append(f"+out <= its CPU time ({_ms(overlay)} ms): {'yes' if paired('out', lambda r: r.p50) <= overlay else 'NO'}")
+        print(f"plain: glass-to-datagram p50 - read->sent p50 = {g2d - read_sent:+.1f} ms (capture + UDP, seen from outside); "
+              f"capture alone p50 {_ms(capture.get(args.codec, float('nan')))} ms")
+    goals = [f"g2d p50 <= model + 10 ms: {_verdict(g2d, model + 10)}",
+             f"read->sent p50 <= model + 5 ms: {_verdict(read_sent, model + 5)}"]
+    if "slow-pipe" in configs:
+        goals.append(f"slow pipe adds <= 3 ms: {_verdict(plus_pipe, 3.0)}")
+    if "out" in configs:
+        cost = overlay_cost("this tree")
+        goals.append(f"+out <= its CPU time ({_ms(cost)} ms): {_verdict(plus_out, cost)}")
     print("goals: " + "; ".join(goals))
     print(machine_line().replace("machine:", "machine at the end:"))
-    print(f"latency: glass-to-datagram p50 {_ms(g2d)} ms (model {_ms(model)} ms); +out {_signed(paired('out', lambda r: r.p50))} ms; "
-          f"+slow tracks pipe {_signed(paired('slow-pipe', lambda r: r.p50))} ms; read->sent p50 {_ms(read_sent)} ms")
+    print(f"latency: glass-to-datagram p50 {_ms(g2d)} ms (model {_ms(model)} ms); +out {_signed(plus_out)} ms; "
+          f"+slow tracks pipe {_signed(plus_pipe)} ms; read->sent p50 {_ms(read_sent)} ms")
     return 0
+
+
+def _verdict(value: float, limit: float) -> str:
+    if not (np.isfinite(value) and np.isfinite(limit)):
+        return "n/a"
+    return "yes" if value <= limit else "NO"
 
 
 if __name__ == "__main__":
