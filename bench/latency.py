@@ -253,6 +253,7 @@ class RunResult:
     stages: dict[str, float] = field(default_factory=dict)  # stage -> p50 ms (the run's summary)
     read_sent: dict[str, float] = field(default_factory=dict)  # sender -> read->sent p50 ms
     behind_skipped: int = 0
+    cpu_ms: float = float("nan")  # the run's CPU time (all threads) per camera frame in the window
     exit_code: Optional[int] = None
     error: Optional[str] = None
 
@@ -318,8 +319,11 @@ def run_once(config: str, *, codec: str, seconds: float, warmup: float, tasks: s
                 time.sleep(0.05)
             window_start = time.perf_counter() + warmup
             window_end = window_start + seconds
-            while run.poll() is None and time.perf_counter() < window_end + 0.5:
-                time.sleep(0.05)
+            _wait_while_running(run, window_start)
+            cpu_start = _cpu_seconds(run.pid)
+            _wait_while_running(run, window_end)
+            cpu_end = _cpu_seconds(run.pid)
+            _wait_while_running(run, window_end + 0.5)
             camera.stop()  # the stream ends; the run finishes ("stream lost") and prints its summary
             try:
                 run.wait(timeout=60)
@@ -337,11 +341,27 @@ def run_once(config: str, *, codec: str, seconds: float, warmup: float, tasks: s
     window = [i for i, t in enumerate(camera.sent) if window_start <= t < window_end]
     result.sent = len(window)
     result.g2d = [(receiver.arrived[i] - camera.sent[i]) * 1000.0 for i in window if i in receiver.arrived]
+    if window and run.returncode is not None and cpu_start is not None and cpu_end is not None:
+        result.cpu_ms = (cpu_end - cpu_start) * 1000.0 / len(window)
     parse_summary(output, result)
     if not result.g2d:
         tail = [line for line in output if line.strip()][-3:]
         result.error = " / ".join(tail) or f"exit code {run.returncode}"
     return result
+
+
+def _wait_while_running(run: subprocess.Popen, until: float) -> None:
+    while run.poll() is None and time.perf_counter() < until:
+        time.sleep(0.02)
+
+
+def _cpu_seconds(pid: int) -> Optional[float]:
+    """User + system CPU time of a process and all its threads so far (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
 def parse_summary(lines: list[str], result: RunResult) -> None:
@@ -528,6 +548,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{label}: glass-to-datagram p50 {_ms(result.p50)} ms, p95 {_ms(result.p95)} ms "
                   f"({len(result.g2d)} of {result.sent} frames sent); model {_ms(result.model)} ms; "
                   f"render {_ms(result.stages.get('render', float('nan')))} ms, write {_ms(result.stages.get('write', float('nan')))} ms; "
+                  f"CPU {_ms(result.cpu_ms)} ms/frame; "
                   f"read->sent p50 {senders or 'n/a'} ms; behind-skipped {result.behind_skipped}", flush=True)
 
     def paired(a: tuple[str, str], b: tuple[str, str], pick) -> float:
@@ -535,10 +556,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         return _median([pick(x) - pick(y) for x, y in zip(results.get(a, []), results.get(b, [])) if not x.error and not y.error])
 
     def overlay_cost(tree: str) -> float:
-        """The overlay's CPU time per frame: render + write with --out, less write (the tracks) without."""
-        return paired((tree, "out"), (tree, "plain"), lambda r: r.overlay)
+        """The overlay's CPU time per frame: the run's CPU time per frame with --out less without (all
+        threads: drawing, the encoder's own threads, and whatever the model lost to contention)."""
+        return paired((tree, "out"), (tree, "plain"), lambda r: r.cpu_ms)
 
-    print("                         g2d p50  g2d p95  model  render+write  read->sent p50  (ms, medians over rounds)")
+    print("                         g2d p50  g2d p95  model  render+write  read->sent p50  CPU/frame  (ms, medians over rounds)")
     for tree, config in runs:
         rows = [r for r in results[tree, config] if not r.error]
         name = f"{config} ({tree})" if len(trees) > 1 else config
@@ -548,14 +570,16 @@ def main(argv: Optional[list[str]] = None) -> int:
             continue
         print(f"{name:24s} {_ms(_median([r.p50 for r in rows])):>7s}  {_ms(_median([r.p95 for r in rows])):>7s}  "
               f"{_ms(_median([r.model for r in rows])):>5s}  {_ms(_median([r.overlay for r in rows])):>12s}  "
-              f"{_ms(_median([r.read_sent.get('osc', float('nan')) for r in rows])):>14s}")
+              f"{_ms(_median([r.read_sent.get('osc', float('nan')) for r in rows])):>14s}  {_ms(_median([r.cpu_ms for r in rows])):>9s}")
     for tree in trees:
         for config in configs[1:]:
             print(f"{config} - plain ({tree}, paired by round): g2d p50 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p50))} ms, "
                   f"p95 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p95))} ms, "
                   f"model {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.model))} ms")
         if "out" in configs:
-            print(f"overlay CPU time per frame ({tree}): render + write with --out - write without = {_ms(overlay_cost(tree))} ms")
+            print(f"overlay CPU time per frame ({tree}): the run's CPU ms per frame with --out - without = {_ms(overlay_cost(tree))} ms "
+                  f"(render + write stage time with --out - write without: "
+                  f"{_ms(paired((tree, 'out'), (tree, 'plain'), lambda r: r.overlay))} ms)")
     if len(trees) > 1:
         for config in configs:
             print(f"{config}: this tree - compared (paired by round): g2d p50 "
