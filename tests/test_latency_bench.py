@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NUMBER = r"(-?[\d.]+|n/a)"
+NUMBER = r"([-+]?[\d.]+|n/a)"
 
 
 def test_the_latency_bench_reports_glass_to_datagram_per_configuration():
