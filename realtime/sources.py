@@ -176,6 +176,8 @@ class VideoSource(Source):
         if abs(first.rotation) in (90, 270):
             w, h = h, w
         rate = stream.average_rate or stream.guessed_rate
+        if self.low_delay and not stream.average_rate and stream.codec_context.framerate:
+            rate = stream.codec_context.framerate  # too little was probed to average: the codec's own (H.264 timing info)
         count = stream.frames or None
         if not count and not self.live and rate and stream.duration and stream.time_base:
             count = int(round(float(stream.duration * stream.time_base) * float(rate)))

@@ -37,6 +37,17 @@ def test_a_live_stream_hands_each_frame_on_before_the_camera_sends_the_next(code
     assert all(sent >= i + 1 for i, sent in enumerate(sent_when_read))
 
 
+def test_a_live_mpegts_stream_keeps_its_frame_rate_with_the_least_probing(tmp_path):
+    from test_sources_edge import _mpegts_bytes, _serve_tcp
+
+    port, thread = _serve_tcp(_mpegts_bytes(tmp_path / "clip.ts", 15, fps=30), sessions=1)
+    source = open_source(f"tcp://127.0.0.1:{port}", timeout=10.0, reconnects=0)
+    with source:
+        assert source.info.fps == 30  # from the codec (H.264 timing): one probed packet gives no average rate
+        assert len(list(source.frames())) == 15
+    thread.join(timeout=10)
+
+
 def test_live_streams_open_with_low_delay_and_files_do_not(tmp_path):
     camera = Camera("raw", frames=2)
     stream = open_source(camera.uri, timeout=30.0, reconnects=0)
