@@ -12,7 +12,10 @@ The avatar first (`release_after`, live sources): the stage that feeds the live 
 frees the frame's gate slot as soon as it is done, so what comes after it (drawing, video
 encoding, the tracks file, the viewer) never holds a new frame back from the senders. Those
 later stages take frames from a short queue that keeps the newest (`BEHIND_LIMIT`); when they
-fall behind, the oldest waiting frame is skipped for them and counted (`behind_skipped`).
+fall behind, the oldest waiting frame is skipped for them and counted (`behind_skipped`). Their
+threads also run at a lower CPU priority (Linux: `BEHIND_NICE`), and so do the threads they start
+(the video encoder's): on a machine with few cores, drawing and encoding then take the CPU the
+model and the senders leave over, instead of slowing the model of the next frame.
 
 Shutdown: the end of the source sends the one end marker, `END`, through
 every stage; a stop request (Ctrl+C, window closed, an error in any stage)
@@ -25,7 +28,9 @@ closed, before `run()` returns.
 from __future__ import annotations
 
 import logging
+import os
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -50,6 +55,7 @@ class _EndOfStream:
 END = _EndOfStream()  # the one end-of-stream marker on the gate and every queue
 POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
 BEHIND_LIMIT = 4  # frames waiting after the live senders before the oldest is skipped (live sources)
+BEHIND_NICE = 10  # added to the nice value of the threads after the live senders (live sources, Linux)
 
 
 class Stage(Protocol):
@@ -201,7 +207,8 @@ class Pipeline:
         for i, stage in enumerate(self.stages):
             inbox = gate.take if i == 0 else _getter(queues[i - 1], self.stop_event)
             outbox = queues[i].put if i < len(queues) else None
-            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished, i == release),
+            behind = release < i  # after the live senders: drawing, encoding, writing
+            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished, i == release, behind),
                                             name=f"stage-{stage.name}", daemon=True))
         for t in threads:
             t.start()
@@ -252,7 +259,9 @@ class Pipeline:
             self.behind_skipped += 1
 
     def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event,
-              releases: bool) -> None:
+              releases: bool, behind: bool = False) -> None:
+        if behind:
+            _lower_priority(BEHIND_NICE)
         while True:
             item = inbox()
             if item is END:
@@ -336,6 +345,18 @@ def _getter(q: queue.Queue, stop: threading.Event) -> Callable:
                 if stop.is_set():
                     return END
     return get
+
+
+def _lower_priority(nice: int) -> None:
+    """Raise the calling thread's nice value by `nice` (Linux: a thread is a task of its own, and
+    threads it starts inherit the value). Elsewhere the call would renice the whole process: nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError as err:  # a sandbox may refuse it: the run goes on at the usual priority
+        log.debug("could not lower the priority of %s: %s", threading.current_thread().name, err)
 
 
 def _join(thread: threading.Thread) -> None:

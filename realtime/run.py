@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 LIVE_MAX_IN_FLIGHT = 3  # frames inside the stages at once on cameras and streams: 3 keeps the GPU fed (docs/gpu-performance.md)
+# On a CPU the model's work is done when the infer stage returns, so a second frame inside would only
+# wait in front of the model (25-35 ms of glass-to-datagram on a loaded 2-core machine, bench/latency.py).
+LIVE_MAX_IN_FLIGHT_CPU = 1
 
 
 @dataclass
@@ -201,7 +204,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         write.sinks = sinks
         stages.append(write)
         # Live sources: few frames in flight, so what is shown is close to now (stale ones drop at the gate).
-        in_flight = options.max_in_flight or (LIVE_MAX_IN_FLIGHT if mode is RunMode.LIVE else None)
+        live_in_flight = LIVE_MAX_IN_FLIGHT_CPU if device == "cpu" else LIVE_MAX_IN_FLIGHT
+        in_flight = options.max_in_flight or (live_in_flight if mode is RunMode.LIVE else None)
         pipeline = Pipeline(source, stages, metrics=metrics, max_frames=options.max_frames, max_in_flight=in_flight, mode=mode,
                             release_after=live.name if live is not None else None)
         if live is not None:
