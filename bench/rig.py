@@ -160,7 +160,8 @@ def main() -> None:
     parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
                         help="the everyday walks turned this many degrees about the vertical (0: as captured)")
     parser.add_argument("--motion", choices=("walker", "mocap", "walks"), default="walker",
-                        help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); only its everyday walks")
+                        help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
+                             "only its everyday walks")
     args = parser.parse_args()
     if args.motion == "walker":
         results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]

@@ -309,7 +309,8 @@ class Pipeline:
             return RunResult("error", f"stopped: {self._error}", 1, **counts)
         if self._stop_reason in ("interrupted", "terminated"):  # Ctrl+C / SIGTERM
             code = 130 if self._stop_reason == "interrupted" else 143
-            return RunResult(self._stop_reason, f"stopped: {self._stop_reason}; outputs hold every frame processed so far", code, **counts)
+            return RunResult(self._stop_reason, f"stopped: {self._stop_reason}; outputs hold every frame processed so far", code,
+                             **counts)
         if self._stop_reason == "window closed":
             return RunResult("window closed", "stopped: viewer window closed", 0, **counts)
         if self._max_frames_reached:

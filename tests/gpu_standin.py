@@ -791,7 +791,8 @@ class StandinGPU:
         patch(torch.Tensor, "tolist", self._host_read(torch.Tensor.tolist, ".tolist()"))
         patch(torch.Tensor, "pin_memory", lambda t, device=None: self._pin(t))
         patch(torch.Tensor, "is_pinned", lambda t, device=None: _is_pinned(t))
-        patch(torch.Tensor, "record_stream", lambda t, s: rec.log.append(Entry("record_stream", f"tensor used on {s.name}", rec.current.name)))
+        patch(torch.Tensor, "record_stream",
+              lambda t, s: rec.log.append(Entry("record_stream", f"tensor used on {s.name}", rec.current.name)))
         # Module.to("cuda") must store the StandinTensor itself, not `param.data = ...` it
         compatible = torch._has_compatible_shallow_copy_type
         patch(torch, "_has_compatible_shallow_copy_type",

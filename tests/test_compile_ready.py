@@ -7,8 +7,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from realtime.models import load_backbone
-from realtime.models import sapiens2
+from realtime.models import load_backbone, sapiens2
 from realtime.models.sapiens2 import GroupedQueryAttention
 
 CASE = "r64x48_b2"

@@ -6,7 +6,6 @@ The detector (cuda_graphs=True): one graph per frame size through the same machi
 Work that cannot be captured runs eagerly."""
 
 import copy
-
 import logging
 
 import numpy as np

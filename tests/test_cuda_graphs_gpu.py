@@ -52,7 +52,8 @@ def test_every_fast_path_equals_eager_in_bf16(fixtures_dir, options):
 
     models = {t: load_model(t, fixtures_dir / f"{t}_weights.safetensors", device="cuda", dtype=torch.bfloat16)
               for t in ("pose", "seg")}
-    eager = Predictor(copy.deepcopy(models), device="cuda", dtype=torch.bfloat16, input_hw=(128, 96), pad_batches=True, max_batch=4)
+    eager = Predictor(copy.deepcopy(models), device="cuda", dtype=torch.bfloat16, input_hw=(128, 96), pad_batches=True,
+                      max_batch=4)
     fast = Predictor(models, device="cuda", dtype=torch.bfloat16, input_hw=(128, 96), max_batch=4, **options)
     fast.warm_up(IMAGE.shape[:2])
     assert fast._graphs.failed == {} and len(fast._graphs.captured()) == 5

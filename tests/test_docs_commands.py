@@ -255,7 +255,8 @@ def _outputs(argv: list[str]) -> list[str]:
     from realtime.cli import build_parser
 
     args = build_parser().parse_args(argv)
-    return [path for path in (getattr(args, "tracks", None) if args.command == "run" else None, getattr(args, "out", None)) if path]
+    tracks = getattr(args, "tracks", None) if args.command == "run" else None
+    return [path for path in (tracks, getattr(args, "out", None)) if path]
 
 
 def test_the_readme_commands_run_in_order_as_a_chain(tmp_path, fixtures_dir, rtmdet_fixtures_dir):
@@ -286,6 +287,7 @@ def test_the_readme_commands_run_in_order_as_a_chain(tmp_path, fixtures_dir, rtm
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    failed = [f"{c.where}: `{c.text}` exited {r['code']}:\n{r['output'][-1500:]}" for c, r in zip(chain, results) if r["code"] != c.exit_code]
+    failed = [f"{c.where}: `{c.text}` exited {r['code']}:\n{r['output'][-1500:]}"
+              for c, r in zip(chain, results) if r["code"] != c.exit_code]
     assert not failed, "\n\n".join(failed)
     assert (folder / "dance.bvh").is_file()

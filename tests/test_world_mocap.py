@@ -13,7 +13,8 @@ from tests.mocap_clips import CLIPS, NAMES, clip_walk, load_clip, read_bvh
 def test_a_clip_loads_as_a_body_on_the_floor(name):
     clip = load_clip(name)
     assert clip.fps == pytest.approx(30.0, rel=1e-3) and len(clip.joints) >= 240
-    j = {n: clip.joints[:, NAMES.index(n)] for n in ("left_hip", "right_hip", "left_knee", "left_ankle", "left_heel", "neck", "left_eye")}
+    j = {n: clip.joints[:, NAMES.index(n)]
+         for n in ("left_hip", "right_hip", "left_knee", "left_ankle", "left_heel", "neck", "left_eye")}
     thigh = np.linalg.norm(j["left_knee"] - j["left_hip"], axis=1)
     assert np.ptp(thigh) < 1e-6 and 0.35 < thigh[0] < 0.5  # rigid bones, adult lengths
     hip_width = np.linalg.norm(j["left_hip"] - j["right_hip"], axis=1)

@@ -93,7 +93,8 @@ class GraphCache:
         if key not in self.graphs:
             if self.sealed:
                 self.late.append(key)
-                log.warning("capturing a CUDA graph mid-run for %s, which the warm-up did not meet: the run stalls meanwhile", key)
+                log.warning("capturing a CUDA graph mid-run for %s, which the warm-up did not meet: the run stalls meanwhile",
+                            key)
             try:
                 with _CAPTURING:
                     self.graphs[key] = CapturedGraph(work, inputs, self._pools.setdefault(pool, torch.cuda.graph_pool_handle()))

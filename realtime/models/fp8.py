@@ -144,13 +144,16 @@ def check_fp8_device(device: str | torch.device) -> None:
     """A user error unless `device` is a CUDA GPU with FP8 tensor cores (compute capability >= 8.9)."""
     device = torch.device(device)
     if not hasattr(F, "scaled_mm"):
-        raise UserError(f"--fp8 needs torch.nn.functional.scaled_mm, which torch {torch.__version__} lacks; upgrade torch or drop --fp8.")
+        raise UserError(f"--fp8 needs torch.nn.functional.scaled_mm, which torch {torch.__version__} lacks; "
+                        f"upgrade torch or drop --fp8.")
     if device.type != "cuda" or not torch.cuda.is_available():
-        raise UserError(f"--fp8 needs an NVIDIA GPU with FP8 tensor cores (Ada, Hopper or newer) and this run is on {device.type}; drop --fp8.")
+        raise UserError(f"--fp8 needs an NVIDIA GPU with FP8 tensor cores (Ada, Hopper or newer) and this run is on "
+                        f"{device.type}; drop --fp8.")
     major, minor = torch.cuda.get_device_capability(device)
     if (major, minor) < MIN_CAPABILITY:
-        raise UserError(f"--fp8 needs compute capability 8.9 or newer (Ada, Hopper, Blackwell) and {torch.cuda.get_device_name(device)} "
-                        f"is {major}.{minor}; drop --fp8 (bf16 is the fastest precision here).")
+        raise UserError(f"--fp8 needs compute capability 8.9 or newer (Ada, Hopper, Blackwell) and "
+                        f"{torch.cuda.get_device_name(device)} is {major}.{minor}; drop --fp8 "
+                        f"(bf16 is the fastest precision here).")
 
 
 def to_float8(model: nn.Module, scope: str = "attention", static_scale: float | None = None) -> list[str]:
@@ -178,7 +181,8 @@ def to_float8(model: nn.Module, scope: str = "attention", static_scale: float | 
                 name.endswith((".wq", ".wk", ".wv")) and name.rpartition(".")[0] + ".qkv" in swapped):
             continue
         if module.in_features % 16 or module.out_features % 16:
-            log.info("%s (%d -> %d) stays in %s: FP8 needs sizes that are multiples of 16", name, module.in_features, module.out_features, module.weight.dtype)
+            log.info("%s (%d -> %d) stays in %s: FP8 needs sizes that are multiples of 16", name, module.in_features,
+                     module.out_features, module.weight.dtype)
             continue
         parent_name, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent_name), child, Float8Linear.from_linear(module))
