@@ -82,10 +82,10 @@ class Source(ABC):
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         """(timestamp seconds, (H, W, 3) uint8 RGB) in order, until the source ends."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a source with nothing to release keeps this)
         pass
 
-    def cancel(self) -> None:
+    def cancel(self) -> None:  # noqa: B027 (optional: a source whose reads never block keeps this)
         """Unblock a read in progress; called from another thread when the run stops."""
 
     def input_files(self) -> list[str]:
@@ -116,7 +116,8 @@ def open_source(spec: str, *, width: Optional[int] = None, height: Optional[int]
     if not path.exists() and any(ch in spec for ch in "*?["):  # a file named "take[1].mp4" is a file, not a pattern
         return ImageFolderSource(spec, fps=fps)
     if not path.exists():
-        raise UserError(f"Source {spec} does not exist; pass a video file, an image folder, a webcam index like 0, or a stream URL.")
+        raise UserError(f"Source {spec} does not exist; pass a video file, an image folder, a webcam index like 0, "
+                        f"or a stream URL.")
     if path.suffix.lower() in IMAGE_SUFFIXES:
         return ImageFolderSource(str(path), fps=fps)
     return VideoSource(str(path), live=False, timeout=timeout, reconnects=0)
@@ -170,7 +171,8 @@ class VideoSource(Source):
             raise UserError(f"{self.uri} contains no decodable video frames; check that the file is complete.") from None
         except Exception as err:  # corrupt from the first packet on
             self.close()
-            raise UserError(f"{self.uri} cannot be decoded ({_av_reason(err)}); check that it is a complete, supported video.") from None
+            raise UserError(f"{self.uri} cannot be decoded ({_av_reason(err)}); "
+                            f"check that it is a complete, supported video.") from None
         self._first = first
         w, h = first.width, first.height
         if abs(first.rotation) in (90, 270):
@@ -205,13 +207,16 @@ class VideoSource(Source):
         except av.error.FileNotFoundError:
             raise UserError(f"Video {self.uri} does not exist; check the path.") from None
         except av.error.ExitError as err:  # timeout while opening a stream
-            raise UserError(f"Stream {self.uri} did not answer within {self.timeout:g} s ({_av_reason(err)}); check the URL and that the sender is running, or raise --timeout.") from None
+            raise UserError(f"Stream {self.uri} did not answer within {self.timeout:g} s ({_av_reason(err)}); "
+                            f"check the URL and that the sender is running, or raise --timeout.") from None
         except (av.error.FFmpegError, OSError) as err:
             if not self.live and self._pipe is None and _mp4_without_index(self.uri):
                 raise UserError(f"File {self.uri} is an MP4 cut off before its index (moov) was written, so it is truncated "
-                                f"and nothing in it can be decoded; re-record it, or repair it with a tool such as untrunc.") from None
+                                f"and nothing in it can be decoded; re-record it, or repair it with a tool such as "
+                                f"untrunc.") from None
             what = "Stream" if self.live else "File"
-            raise UserError(f"{what} {self.uri} cannot be read as video ({_av_reason(err)}); check that it is a complete, supported video file or stream.") from None
+            raise UserError(f"{what} {self.uri} cannot be read as video ({_av_reason(err)}); "
+                            f"check that it is a complete, supported video file or stream.") from None
         if not container.streams.video:
             container.close()
             raise UserError(f"{self.uri} has no video stream; pass a file or stream that contains video.")
@@ -251,15 +256,18 @@ class VideoSource(Source):
                     return
                 reason = "the sender closed it"  # a live stream that ends is a lost stream
             except (av.error.FFmpegError, OSError) as err:
-                reason = f"no data for {self.timeout:g} s" if isinstance(err, (av.error.ExitError, TimeoutError)) else _av_reason(err)
+                silent = isinstance(err, (av.error.ExitError, TimeoutError))
+                reason = f"no data for {self.timeout:g} s" if silent else _av_reason(err)
                 if not self.live:
                     self.ended_early = (f"{self.uri} stopped decoding after {max(last_t, 0.0):.2f} s ({reason}); "
-                                        f"the file is probably truncated or corrupt, and everything before that point was processed")
+                                        f"the file is probably truncated or corrupt, and everything before that point "
+                                        f"was processed")
                     log.warning(self.ended_early)
                     return
             pending = []
             if attempts_left <= 0:
-                self.ended_early = f"stream {self.uri} was lost ({reason}) and did not come back after {self.reconnects} reconnects"
+                self.ended_early = (f"stream {self.uri} was lost ({reason}) and did not come back after "
+                                    f"{self.reconnects} reconnects")
                 log.warning(self.ended_early)
                 return
             attempts_left -= 1
@@ -427,8 +435,10 @@ class WebcamSource(Source):
         cap = cv2.VideoCapture(self.index)
         if not cap.isOpened():
             cap.release()
-            raise UserError(f"Webcam {self.index} could not be opened; check that a camera with this index exists and is not used by another program.")
-        for prop, value in ((cv2.CAP_PROP_FRAME_WIDTH, self.width), (cv2.CAP_PROP_FRAME_HEIGHT, self.height), (cv2.CAP_PROP_FPS, self.fps)):
+            raise UserError(f"Webcam {self.index} could not be opened; check that a camera with this index exists and is "
+                            f"not used by another program.")
+        wanted = ((cv2.CAP_PROP_FRAME_WIDTH, self.width), (cv2.CAP_PROP_FRAME_HEIGHT, self.height), (cv2.CAP_PROP_FPS, self.fps))
+        for prop, value in wanted:
             if value:
                 cap.set(prop, value)
         ok, first = cap.read()
