@@ -240,5 +240,11 @@ def test_a_stock_server_gets_every_frame_of_a_file_while_both_cores_are_busy(tmp
 
 
 def _burn() -> None:
-    while True:
-        pass
+    """Keep a core busy until the test ends it, for at most 5 minutes, and never past the test's process."""
+    import os
+    import time
+
+    parent, end = os.getppid(), time.monotonic() + 300
+    while time.monotonic() < end and os.getppid() == parent:
+        for _ in range(100_000):
+            pass
