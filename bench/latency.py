@@ -432,9 +432,13 @@ def profile(config: str, *, codec: str, seconds: float, warmup: float, max_in_fl
             cls.process = process
     first = min(receiver.arrived.values())
     window = [i for i in marks if "live" in marks[i] and first + warmup <= read_at[i] < first + warmup + seconds]
-    order = sorted({name for i in window for name in marks[i]}, key=lambda n: _median([marks[i][n][0] - read_at[i] for i in window if n in marks[i]]))
+    def since_read(name: str) -> float:
+        return _median([marks[i][name][0] - read_at[i] for i in window if name in marks[i]])
+
+    order = sorted({name for i in window for name in marks[i]}, key=since_read)
     order = order[:order.index("live") + 1]
-    lines = [f"profile ({config}, max in flight {max_in_flight or 'default'}, in-process, {len(window)} frames): median ms from read_at"]
+    lines = [f"profile ({config}, max in flight {max_in_flight or 'default'}, in-process, {len(window)} frames): "
+             f"median ms from read_at"]
     previous_end = {i: read_at[i] for i in window}
     parts = []
     for name in order:
@@ -547,7 +551,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             senders = ", ".join(f"{k} {_ms(v)}" for k, v in result.read_sent.items())
             print(f"{label}: glass-to-datagram p50 {_ms(result.p50)} ms, p95 {_ms(result.p95)} ms "
                   f"({len(result.g2d)} of {result.sent} frames sent); model {_ms(result.model)} ms; "
-                  f"render {_ms(result.stages.get('render', float('nan')))} ms, write {_ms(result.stages.get('write', float('nan')))} ms; "
+                  f"render {_ms(result.stages.get('render', float('nan')))} ms, "
+                  f"write {_ms(result.stages.get('write', float('nan')))} ms; "
                   f"CPU {_ms(result.cpu_ms)} ms/frame; "
                   f"read->sent p50 {senders or 'n/a'} ms; behind-skipped {result.behind_skipped}", flush=True)
 
@@ -570,14 +575,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             continue
         print(f"{name:24s} {_ms(_median([r.p50 for r in rows])):>7s}  {_ms(_median([r.p95 for r in rows])):>7s}  "
               f"{_ms(_median([r.model for r in rows])):>5s}  {_ms(_median([r.overlay for r in rows])):>12s}  "
-              f"{_ms(_median([r.read_sent.get('osc', float('nan')) for r in rows])):>14s}  {_ms(_median([r.cpu_ms for r in rows])):>9s}")
+              f"{_ms(_median([r.read_sent.get('osc', float('nan')) for r in rows])):>14s}  "
+              f"{_ms(_median([r.cpu_ms for r in rows])):>9s}")
     for tree in trees:
         for config in configs[1:]:
-            print(f"{config} - plain ({tree}, paired by round): g2d p50 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p50))} ms, "
+            print(f"{config} - plain ({tree}, paired by round): "
+                  f"g2d p50 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p50))} ms, "
                   f"p95 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p95))} ms, "
                   f"model {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.model))} ms")
         if "out" in configs:
-            print(f"overlay CPU time per frame ({tree}): the run's CPU ms per frame with --out - without = {_ms(overlay_cost(tree))} ms "
+            print(f"overlay CPU time per frame ({tree}): the run's CPU ms per frame with --out - without = "
+                  f"{_ms(overlay_cost(tree))} ms "
                   f"(render + write stage time with --out - write without: "
                   f"{_ms(paired((tree, 'out'), (tree, 'plain'), lambda r: r.overlay))} ms)")
     if len(trees) > 1:
