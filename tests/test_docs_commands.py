@@ -194,6 +194,17 @@ def _tracks_text(tmp: Path) -> str:
     return (tmp / "walk.jsonl").read_text()
 
 
+def _run_jobs(tmp_path: Path, jobs: list[dict]) -> list[dict]:
+    """The jobs' commands in one subprocess through `_DRIVER`, offline; their exit codes and output."""
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _DRIVER, str(tmp_path / "jobs.json"), str(tmp_path / "results.json")],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp_path / "results.json").read_text())
+
+
 def test_marks_and_commands_are_read_from_the_fences():
     text = """intro `sapiens-rt run x` in prose is no command
 
@@ -237,13 +248,7 @@ def test_every_documented_command_runs_offline(tmp_path, fixtures_dir, rtmdet_fi
         for name in _inputs(argv):
             _make(name, folder, tracks)
         jobs.append({"cwd": str(folder), "argv": _offline(argv, fixtures_dir, rtmdet_fixtures_dir / "tiny_w025_checkpoint.pth")})
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", _DRIVER, str(tmp_path / "jobs.json"), str(tmp_path / "results.json")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text())
+    results = _run_jobs(tmp_path, jobs)
     failed = [f"{c.where}: `{c.text}` exited {r['code']} (expected {c.exit_code}), "
               f"run as {' '.join(job['argv'])}:\n{r['output'][-1500:]}"
               for c, r, job in zip(runnable, results, jobs) if r["code"] != c.exit_code]
@@ -280,13 +285,7 @@ def test_the_readme_commands_run_in_order_as_a_chain(tmp_path, fixtures_dir, rtm
             argv += ["--max-frames", "8", "--boxes-from", "frame"]
         jobs.append({"cwd": str(folder), "argv": _offline(argv, fixtures_dir, rtmdet_fixtures_dir / "tiny_w025_checkpoint.pth")})
     assert "dance.jsonl" in written and not (folder / "dance.jsonl").exists()  # made by the chain, not by the test
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "HF_HUB_OFFLINE": "1",
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", _DRIVER, str(tmp_path / "jobs.json"), str(tmp_path / "results.json")],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text())
+    results = _run_jobs(tmp_path, jobs)
     failed = [f"{c.where}: `{c.text}` exited {r['code']}:\n{r['output'][-1500:]}"
               for c, r in zip(chain, results) if r["code"] != c.exit_code]
     assert not failed, "\n\n".join(failed)
