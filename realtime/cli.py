@@ -589,7 +589,7 @@ def _exit_now(code: int) -> None:
     def now(signum, _frame) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code if code in (130, 143) else 143 if signum == signal.SIGTERM else 130)
+        os._exit(code)  # the work was done (or stopped) before this signal: its status stands
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, now)
