@@ -599,6 +599,31 @@ def _exit_now(code: int) -> None:
         now(signal.SIGTERM if code == 143 else signal.SIGINT, None)
 
 
+# The C extensions a command loads first. A KeyboardInterrupt raised inside one's module init can
+# abort the interpreter (SIGABRT), so a signal during these imports is held and acted on after them.
+HEAVY_IMPORTS = {"run": ("numpy", "torch", "cv2", "av"), "batch": ("numpy", "torch", "cv2", "av"),
+                 "export-model": ("numpy", "torch"), "stream": ("numpy", "cv2", "av")}
+
+
+def _import_deferring_signals(modules) -> None:
+    import importlib
+
+    if threading.current_thread() is not threading.main_thread():
+        for name in modules:
+            importlib.import_module(name)
+        return
+    held: list[int] = []
+    saved = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    if held:
+        _raise_on_signal(held[-1], None)
+
+
 def _main(argv: list[str] | None) -> int:
     # First of all: Ctrl+C and SIGTERM during imports, model loading and warm-up raise, so
     # every clean-up runs (no half-made outputs) and the exit is 130 / 143, not a traceback.
@@ -615,6 +640,7 @@ def _main(argv: list[str] | None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
         log.info("sapiens-rt %s: starting", args.command)
+        _import_deferring_signals(HEAVY_IMPORTS.get(args.command, ("numpy",)))
         return int(args.func(args) or 0)
     except UserError as err:
         if _signalled:  # the signal landed inside a library (safetensors, PyAV) that reported it as its own error
