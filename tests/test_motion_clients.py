@@ -61,6 +61,17 @@ def need(tool: str, present: bool) -> None:
     pytest.skip(message)
 
 
+def khronos_reports(paths: list[str]) -> list[dict]:
+    """The Khronos glTF-Validator's report of each file, in order (tests/validate_gltf.js)."""
+    need("gltf-validator", (NODE_MODULES / "gltf-validator").is_dir() and shutil.which("node") is not None)
+    done = subprocess.run(["node", str(TESTS / "validate_gltf.js"), *paths], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
+    assert done.returncode == 0, done.stderr
+    reports = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["file"] for r in reports] == paths
+    return reports
+
+
 def has_blender() -> bool:
     return shutil.which("blender") is not None
 
@@ -151,14 +162,9 @@ def test_rigs_put_shared_joints_where_the_vrm_rig_has_them(clip, blender_heads, 
 
 
 def test_every_gltf_passes_the_khronos_validator(clip):
-    need("gltf-validator", (NODE_MODULES / "gltf-validator").is_dir() and shutil.which("node") is not None)
     _, files = clip
     paths = [str(path) for (fmt, _), path in files.items() if fmt in ("gltf", "vrma")]
-    done = subprocess.run(["node", str(TESTS / "validate_gltf.js"), *paths], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
-    assert done.returncode == 0, done.stderr
-    reports = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [r["file"] for r in reports] == paths
+    reports = khronos_reports(paths)
     for report in reports:
         assert report["errors"] == 0 and report["warnings"] == 0, report
         codes = {code for code, _, pointer, message in report["messages"]}
