@@ -62,6 +62,7 @@ WIDTH, HEIGHT, FPS = 640, 480, 30
 CYCLE = 32  # distinct frames the camera cycles through; the frame number mod CYCLE rides in the corner
 MARK = 32  # px: side of the corner square that carries the frame number
 SLOW_LINE_SECONDS = 0.05  # the slow tracks reader: one line per 50 ms (20 lines/s, slower than 30 fps)
+BEHIND_THREADS = frozenset({"stage-render", "stage-write"})  # OS thread names (realtime/pipeline.py) after the senders
 CONFIGS = ("plain", "out", "view", "slow-pipe")
 AUD = b"\x00\x00\x00\x01\x09\x10"  # H.264 access unit delimiter (any slice type)
 
@@ -254,6 +255,7 @@ class RunResult:
     read_sent: dict[str, float] = field(default_factory=dict)  # sender -> read->sent p50 ms
     behind_skipped: int = 0
     cpu_ms: float = float("nan")  # the run's CPU time (all threads) per camera frame in the window
+    behind_cpu_ms: float = float("nan")  # the same, of the threads after the live senders (render, write, encoder)
     exit_code: Optional[int] = None
     error: Optional[str] = None
 
@@ -320,9 +322,9 @@ def run_once(config: str, *, codec: str, seconds: float, warmup: float, tasks: s
             window_start = time.perf_counter() + warmup
             window_end = window_start + seconds
             _wait_while_running(run, window_start)
-            cpu_start = _cpu_seconds(run.pid)
+            cpu_start, behind_start = _cpu_seconds(run.pid), _cpu_seconds(run.pid, BEHIND_THREADS)
             _wait_while_running(run, window_end)
-            cpu_end = _cpu_seconds(run.pid)
+            cpu_end, behind_end = _cpu_seconds(run.pid), _cpu_seconds(run.pid, BEHIND_THREADS)
             _wait_while_running(run, window_end + 0.5)
             camera.stop()  # the stream ends; the run finishes ("stream lost") and prints its summary
             try:
@@ -343,6 +345,8 @@ def run_once(config: str, *, codec: str, seconds: float, warmup: float, tasks: s
     result.g2d = [(receiver.arrived[i] - camera.sent[i]) * 1000.0 for i in window if i in receiver.arrived]
     if window and run.returncode is not None and cpu_start is not None and cpu_end is not None:
         result.cpu_ms = (cpu_end - cpu_start) * 1000.0 / len(window)
+    if window and run.returncode is not None and behind_start is not None and behind_end is not None:
+        result.behind_cpu_ms = (behind_end - behind_start) * 1000.0 / len(window)
     parse_summary(output, result)
     if not result.g2d:
         tail = [line for line in output if line.strip()][-3:]
@@ -355,13 +359,24 @@ def _wait_while_running(run: subprocess.Popen, until: float) -> None:
         time.sleep(0.02)
 
 
-def _cpu_seconds(pid: int) -> Optional[float]:
-    """User + system CPU time of a process and all its threads so far (Linux /proc), or None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+def _cpu_seconds(pid: int, threads: Optional[frozenset[str]] = None) -> Optional[float]:
+    """User + system CPU time so far (Linux /proc) of a process and all its threads, or of its threads
+    with these OS names only (the pipeline names its stage threads; threads they start inherit the name);
+    None when it cannot be read or no thread has those names (an older tree that does not name them)."""
+    stats = [Path(f"/proc/{pid}/stat")] if threads is None else list(Path(f"/proc/{pid}/task").glob("*/stat"))
+    total, found = 0.0, False
+    for stat in stats:
+        try:
+            name, rest = stat.read_text().split(" (", 1)[1].rsplit(")", 1)
+        except (OSError, IndexError, ValueError):
+            if threads is None:
+                return None
+            continue  # a thread that ended in between
+        if threads is None or name in threads:
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+            found = True
+    return total if found else None
 
 
 def parse_summary(lines: list[str], result: RunResult) -> None:
@@ -553,7 +568,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"({len(result.g2d)} of {result.sent} frames sent); model {_ms(result.model)} ms; "
                   f"render {_ms(result.stages.get('render', float('nan')))} ms, "
                   f"write {_ms(result.stages.get('write', float('nan')))} ms; "
-                  f"CPU {_ms(result.cpu_ms)} ms/frame; "
+                  f"CPU {_ms(result.cpu_ms)} ms/frame (behind the senders {_ms(result.behind_cpu_ms)}); "
                   f"read->sent p50 {senders or 'n/a'} ms; behind-skipped {result.behind_skipped}", flush=True)
 
     def paired(a: tuple[str, str], b: tuple[str, str], pick) -> float:
@@ -561,9 +576,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return _median([pick(x) - pick(y) for x, y in zip(results.get(a, []), results.get(b, [])) if not x.error and not y.error])
 
     def overlay_cost(tree: str) -> float:
-        """The overlay's CPU time per frame: the run's CPU time per frame with --out less without (all
-        threads: drawing, the encoder's own threads, and whatever the model lost to contention)."""
-        return paired((tree, "out"), (tree, "plain"), lambda r: r.cpu_ms)
+        """The overlay's CPU time per camera frame: what the threads after the live senders (drawing,
+        writing and the encoder threads they start) used in the --out runs' windows, median over rounds."""
+        return _median([r.behind_cpu_ms for r in results.get((tree, "out"), []) if not r.error])
 
     print("                         g2d p50  g2d p95  model  render+write  read->sent p50  CPU/frame  (ms, medians over rounds)")
     for tree, config in runs:
@@ -584,8 +599,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"p95 {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.p95))} ms, "
                   f"model {_signed(paired((tree, config), (tree, 'plain'), lambda r: r.model))} ms")
         if "out" in configs:
-            print(f"overlay CPU time per frame ({tree}): the run's CPU ms per frame with --out - without = "
-                  f"{_ms(overlay_cost(tree))} ms "
+            print(f"overlay CPU time per frame ({tree}): render + write + encoder threads {_ms(overlay_cost(tree))} ms; "
+                  f"the run's CPU ms per frame with --out - without "
+                  f"{_ms(paired((tree, 'out'), (tree, 'plain'), lambda r: r.cpu_ms))} ms "
                   f"(render + write stage time with --out - write without: "
                   f"{_ms(paired((tree, 'out'), (tree, 'plain'), lambda r: r.overlay))} ms)")
     if len(trees) > 1:

@@ -27,6 +27,7 @@ closed, before `run()` returns.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import queue
@@ -56,6 +57,7 @@ END = _EndOfStream()  # the one end-of-stream marker on the gate and every queue
 POLL = 0.1  # seconds a blocked thread waits before it looks at the stop flag again
 BEHIND_LIMIT = 4  # frames waiting after the live senders before the oldest is skipped (live sources)
 BEHIND_NICE = 10  # added to the nice value of the threads after the live senders (live sources, Linux)
+PR_SET_NAME = 15  # prctl option (linux/prctl.h)
 
 
 class Stage(Protocol):
@@ -233,6 +235,7 @@ class Pipeline:
     # -- threads
 
     def _capture(self, gate: Gate) -> None:
+        _name_os_thread("capture")
         index = -1
         try:
             for index, item in enumerate(self.source.frames()):
@@ -260,6 +263,7 @@ class Pipeline:
 
     def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event,
               releases: bool, behind: bool = False) -> None:
+        _name_os_thread(threading.current_thread().name)
         if behind:
             _lower_priority(BEHIND_NICE)
         while True:
@@ -346,6 +350,17 @@ def _getter(q: queue.Queue, stop: threading.Event) -> Callable:
                 if stop.is_set():
                     return END
     return get
+
+
+def _name_os_thread(name: str) -> None:
+    """Give the calling thread its name in the OS too (Linux), so `top -H`, profilers and
+    bench/latency.py see `stage-render` rather than `python`; threads it starts (an encoder's) inherit it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError) as err:  # no prctl: the thread keeps the process's name
+        log.debug("could not name thread %s: %s", name, err)
 
 
 def _lower_priority(nice: int) -> None:

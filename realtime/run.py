@@ -8,6 +8,7 @@ pass ready-made models (tests and benchmarks use tiny or random-weight ones).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -211,7 +212,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if live is not None:
             live.wait = pipeline.stop_event.wait  # pacing ends at once when the run stops
         log.info("running")
-        with _stop_on_signals(pipeline):
+        with _stop_on_signals(pipeline), _model_threads(_threads_beside_drawing(device, mode, live, stages)):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
         for sink in sinks + [s for s in extra if s not in sinks] + list(options.senders):
@@ -229,6 +230,31 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
                      f"(drawing and writing were slower than the source)")
     lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
+
+
+def _threads_beside_drawing(device: str, mode: RunMode, live, stages: list) -> Optional[int]:
+    """The model's CPU threads on a live CPU run whose senders share the cores with drawing and
+    encoding: one core fewer than all, or None to leave them be. A parallel op waits for its slowest
+    thread, so an encoder thread on one of the model's cores delays every op, not only its own share
+    (bench/latency.py, RESULTS "Glass to datagram")."""
+    threads = torch.get_num_threads()
+    draws = any(isinstance(stage, RenderStage) for stage in stages)
+    if device != "cpu" or mode is not RunMode.LIVE or live is None or not draws or threads < 2:
+        return None
+    log.info("live run on a CPU: the model uses %d of %d threads, one core is left to the picture", threads - 1, threads)
+    return threads - 1
+
+
+@contextlib.contextmanager
+def _model_threads(count: Optional[int]):
+    """torch's intra-op threads set to `count` for the block (None: unchanged), restored after."""
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode, device: str, dtype: torch.dtype,

@@ -194,6 +194,39 @@ def test_live_a_failing_sink_is_cut_off_and_the_run_goes_on(tmp_path):
     assert any("output Collect stopped after 2 frames: network down" in line for line in summary.lines)
 
 
+class ThreadCountingPose(MarkerPoseModel):
+    """The marker model, noting how many intra-op threads torch gives the thread that runs it."""
+
+    def __init__(self):
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def forward(self, x):
+        self.threads.add(torch.get_num_threads())
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("video", [False, True])
+def test_a_live_cpu_run_that_draws_leaves_one_core_to_the_picture(tmp_path, video):
+    """With live senders and an overlay video on a CPU, the model runs on one thread fewer than
+    the machine's (a parallel op waits for its slowest thread, so an encoder on one of the model's
+    cores would hold up every op); without the overlay it keeps them all; afterwards they are back."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model, sender = ThreadCountingPose(), Collect()
+        outputs = {"out": str(tmp_path / "overlay.mp4")} if video else {"no_video": True}
+        options = RunOptions(source="cam", tracks=str(tmp_path / "t.jsonl"), device="cpu", smooth="none", progress=False,
+                             input_hw=(64, 48), senders=[sender], **outputs)
+        summary = run(options, models={"pose": model}, box_finder=whole_frame_boxes, source=LiveFrames(4))
+        assert summary.result.exit_code == 0 and sender.frames
+        # warm-up runs on the caller's thread with all of them; the stage thread gets what the run chose
+        assert model.threads == ({2, 1} if video else {2})
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 class FileFrames(LiveFrames):
     def open(self):
         info = super().open()

@@ -1,12 +1,15 @@
 """The threaded core: lossless file runs, latest-wins live runs, errors and stops."""
 
+import os
+import sys
 import threading
 import time
 
 import numpy as np
+import pytest
 
 from realtime.metrics import Metrics
-from realtime.pipeline import Pipeline
+from realtime.pipeline import BEHIND_NICE, Pipeline
 from realtime.sources import Source, SourceInfo
 
 
@@ -182,3 +185,26 @@ def test_without_the_release_a_stuck_render_holds_the_senders_back():
     the camera's later frames are dropped before the senders see them."""
     result, sender, _ = _avatar_run(None)
     assert len(sender.seen) < 12 and result.dropped > 0
+
+
+class Where(Record):
+    """Notes the OS name and nice value of the thread that runs it (Linux /proc)."""
+
+    def process(self, frame):
+        if not self.seen:
+            tid = threading.get_native_id()
+            self.comm = open(f"/proc/self/task/{tid}/comm").read().strip()
+            self.nice = os.getpriority(os.PRIO_PROCESS, tid)
+        return super().process(frame)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="OS thread names and per-thread nice are Linux's")
+def test_stage_threads_carry_their_names_and_the_ones_behind_the_senders_a_lower_priority():
+    """`top -H` and bench/latency.py tell the stages apart by their OS thread names; on a live source
+    the threads after the senders (drawing, writing, the encoder threads they start) yield the CPU."""
+    live, render = Where(), Where()
+    live.name, render.name = "live", "render"
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    _run(ListSource(3, live=True, period=0.01), [live, render], release_after="live")
+    assert (live.comm, render.comm) == ("stage-live", "stage-render")
+    assert live.nice == base and render.nice == min(19, base + BEHIND_NICE)
