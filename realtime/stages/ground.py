@@ -9,6 +9,7 @@ import numpy as np
 
 from realtime.frames import Frame
 from realtime.rig.ground import ContactDetector, Floor, FloorEstimator
+from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter
 
 
@@ -47,7 +48,8 @@ class GroundStage:
                 continue
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
             lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
-            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
+            planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
+            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted)
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points)
             if detector is None and self.floor is not None:
