@@ -19,8 +19,10 @@ class GroundStage:
 
     `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
     person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
-    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate. Left None
-    before the person's first depth frame.
+    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
+    contact detector had planted on the last frame (or that stands still in the image) is held along
+    the line of sight. Left None before the person's first depth frame. With a moving camera that hold
+    is in the camera frame (this stage runs before the world stage's egomotion).
     `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
     everyone (`FloorEstimator` on the depth frames); None until the floor is known.
     """
