@@ -107,7 +107,9 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
             depth = None if seen.keypoints3d is None else np.where(known[:, None], seen.keypoints3d[p], np.nan)
             if depth is not None and pose.pointmap_scale is not None and not RAW_SCALE:
                 depth = depth / pose.pointmap_scale  # the frame's scale jitter, measured on the background
-            lifted = lifters[p].update(pixels, depth, scores)
+            planted = contacts[p, t - 1] if t and grounded[t - 1] else None  # as the ground stage: the last frame's
+            motion = np.linalg.inv(poses[t]) @ poses[t - 1] if t else None  # held in the world, not the image
+            lifted = lifters[p].update(pixels, depth, scores, planted, motion)
             points.append(lifted)
             if lifted is None:
                 continue

@@ -28,8 +28,10 @@ from realtime.data import keypoint_names
 
 FOLDER = Path(__file__).resolve().parent / "data" / "mocap"
 CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # stylised (subject 131): start walk stop x2, start hop stop
-WALKS = ("cmu_07_04", "cmu_07_06")  # everyday walking (subject 7), 3.5-3.7 s each
+WALKS = ("cmu_07_04", "cmu_07_06", "cmu_08_11")  # everyday walking (subjects 7 and 8), 3.1-3.7 s each
 CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_WINDOW = 0.03, 0.15, 3  # m above the floor, m/s, frames
+ENVELOPE = 15  # frames (0.5 s at 30 fps): longer than a stance, so every window holds one
+ACROSS_SPREAD = 0.08  # m RMS: lowest foot points spread less than this across their path are a straight walk
 NAMES = keypoint_names()
 
 
@@ -136,25 +138,49 @@ _FEET = [NAMES.index(f"{s}_{p}") for s in ("left", "right") for p in ("heel", "b
 
 
 def _level(joints: np.ndarray) -> np.ndarray:
-    """The clip turned and shifted so the floor its feet stand on is y = 0 (a least-squares plane
-    through each frame's lowest foot point, refitted to the points within 1 cm above it)."""
+    """The clip turned and shifted so the floor its feet stand on is y = 0: a least-squares plane through
+    each frame's lowest foot point, refitted to the points within 1 cm above it. A straight walk (those
+    points spread less than ACROSS_SPREAD across their main direction) is fitted by `_slope_along` instead."""
     feet = joints[:, _FEET]
     lowest = feet[np.arange(len(feet)), np.argmin(feet[..., 1], axis=1)]  # (T, 3)
-    keep = lowest[:, 1] <= np.percentile(lowest[:, 1], 30)
-    for _ in range(10):
-        a = np.c_[lowest[keep][:, [0, 2]], np.ones(keep.sum())]
-        (gx, gz, c), *_ = np.linalg.lstsq(a, lowest[keep][:, 1], rcond=None)
-        above = lowest[:, 1] - (gx * lowest[:, 0] + gz * lowest[:, 2] + c)
-        new = above < 0.01
-        if (new == keep).all() or new.sum() < 10:
-            break
-        keep = new
+    ground = lowest[:, [0, 2]]
+    _, spread, axes = np.linalg.svd(ground - ground.mean(axis=0), full_matrices=False)
+    if spread[1] / np.sqrt(len(ground)) < ACROSS_SPREAD:
+        gx, gz = _slope_along(lowest, axes[0])
+    else:
+        keep = lowest[:, 1] <= np.percentile(lowest[:, 1], 30)
+        for _ in range(10):
+            a = np.c_[lowest[keep][:, [0, 2]], np.ones(keep.sum())]
+            (gx, gz, c), *_ = np.linalg.lstsq(a, lowest[keep][:, 1], rcond=None)
+            above = lowest[:, 1] - (gx * lowest[:, 0] + gz * lowest[:, 2] + c)
+            new = above < 0.01
+            if (new == keep).all() or new.sum() < 10:
+                break
+            keep = new
     up = np.array([-gx, 1.0, -gz]) / np.linalg.norm([-gx, 1.0, -gz])
     turn, _ = Rotation.align_vectors([[0.0, 1.0, 0.0]], [up])
     out = joints @ turn.as_matrix().T
     flat = out[:, _FEET]
     lowest = flat[np.arange(len(flat)), np.argmin(flat[..., 1], axis=1), 1]
     return out - np.array([0.0, np.percentile(lowest, 2), 0.0])
+
+
+def _slope_along(lowest: np.ndarray, direction: np.ndarray) -> tuple[float, float]:
+    """A straight walk's floor gradient (d y / d x, d y / d z): only the slope along the path `direction`
+    (unit, x-z), the capture's vertical kept across it, since two foot lines 0.1-0.2 m apart cannot set
+    that tilt (1 cm of left/right foot-height difference is 3 degrees; a plane fitted 2.3 on 07_06 and 28
+    on 08_11). The line goes through the stance bottoms (each frame's lowest point that is within 1 cm
+    of the lowest ENVELOPE frames either side: all along the walk, where the lowest 30 % overall lie at
+    one end of a sloped capture floor), refitted to the points within 1 cm of it."""
+    along, y = lowest[:, [0, 2]] @ direction, lowest[:, 1]
+    keep = y <= np.array([y[max(t - ENVELOPE, 0):t + ENVELOPE + 1].min() for t in range(len(y))]) + 0.01
+    for _ in range(10):
+        slope, offset = np.polyfit(along[keep], y[keep], 1)
+        new = np.abs(y - (slope * along + offset)) < 0.01
+        if (new == keep).all() or new.sum() < 10:
+            break
+        keep = new
+    return tuple(slope * direction)
 
 
 def _contacts(joints: np.ndarray, fps: float) -> np.ndarray:

@@ -68,23 +68,36 @@ def test_feet_kept_in_one_spot_take_the_unknown_tilt_from_the_body():
 
 
 def test_contact_has_hysteresis():
-    """A still heel, the foot's height set by its toes (the centre is the mean of heel and toes)."""
+    """The heel's height on and off the floor, the heel moving only along its line of sight (no speed across
+    it): the ray through (0, -0.1, 4) m, the floor through the camera's centre."""
     floor = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))
     detector = ContactDetector(floor, NAMES)
     heel = NAMES.index("left_heel")
-    toes = [NAMES.index(f"left_{p}") for p in ("big_toe", "small_toe")]
-    heights = [0.2, 0.2, 0.1, 0.1, 0.13, 0.14, 0.16, 0.13, 0.16, 0.17, 0.13, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
+    heights = [0.2, 0.2, 0.06, 0.06, 0.09, 0.10, 0.12, 0.09, 0.12, 0.13, 0.09, 0.06, 0.06, 0.06, 0.06, 0.06, 0.06]
     states = []
     for i, height in enumerate(heights):
         points = np.full((len(NAMES), 3), np.nan)
-        points[heel] = [0.0, 0.0, 4.0]
-        points[toes] = [0.15, -1.5 * height, 4.0]
+        points[heel] = np.array([0.0, -0.1, 4.0]) * height / 0.1
         states.append(bool(detector.update(i / 30, points)[0]))
-    # not on a track's first frame (no speed yet); on below 12 cm, stays on up to 15 cm, off after 2 frames in a
-    # row above, on again only below 12 cm and 0.2 s after the release
-    assert ground.ON_HEIGHT == 0.12 and ground.OFF_HEIGHT == 0.15 and ground.REFRACTORY == 0.2
+    # not on a track's first frame (no speed yet); on below 8 cm, stays on up to 11 cm, off after 2 frames in a
+    # row above, on again only below 8 cm and 0.2 s after the release
+    assert ground.ON_HEIGHT == 0.08 and ground.OFF_HEIGHT == 0.11 and ground.REFRACTORY == 0.2
     assert states == [False, False, True, True, True, True, True, True, True, False, False, False, False, False,
                       False, True, True]
+
+
+def test_a_swinging_foot_with_its_toes_near_the_floor_is_not_in_contact():
+    """Mid-swing the toes pass 1-2 cm over the floor and the heel 15-30 cm: the heel's height gates."""
+    floor = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))
+    detector = ContactDetector(floor, NAMES)
+    heel, toes = NAMES.index("left_heel"), [NAMES.index(f"left_{p}") for p in ("big_toe", "small_toe")]
+    states = []
+    for i in range(8):
+        points = np.full((len(NAMES), 3), np.nan)
+        points[heel] = np.array([0.0, -0.1, 4.0]) * 0.2 / 0.1  # still (along its ray), 20 cm up
+        points[toes] = [0.15, -0.015, 4.0]
+        states.append(bool(detector.update(i / 30, points)[0]))
+    assert not any(states)  # the foot's centre is 8 cm up, below ON_HEIGHT
 
 
 def test_contact_ends_when_the_heel_lifts_or_moves():

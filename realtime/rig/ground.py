@@ -17,13 +17,14 @@ keypoint's pixel ray at a depth carried over from the last depth frame, so a poi
 the line of sight is measured (the image) and its motion along it is not (a foot walking away from
 the camera and a planted one look alike there). The detector therefore uses the heel's speed across
 the line of sight (the slope of a least-squares line through its positions over the last
-SPEED_WINDOW seconds, the component along the camera's ray removed) and the foot centre's height
-only as a loose gate. A contact starts when the heel is slower than ON_SPEED and the foot lower
-than ON_HEIGHT, not within REFRACTORY seconds of the last release (a heel rising slowly after
+SPEED_WINDOW seconds, the component along the camera's ray removed) and the heel's height only as
+a loose gate (the heel's, not the foot centre's: in mid-swing the toes pass 1-2 cm over the floor and
+the heel 15-30 cm, and the centre passed the gate). A contact starts when the heel is slower than
+ON_SPEED and lower than ON_HEIGHT, not within REFRACTORY seconds of the last release (a heel rising slowly after
 heel-off does not plant again). It ends after OFF_FRAMES frames in a row in which the heel moves
 faster than OFF_SPEED, or has left its stance position (the median of its first STANCE_FRAMES
 contact frames) by more than OFF_DRIFT across the line of sight (heel-off: a slow, steady rise
-that no single frame's speed shows), or the foot is higher than OFF_HEIGHT.
+that no single frame's speed shows), or the heel is higher than OFF_HEIGHT.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where they were when the contact began, and the knee follows by two-bone IK
@@ -54,7 +55,8 @@ MIN_SPREAD = 0.095  # m (RMS): candidates spread less than this across a directi
 # the depth noise); a plane through them takes up any left/right difference (1 cm of foot height is 3-4
 # degrees), 10 degrees measured at 0.08 on the walk seen from the side, so the body's up is the better guess
 # across such a path. Two feet standing 0.2 m apart (0.1 m RMS) still set the slope along them.
-ON_HEIGHT, OFF_HEIGHT = 0.12, 0.15  # m: loose, the lifted frames' depth error moves a foot up or down by cm
+ON_HEIGHT, OFF_HEIGHT = 0.08, 0.11  # m, the heel above the floor (fitted to foot centres): loose, the lifted
+# frames' depth error moves a swinging foot up or down by cm
 ON_SPEED, OFF_SPEED = 0.3, 0.45  # m/s, the heel across the line of sight
 SPEED_WINDOW = 0.067  # s: three frames at 30 fps
 OFF_DRIFT = 0.028  # m: the heel this far from its stance position (across the line of sight) has lifted
@@ -219,7 +221,7 @@ class ContactDetector:
             history.append((timestamp, heel))
             while timestamp - history[0][0] > SPEED_WINDOW + 1e-9:
                 history.popleft()
-            height = float(self.floor.height(centre))
+            height = float(self.floor.height(heel))  # not the foot's centre: mid-swing toes pass 1-2 cm over the floor
             speed = self._speed(history, camera)
             if self.state[side]:  # off once the heel has moved or left its place for OFF_FRAMES frames in a row
                 stance = self._stance[side]

@@ -13,6 +13,16 @@ between them each frame's 2D keypoints are lifted:
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
    instead was tried: near-fronto-parallel bones make it ill-conditioned, 1 px of noise
    moved joints by centimetres.)
+4. A foot on the floor does not move with the root: each of its points (ankle, heel, toes) lies
+   on its pixel's ray at the point nearest to where it was on the previous frame (in the world, with
+   `camera_motion`). Its motion across the line of sight still follows the image (heel-off shows), its
+   motion along it is zero, as a planted foot's is. A foot is held when the contact detector had it
+   planted on the previous frame (`planted`), or when its heel moved less than STILL across the line of
+   sight since then (0.6 m/s: a swinging foot moves 2-4 m/s), which covers the frames between touchdown
+   and the detector's decision. Carried with the root instead, a planted foot of someone walking away
+   from the camera drifts with the hips along the line of sight (3-5 cm a frame) and jumps back on the
+   next depth frame: those frames were most of the ankle's slide in true contact (33-68 mm a step
+   against 4-6 in truth, CMU walks, bench/rig.py).
 With `stabilise_scale` (the ground stage), each depth frame is first divided by its pointmap
 scale against the person's own bone lengths (`realtime.rig.scale.ScaleFilter`, the bones measured
 along the fitted rays), so lifted frames inherit a steady scale too.
@@ -25,6 +35,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 from realtime.rig.scale import ScaleFilter
 
 log = logging.getLogger(__name__)
@@ -32,6 +43,7 @@ log = logging.getLogger(__name__)
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 MIN_SCORE = 0.3
+STILL = 0.02  # m: a heel that moved less than this across the line of sight since the last frame is held along it
 
 
 class Intrinsics:
@@ -75,14 +87,17 @@ class Lifter:
         index = {n: i for i, n in enumerate(self.names)}
         self.root = index[ROOT]
         self.torso = np.array([(index[a], index[b]) for a, b in TORSO])
+        self.feet = [np.array([index[f"{side}_{p}"] for p in ("ankle", *FOOT_POINTS)]) for side in SIDES]
         self.intrinsics = Intrinsics()
         self._last3d: Optional[np.ndarray] = None
+        self._previous: Optional[np.ndarray] = None  # the last frame's output (K, 3)
+        self._previous_pixels: Optional[np.ndarray] = None
         self._last_size: float = np.nan
         self.scale = ScaleFilter(self.names) if stabilise_scale else None
 
     def reset(self) -> None:
         """Forget the person (the intrinsics stay: they are the camera's)."""
-        self._last3d, self._last_size = None, np.nan
+        self._last3d, self._previous, self._last_size = None, None, np.nan
         if self.scale is not None:
             self.scale.reset()
 
@@ -92,10 +107,14 @@ class Lifter:
         return float(d.sum()) if np.isfinite(d).all() else np.nan
 
     def update(self, pixels: np.ndarray, points3d: Optional[np.ndarray] = None,
-               scores: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
-        """pixels (K, 2), points3d (K, 3) camera metres on a depth frame (else None), scores (K,).
-        Returns (K, 3) camera metres (NaN where unknown; on a depth frame the measured points, divided
-        by the frame's scale with `stabilise_scale`), or None before the first depth frame."""
+               scores: Optional[np.ndarray] = None, planted: Optional[Sequence[bool]] = None,
+               camera_motion: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """pixels (K, 2), points3d (K, 3) camera metres on a depth frame (else None), scores (K,),
+        planted (2,) (left, right): the feet on the floor on the previous frame (held along the line of
+        sight between depth frames), camera_motion (4, 4): this frame's camera from the previous frame's
+        where the camera moves (the feet are then held in the world; None: a static camera).
+        Returns (K, 3) camera metres (NaN where unknown; on a depth frame the measured points, divided by
+        the frame's scale with `stabilise_scale`), or None before the first depth frame."""
         pixels = np.asarray(pixels, dtype=np.float64)
         if scores is not None:
             pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
@@ -105,10 +124,27 @@ class Lifter:
             if self.scale is not None:
                 points3d = self.scale.update(points3d, rays(pixels, self.intrinsics.solve()) if self.intrinsics.ready else None)
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
+            self._previous, self._previous_pixels = points3d.copy(), pixels.copy()
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
-        return self._lift(pixels)
+        out = self._lift(pixels)
+        if self._previous is not None:
+            ray, last_ray = rays(pixels, self.intrinsics.solve()), rays(self._previous_pixels, self.intrinsics.solve())
+            for side, foot in enumerate(self.feet):  # foot: ankle, heel, toes
+                before = self._previous[foot]
+                heel = last_ray[foot[1]] * before[1, 2]  # on its last pixel's ray (a depth frame's 3D is noisier)
+                if camera_motion is not None:
+                    before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
+                    heel = camera_motion[:3, :3] @ heel + camera_motion[:3, 3]
+                depth = (ray[foot] * before).sum(axis=1) / (ray[foot] * ray[foot]).sum(axis=1)
+                held = ray[foot] * depth[:, None]  # each point of its ray nearest to where it was
+                r = ray[foot[1]] / np.linalg.norm(ray[foot[1]])
+                moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
+                if (planted is not None and planted[side]) or moved < STILL:
+                    out[foot] = np.where(np.isfinite(held), held, out[foot])
+        self._previous, self._previous_pixels = out.copy(), pixels.copy()
+        return out
 
     def _lift(self, pixels: np.ndarray) -> np.ndarray:
         last = self._last3d

@@ -9,6 +9,7 @@ import numpy as np
 
 from realtime.frames import Frame
 from realtime.rig.ground import ContactDetector, Floor, FloorEstimator
+from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter
 
 
@@ -18,8 +19,10 @@ class GroundStage:
 
     `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
     person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
-    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate. Left None
-    before the person's first depth frame.
+    keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
+    contact detector had planted on the last frame (or that stands still in the image) is held along
+    the line of sight. Left None before the person's first depth frame. With a moving camera that hold
+    is in the camera frame (this stage runs before the world stage's egomotion).
     `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
     everyone (`FloorEstimator` on the depth frames); None until the floor is known.
     """
@@ -47,7 +50,8 @@ class GroundStage:
                 continue
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
             lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
-            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores)
+            planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
+            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted)
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points)
             if detector is None and self.floor is not None:

@@ -1,0 +1,52 @@
+"""The Lifter between depth frames: a planted foot keeps its place along the line of sight while the body
+walks away from the camera (realtime/rig/lift.py, step 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from realtime.rig.lift import Lifter
+from tests.ground_synthetic import CENTRE, FOCAL, walk
+from tests.mocap_synthetic import NAMES
+
+LEFT_FOOT = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
+
+
+def _pixels(points: np.ndarray) -> np.ndarray:
+    return FOCAL * points[:, :2] / points[:, 2:] + CENTRE
+
+
+def _walk_away(planted, camera_motion=None, shift=(0.0, 0.0, 0.0), swing=(0.0, 0.0, 0.0)):
+    """A depth frame, then 4 frames of the body moving 5 cm a frame straight away from the camera with its left
+    foot still (in the camera frame, or `shift` a frame in it: a camera moving by -shift) or moving by `swing` a
+    frame; the lifted left foot's largest error and its depth's change from the depth frame."""
+    start, shift, swing = walk(1).camera[0], np.asarray(shift), np.asarray(swing)
+    lifter = Lifter(NAMES)
+    lifter.update(_pixels(start), start)
+    errors = []
+    for t in range(1, 5):
+        body = start + np.array([0.0, 0.0, 0.05 * t]) + shift * t
+        body[LEFT_FOOT] = start[LEFT_FOOT] + (shift + swing) * t
+        out = lifter.update(_pixels(body), None, None, planted, camera_motion)
+        errors.append(float(np.abs(out[LEFT_FOOT] - body[LEFT_FOOT]).max()))
+    return errors, float(np.mean(out[LEFT_FOOT, 2] - start[LEFT_FOOT, 2]))
+
+
+def test_a_planted_foot_stays_where_it_is_while_the_body_walks_away():
+    assert max(_walk_away([True, False])[0]) < 1e-6
+    # not yet known to be planted, but still in the image (less than STILL across the line of sight): held too
+    assert max(_walk_away(None)[0]) < 1e-6
+
+
+def test_a_foot_moving_across_the_line_of_sight_is_carried_with_the_body():
+    """3 cm a frame sideways (more than STILL): not held, its depth offset from the root carried (5 cm a frame)."""
+    _, depth_change = _walk_away(None, swing=(0.03, 0.0, 0.0))
+    assert depth_change > 0.15  # with the root (20 cm, from the torso's image size); held it would be 0
+
+
+def test_a_planted_foot_is_held_in_the_world_when_the_camera_moves():
+    shift = np.array([0.0, 0.0, -0.03])  # the camera dollies 3 cm a frame toward the person
+    motion = np.eye(4)
+    motion[:3, 3] = shift  # this frame's camera from the last frame's
+    assert max(_walk_away([True, False], motion, shift)[0]) < 1e-6
+    assert _walk_away([True, False], None, shift)[0][-1] > 0.1  # held in the camera frame: off by the camera's motion
