@@ -185,7 +185,10 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
                                      stills=source.frame_file if mode is RunMode.STILLS else None, tracked=mode.follows_people,
                                      bone_names=bone_names))
         if "video" in outputs:
-            sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path)))
+            # beside live senders on a CPU the encoder takes one thread: it has the core the model leaves it
+            threads = 1 if _shares_cores_with_senders(options, device, mode, outputs) else None
+            sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path,
+                                               threads=threads)))
         write = WriteStage()
         stages = list(people_stages)
         live = None
@@ -212,7 +215,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if live is not None:
             live.wait = pipeline.stop_event.wait  # pacing ends at once when the run stops
         log.info("running")
-        with _stop_on_signals(pipeline), _model_threads(_threads_beside_drawing(device, mode, live, stages)):
+        with _stop_on_signals(pipeline), _model_threads(_threads_beside_drawing(options, device, mode, outputs)):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
         for sink in sinks + [s for s in extra if s not in sinks] + list(options.senders):
@@ -232,14 +235,19 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
 
 
-def _threads_beside_drawing(device: str, mode: RunMode, live, stages: list) -> Optional[int]:
+def _shares_cores_with_senders(options: RunOptions, device: str, mode: RunMode, outputs: dict) -> bool:
+    """A live CPU run whose senders share the cores with drawing (the viewer, the overlay video)."""
+    draws = options.view or "video" in outputs
+    return device == "cpu" and mode is RunMode.LIVE and bool(options.senders) and draws
+
+
+def _threads_beside_drawing(options: RunOptions, device: str, mode: RunMode, outputs: dict) -> Optional[int]:
     """The model's CPU threads on a live CPU run whose senders share the cores with drawing and
     encoding: one core fewer than all, or None to leave them be. A parallel op waits for its slowest
     thread, so an encoder thread on one of the model's cores delays every op, not only its own share
     (bench/latency.py, RESULTS "Glass to datagram")."""
     threads = torch.get_num_threads()
-    draws = any(isinstance(stage, RenderStage) for stage in stages)
-    if device != "cpu" or mode is not RunMode.LIVE or live is None or not draws or threads < 2:
+    if not _shares_cores_with_senders(options, device, mode, outputs) or threads < 2:
         return None
     log.info("live run on a CPU: the model uses %d of %d threads, one core is left to the picture", threads - 1, threads)
     return threads - 1

@@ -43,8 +43,9 @@ class VideoWriter:
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float, audio_from: Optional[str] = None,
-                 crf: int = 20, preset: str = "veryfast"):
+                 crf: int = 20, preset: str = "veryfast", threads: Optional[int] = None):
         self.path = Path(path)
+        self.threads = threads  # the encoder's threads (None: x264's own choice, about 1.5 per core)
         self.fps = fps if fps and np.isfinite(fps) and fps > 0 else 30.0
         self.audio_from = audio_from
         self.crf, self.preset = crf, preset
@@ -110,7 +111,8 @@ class VideoWriter:
         stream.codec_context.time_base = TIME_BASE
         # No B-frames: timestamps start where the source's do (fragmented MP4 has no edit list).
         # zerolatency: a packet for every frame at once (no look-ahead held in the encoder).
-        stream.options = {"crf": str(self.crf), "preset": self.preset, "bf": "0", "tune": "zerolatency"}
+        stream.options = {"crf": str(self.crf), "preset": self.preset, "bf": "0", "tune": "zerolatency",
+                          **({"threads": str(self.threads)} if self.threads else {})}
         self._stream = stream
         if self.audio_from:
             self._audio = self._add_audio_stream(self.audio_from)
