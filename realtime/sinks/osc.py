@@ -239,16 +239,19 @@ UNITY_MIRROR = np.diag([-1.0, 1.0, 1.0])  # our world (right-handed) -> Unity's 
 CAMERA_TO_UNITY = np.diag([1.0, -1.0, 1.0])  # a camera's axes, ours (y down) -> a Unity camera's (y up)
 
 
-def unity_camera(camera: Camera, image_height: int) -> Optional[np.ndarray]:
+def unity_camera(camera: Camera) -> Optional[np.ndarray]:
     """(8,) the /VMC/Ext/Cam numbers of a frame's camera: position x, y, z, rotation x, y, z, w (w >= 0)
-    in Unity's axes, vertical field of view (degrees); None without intrinsics."""
+    in Unity's axes, vertical field of view (degrees); None without intrinsics. The field of view is
+    2 atan((cy + 0.5) / fy): the picture's height, 2 cy + 1, when the principal point is at its centre
+    (a Unity camera has no other), taken from the camera alone so a replayed tracks file, whose frames
+    carry no picture, sends the very same bytes."""
     if camera.intrinsics is None:
         return None
     pose = camera.world_from_camera
     # the camera's right, up and forward in Unity's world: mirror the world, turn y down to y up
     rotation = Rotation.from_matrix(UNITY_MIRROR @ pose[:3, :3] @ CAMERA_TO_UNITY).as_quat()
     rotation = rotation if rotation[3] >= 0 else -rotation
-    fov = np.degrees(2 * np.arctan(image_height / (2 * camera.intrinsics[1])))
+    fov = np.degrees(2 * np.arctan((camera.intrinsics[3] + 0.5) / camera.intrinsics[1]))
     return np.concatenate([UNITY_MIRROR @ pose[:3, 3], rotation, [fov]])
 
 
@@ -440,7 +443,7 @@ class VmcSink:
         positions, rotations = to_unity(positions, rotations)
         camera = None
         if not self.face_only and frame.camera is not None and frame.camera.world:  # the camera in the bones' world
-            camera = unity_camera(frame.camera, frame.height)
+            camera = unity_camera(frame.camera)
         return VmcPose(names, positions, rotations, blend, tracking, float(round(frame.timestamp, 6)), camera)
 
     def messages(self, frame: Frame, slot: _Slot, person: Optional[Person]) -> tuple[list, list]:
