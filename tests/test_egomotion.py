@@ -127,3 +127,26 @@ def test_a_pointmap_at_another_scale_does_not_change_the_camera_s_scale():
     assert np.linalg.norm(in_map[0] - in_map[1]) < 0.02 * np.linalg.norm(in_map[0]) + 0.005  # the map kept its scale
     assert scaled._ratios[-1] == pytest.approx(1.3, rel=0.02)  # the jump was measured and taken out of the map
     assert scaled.metres_per_unit == pytest.approx(np.mean([1.0] + [1.3] * 11), rel=0.02)  # metres: the pointmaps' mean
+
+
+def test_a_whip_pan_of_55_px_a_frame_is_followed():
+    """Guards the cost cuts: a pan peaking at 6.3 degrees (55 px) a frame, ten times the bench's pans,
+    is followed with the 11 px window on 3 pyramid levels (2 levels lose it within 5 frames)."""
+    import dataclasses
+
+    from synthetic.world_scene import look_at
+
+    frames = 60
+    home = np.array([0.0, 1.5, -1.0])
+    yaw = np.radians(60.0) * np.sin(2 * np.pi * np.arange(frames) / frames)  # fastest at the start and the middle
+    poses = [look_at(home, home + 5 * np.array([np.sin(a), -0.2, np.cos(a)])) for a in yaw]
+    truth = dataclasses.replace(scene_truth(walkers(2, frames), "static"), world_from_camera=np.stack(poses))
+    renderer, rng, tracker = SceneRenderer(0), np.random.default_rng(0), CameraTracker()
+    odometry = np.linalg.inv(truth.world_from_camera[0]) @ truth.world_from_camera
+    step = np.degrees(np.abs(np.diff(yaw))).max()
+    assert step > 6.2  # the truth is as fast as said
+    for t in range(frames):
+        seen = renderer.observe(truth, t, rng, depth_frame=t % 5 == 0)
+        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None)
+        assert pose.status != "lost", t
+        assert _angle(pose.world_from_camera, odometry[t]) < 0.5, t  # measured: at most 0.2 degrees

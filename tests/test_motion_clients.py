@@ -327,25 +327,38 @@ def test_rig_and_fbx_user_errors(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "t.fbx").exists() and not (tmp_path / "t.fbx.marks.json").exists()
 
 
-def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_them(tmp_path):
-    """A moving camera (the synthetic room, a pan): glTF with --root world (the default when the camera
-    moved) opens in Blender with a camera node on the recorded camera path (within 1 mm) and the root in
-    the world; the camera path CSV beside it; --root camera keeps the old camera-relative root."""
-    from realtime.export import export_tracks
-    from realtime.export.world import camera_csv_path
+@pytest.fixture(scope="module")
+def pan_world(tmp_path_factory):
+    """A moving camera (the synthetic room, a pan) through ground -> world -> motion: the tracks and
+    its exports, glTF and FBX with --root world (the default when the camera moved) and with --root
+    camera; {"tracks", "frames", "glb", "glb_camera", "fbx", "fbx_camera"}."""
     from tests.world_tracks import run_chain, write_tracks
 
     need("blender", has_blender())
+    folder = tmp_path_factory.mktemp("world")
     _, frames, stages = run_chain("pan", 150)
     assert any(f.camera.world for f in frames)
-    tracks = write_tracks(frames, stages[-1].bone_names, tmp_path / "pan.jsonl")
-    glb = export_tracks(tracks, "gltf", tmp_path / "pan.glb", person=1)
-    local = export_tracks(tracks, "gltf", tmp_path / "pan_camera.glb", person=1, root="camera")
-    csv_rows = camera_csv_path(glb).read_text().splitlines()
-    assert csv_rows[0].startswith("frame,time,x,y,z,qx,qy,qz,qw") and len(csv_rows) == len(frames) + 1
-    recorded = read_tracks(tracks)
-    grid = list(range(0, len(frames), 10))
-    jobs = [{"file": str(path), "fps": FPS, "frames": grid} for path in (glb, local)]
+    tracks = write_tracks(frames, stages[-1].bone_names, folder / "pan.jsonl")
+    out = {"tracks": tracks, "frames": len(frames)}
+    for fmt, suffix in (("gltf", ".glb"), ("fbx", ".fbx")):
+        out[suffix[1:]] = export_tracks(tracks, fmt, folder / f"pan{suffix}", person=1)
+        out[f"{suffix[1:]}_camera"] = export_tracks(tracks, fmt, folder / f"pan_camera{suffix}", person=1, root="camera")
+    return out
+
+
+def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_them(pan_world, tmp_path):
+    """glTF and FBX with --root world open in Blender with a camera on the recorded camera path (within
+    1 mm) and the root in the world; the camera path CSV beside them; --root camera keeps the old
+    camera-relative root and writes no camera."""
+    from realtime.export.world import camera_csv_path
+
+    frames = pan_world["frames"]
+    csv_rows = camera_csv_path(pan_world["glb"]).read_text().splitlines()
+    assert csv_rows[0].startswith("frame,time,x,y,z,qx,qy,qz,qw") and len(csv_rows) == frames + 1
+    recorded = read_tracks(pan_world["tracks"])
+    grid = list(range(0, frames, 10))
+    files = [pan_world[key] for key in ("glb", "glb_camera", "fbx", "fbx_camera")]
+    jobs = [{"file": str(path), "fps": FPS, "frames": grid} for path in files]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     done = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1",
                            "--python", str(TESTS / "blender_heads.py"),
@@ -353,11 +366,63 @@ def test_a_world_export_puts_the_root_and_the_camera_path_where_the_run_tracked_
                           capture_output=True, text=True, timeout=600, env=blender_env(shutil.which("blender")))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "result.json").read_text())
-    camera = np.array(report[str(glb)]["bones"]["camera"])
     expected = blender_axes(recorded.camera.position[grid])
-    assert np.abs(camera - expected).max() < 1e-3  # the camera path within 1 mm
-    assert "camera" not in report[str(local)]["bones"]
-    # the root in the world: the hips' height above the world floor, and not where the camera-relative root starts
-    hips = np.array(report[str(glb)]["bones"]["hips"])
-    assert 0.7 < np.median(hips[:, 2]) < 1.1
-    assert np.abs(hips - np.array(report[str(local)]["bones"]["hips"])).max() > 0.1
+    for world, local in ((pan_world["glb"], pan_world["glb_camera"]), (pan_world["fbx"], pan_world["fbx_camera"])):
+        camera = np.array(report[str(world)]["bones"]["camera"])
+        assert camera.shape == expected.shape and np.abs(camera - expected).max() < 1e-3  # the camera path within 1 mm
+        assert "camera" not in report[str(local)]["bones"]
+        # the root in the world: the hips' height above the world floor, and not where the camera-relative root starts
+        hips = np.array(report[str(world)]["bones"]["hips"])
+        assert 0.7 < np.median(hips[:, 2]) < 1.1
+        assert np.abs(hips - np.array(report[str(local)]["bones"]["hips"])).max() > 0.1
+
+
+UFBX_CAMERA = """
+import json, os, sys, ufbx
+scene = ufbx.load_file(sys.argv[1])
+cameras = [node for node in scene.nodes if node.camera is not None]
+out = {"cameras": [node.name for node in cameras]}
+if cameras:
+    camera = cameras[0].camera
+    out.update(fov=[camera.field_of_view_deg.x, camera.field_of_view_deg.y],
+               resolution=[camera.resolution.x, camera.resolution.y], position=[], view=[], up=[])
+    for frame in range(int(sys.argv[2])):
+        node = ufbx.evaluate_scene(scene, scene.anim, frame / float(sys.argv[3])).find_node(cameras[0].name)
+        m = node.node_to_world  # columns: the node's axes and its origin in the file's (Y-up, metre) world
+        out["position"].append([m.c3.x, m.c3.y, m.c3.z])
+        out["view"].append([m.c0.x, m.c0.y, m.c0.z])  # an FBX camera looks down its +X
+        out["up"].append([m.c1.x, m.c1.y, m.c1.z])
+print(json.dumps(out))
+sys.stdout.flush()
+os._exit(0)  # the binding (0.0.5) can crash while freeing the scene at exit
+"""
+
+
+def test_ufbx_reads_the_camera_path_of_a_world_fbx(pan_world):
+    """ufbx (independent of Blender) evaluates the FBX's animated camera at every frame: its centre on
+    the recorded camera path within 1 mm, looking where the recorded camera looked (its +Z) with its
+    up the recorded -Y, within 0.01 degree, and its field of view and picture size the video's; the
+    --root camera export has no camera."""
+    present = subprocess.run([sys.executable, "-c", "import ufbx"], capture_output=True).returncode == 0
+    need("ufbx", present)
+    frames = pan_world["frames"]
+    read = {}
+    for key in ("fbx", "fbx_camera"):
+        done = subprocess.run([sys.executable, "-c", UFBX_CAMERA, str(pan_world[key]), str(frames), str(FPS)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        read[key] = json.loads(done.stdout)
+    assert read["fbx"]["cameras"] == ["camera"] and read["fbx_camera"]["cameras"] == []
+    recorded = read_tracks(pan_world["tracks"]).camera
+    world_from_camera = Rotation.from_quat(recorded.rotation[:frames]).as_matrix()
+    position = np.array(read["fbx"]["position"])
+    assert position.shape == (frames, 3)
+    assert np.abs(position - recorded.position[:frames]).max() < 1e-3
+    for axis, expected in (("view", world_from_camera[:, :, 2]), ("up", -world_from_camera[:, :, 1])):
+        got = np.array(read["fbx"][axis])
+        angle = np.degrees(np.arccos(np.clip(np.sum(got * expected, axis=1) / np.linalg.norm(got, axis=1), -1, 1)))
+        assert angle.max() < 0.01, (axis, angle.max())
+    fx, fy, _, _ = np.median(recorded.intrinsics[:frames], axis=0)
+    assert read["fbx"]["fov"] == pytest.approx([np.degrees(2 * np.arctan(320 / fx)), np.degrees(2 * np.arctan(240 / fy))],
+                                               abs=0.01)
+    assert read["fbx"]["resolution"] == [640, 480]

@@ -1,13 +1,18 @@
 """Runs inside Blender: a BVH written by `to_bvh.py` -> a skinned-skeleton FBX (see `to_fbx.py`).
 
-    blender -b --factory-startup --python realtime/blender_scripts/blender_fbx.py -- motion.bvh out.fbx FPS
+    blender -b --factory-startup --python realtime/blender_scripts/blender_fbx.py -- motion.bvh out.fbx FPS [camera.json]
+
+camera.json (optional, `to_fbx.blender_camera`): the camera's path in Blender's axes, keyed as an
+animated perspective camera "camera".
 
 Needs only Blender's bundled modules. Tested with Debian's Blender 3.4.1.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import bpy
 
@@ -52,8 +57,31 @@ def skin_mesh(armature: bpy.types.Object) -> bpy.types.Object:
     return body
 
 
+def add_camera(path: str) -> bpy.types.Object:
+    """The camera of camera.json, keyed at every one of its frames (location, quaternion: no
+    interpolation in between to go wrong, the exporter bakes each frame as keyed)."""
+    spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    scene = bpy.context.scene
+    data = bpy.data.cameras.new("camera")
+    data.sensor_fit = "VERTICAL"  # lens and film height give the vertical field of view, as recorded
+    data.sensor_width, data.sensor_height = spec["sensor"]
+    data.lens = spec["lens"]
+    data.clip_start = 0.01
+    scene.render.resolution_x, scene.render.resolution_y = spec["resolution"]
+    scene.render.resolution_percentage = 100
+    camera = bpy.data.objects.new("camera", data)
+    scene.collection.objects.link(camera)
+    camera.rotation_mode = "QUATERNION"
+    for frame, location, quaternion in zip(spec["frames"], spec["location"], spec["quaternion"]):
+        camera.location, camera.rotation_quaternion = location, quaternion
+        camera.keyframe_insert("location", frame=frame)
+        camera.keyframe_insert("rotation_quaternion", frame=frame)
+    return camera
+
+
 def main() -> None:
-    bvh, out, fps = sys.argv[sys.argv.index("--") + 1:][:3]
+    args = sys.argv[sys.argv.index("--") + 1:]
+    bvh, out, fps = args[:3]
     fps = float(fps)
     scene = bpy.context.scene
     for obj in list(scene.collection.all_objects):
@@ -63,15 +91,16 @@ def main() -> None:
     armature = _import_bvh(bvh)
     armature.name = armature.data.name = "sapiens_person"
     skin_mesh(armature)
+    camera = add_camera(args[3]) if len(args) > 3 else None
     bpy.ops.export_scene.fbx(
-        filepath=out, use_selection=False, object_types={"ARMATURE", "MESH"},
+        filepath=out, use_selection=False, object_types={"ARMATURE", "MESH"} | ({"CAMERA"} if camera else set()),
         apply_unit_scale=True, apply_scale_options="FBX_SCALE_UNITS", axis_forward="-Z", axis_up="Y",
         add_leaf_bones=False, primary_bone_axis="Y", secondary_bone_axis="X", armature_nodetype="NULL",
         use_armature_deform_only=False, mesh_smooth_type="OFF",
         bake_anim=True, bake_anim_use_all_bones=True, bake_anim_use_nla_strips=False, bake_anim_use_all_actions=False,
         bake_anim_force_startend_keying=True, bake_anim_step=1.0, bake_anim_simplify_factor=0.0,
     )
-    print("sapiens-rt fbx:", out, len(armature.data.bones), "bones")
+    print("sapiens-rt fbx:", out, len(armature.data.bones), "bones", "and the camera" if camera else "")
 
 
 if __name__ == "__main__":

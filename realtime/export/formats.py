@@ -250,8 +250,10 @@ def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path]
     if to in ("gltf", "vrma"):
         staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma", camera=camera))
     else:
-        writer = write_bvh if to == "bvh" else write_fbx
-        staged(out, lambda target: writer(motion, target, fps))
+        if to == "bvh":  # BVH has no cameras: the path is in the .camera.csv beside it
+            staged(out, lambda target: write_bvh(motion, target, fps))
+        else:
+            staged(out, lambda target: write_fbx(motion, target, fps, camera=camera))
         staged(sidecars["marks"], lambda target: write_marks(motion, fps, target))
     if curves is not None:
         staged(sidecars["curves"], lambda target: write_curves(curves, target))

@@ -67,8 +67,8 @@ def absolute_root(motion):
 def camera_on_grid(tracks: Tracks, what: str) -> Optional[dict]:
     """The one person's clip frames' camera (as `realtime.export.mocap.clip_frames` samples them),
     in glTF's camera convention (looking down -Z, +Y up) in the world: {"times" (N,) s from 0,
-    "translation" (N, 3), "rotation" (N, 4) x, y, z, w, "yfov" rad, "aspect"}; None without a
-    camera in those frames."""
+    "translation" (N, 3), "rotation" (N, 4) x, y, z, w, "yfov" rad, "aspect", "image_wh" (the
+    video's pixels: FBX keeps the render size with the camera)}; None without a camera in those frames."""
     from realtime.export.mocap import clip_frames
 
     if tracks.camera is None:
@@ -87,7 +87,8 @@ def camera_on_grid(tracks: Tracks, what: str) -> Optional[dict]:
     width, height = tracks.image_wh
     fx, fy = (np.median(intrinsics[known, 0]), np.median(intrinsics[known, 1])) if known.any() else (max(width, height),) * 2
     return {"times": grid, "translation": pose[:, :3, 3], "rotation": rotation,
-            "yfov": float(2 * np.arctan(height / (2 * fy))), "aspect": float(width / height * fy / fx)}
+            "yfov": float(2 * np.arctan(height / (2 * fy))), "aspect": float(width / height * fy / fx),
+            "image_wh": (int(width), int(height))}
 
 
 CAMERA_COLUMNS = ("frame", "time", "x", "y", "z", "qx", "qy", "qz", "qw", "fx", "fy", "cx", "cy", "status", "world")

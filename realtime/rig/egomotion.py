@@ -10,8 +10,8 @@ y down, z forward, metres). Every frame:
    the hold began (not frame to frame, so flow noise does not add up); as long as they stay
    within `static_px` of where they were, the pose is the held one, exactly (no drift).
 3. Otherwise the pose is solved from the corners' map points and pixels with
-   `cv2.solvePnPRansac` (seeded with the last pose), then refined on the inliers
-   (`cv2.solvePnPRefineLM`); outliers leave the map.
+   `cv2.solvePnPRansac` (seeded with the last pose; its last step refines on the inliers with
+   Levenberg-Marquardt); outliers leave the map.
 4. On a pointmap frame (re-anchoring): the pointmap's scale against the map is measured at the
    tracked corners (median depth ratio); each corner's map point becomes the running mean of its
    observations (the pointmap point divided by that ratio, moved by the pose); new corners fill
@@ -45,6 +45,7 @@ STILL_STEP_PX = 0.12
 MASK_MARGIN_PX = 6  # people's mask grown by this much (the seg's edges, motion blur)
 MIN_INLIERS = 12
 MAX_SEEN = 20.0  # a map point is the mean of its first observations, then a running mean over about this many
+_PROBES = np.array([(0, 0), (MASK_MARGIN_PX, 0), (-MASK_MARGIN_PX, 0), (0, MASK_MARGIN_PX), (0, -MASK_MARGIN_PX)])
 
 
 @dataclass(frozen=True)
@@ -76,18 +77,19 @@ def intrinsics_from_pointmap(pointmap: np.ndarray, image_wh: Optional[tuple[int,
     another size than the image (image_wh) is scaled to it (pixel centres)."""
     h, w = pointmap.shape[:2]
     sx, sy = ((image_wh[0] / w, image_wh[1] / h) if image_wh else (1.0, 1.0))
-    v, u = np.mgrid[0:h:step, 0:w:step]
-    pts = pointmap[v, u].reshape(-1, 3).astype(np.float64)
-    u = (u.ravel() + 0.5) * sx - 0.5
-    v = (v.ravel() + 0.5) * sy - 0.5
+    pts = pointmap[::step, ::step].reshape(-1, 3).astype(np.float64)  # a view: no index grid built
+    v, u = np.divmod(np.arange(len(pts)), -(-w // step))
+    u = (u * step + 0.5) * sx - 0.5
+    v = (v * step + 0.5) * sy - 0.5
     ok = np.isfinite(pts).all(axis=1) & (pts[:, 2] > 1e-3)
     if ok.sum() < 10:
         raise ValueError("the pointmap has too few valid points to estimate the intrinsics")
     out = []
     for a, px in ((pts[ok, 0] / pts[ok, 2], u[ok]), (pts[ok, 1] / pts[ok, 2], v[ok])):
-        design = np.stack([a, np.ones_like(a)], axis=1)
-        (f, c), *_ = np.linalg.lstsq(design, px, rcond=None)
-        out.append((f, c))
+        # px = f a + c by least squares, as its 2 x 2 normal equations (lstsq's SVD cost more than the rest)
+        da, dp = a - a.mean(), px - px.mean()
+        f = float(da @ dp / (da @ da))
+        out.append((f, float(px.mean() - f * a.mean())))
     (fx, cx), (fy, cy) = out
     return np.array([fx, fy, cx, cy])
 
@@ -125,8 +127,8 @@ def _transform(transform: np.ndarray, points: np.ndarray) -> np.ndarray:
 def solve_pose(points: np.ndarray, pixels: np.ndarray, intrinsics: np.ndarray, guess: Optional[np.ndarray] = None,
                reprojection_px: float = 1.5, iterations: int = 60) -> tuple[Optional[np.ndarray], np.ndarray]:
     """world_from_camera (4, 4) from (N, 3) world points and their (N, 2) pixels: `cv2.solvePnPRansac`
-    (seeded with `guess`, a world_from_camera, when given), then Levenberg-Marquardt on the inliers
-    (`cv2.solvePnPRefineLM`). Returns (pose or None when fewer than MIN_INLIERS agree, inlier indices)."""
+    (seeded with `guess`, a world_from_camera, when given), which ends with Levenberg-Marquardt on
+    the inliers. Returns (pose or None when fewer than MIN_INLIERS agree, inlier indices)."""
     fx, fy, cx, cy = intrinsics
     k = np.array([[fx, 0, cx], [0, fy, cy], [0, 0, 1]])
     objects, images = np.asarray(points, np.float64), np.asarray(pixels, np.float64)
@@ -143,7 +145,8 @@ def solve_pose(points: np.ndarray, pixels: np.ndarray, intrinsics: np.ndarray, g
     inliers = np.zeros(0, int) if inliers is None else inliers.ravel()
     if not ok or len(inliers) < MIN_INLIERS:
         return None, inliers
-    rvec, tvec = cv2.solvePnPRefineLM(objects[inliers], images[inliers], k, None, rvec, tvec)
+    # No solvePnPRefineLM after it: with SOLVEPNP_ITERATIVE, solvePnPRansac's last step already is the
+    # Levenberg-Marquardt solve on all its inliers (a second one moved the pose by < 0.001 deg).
     camera_from_world = np.eye(4)
     camera_from_world[:3, :3] = cv2.Rodrigues(rvec)[0]
     camera_from_world[:3, 3] = tvec.ravel()
@@ -154,12 +157,13 @@ class CameraTracker:
     """The camera's world-from-camera pose, frame by frame (see the module's docstring).
 
     max_features: corners kept in the map; quality, min_distance: `goodFeaturesToTrack`'s;
-    window, levels: Lucas-Kanade's window (px) and pyramid levels; reprojection_px: RANSAC's
-    inlier threshold.
+    window, levels: Lucas-Kanade's window (px) and pyramid levels (11 px costs ~40 % less than 15 px and
+    tracked as well or better on bench/egomotion.py; the 3 levels keep whip pans of ~55 px a frame);
+    reprojection_px: RANSAC's inlier threshold.
     """
 
     def __init__(self, *, max_features: int = 150, quality: float = 0.01, min_distance: int = 12,
-                 window: int = 15, levels: int = 3, reprojection_px: float = 1.5, static_px: float = STATIC_PX) -> None:
+                 window: int = 11, levels: int = 3, reprojection_px: float = 1.5, static_px: float = STATIC_PX) -> None:
         self.max_features, self.quality, self.min_distance = max_features, quality, min_distance
         self.static_px, self.reprojection_px = static_px, reprojection_px
         self._lk = dict(winSize=(window, window), maxLevel=levels,
@@ -248,11 +252,13 @@ class CameraTracker:
 
     @staticmethod
     def _background(people: Optional[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
-        """uint8 mask, 255 where new corners may be: MASK_MARGIN_PX away from people."""
+        """uint8 mask at `shape` (the half-size image corners are found on), 255 where new corners may
+        be: MASK_MARGIN_PX (full-size pixels) away from people."""
         if people is None:
             return np.full(shape, 255, np.uint8)
-        size = 2 * MASK_MARGIN_PX + 1
-        grown = cv2.dilate(people, cv2.getStructuringElement(cv2.MORPH_RECT, (size, size)))
+        small = cv2.resize(people, (shape[1], shape[0]), interpolation=cv2.INTER_NEAREST)
+        size = 2 * (MASK_MARGIN_PX // 2) + 3  # the margin at half size, plus a pixel for the nearest-neighbour resize
+        grown = cv2.dilate(small, cv2.getStructuringElement(cv2.MORPH_RECT, (size, size)))
         return np.where(grown > 0, 0, 255).astype(np.uint8)
 
     @staticmethod
@@ -261,12 +267,9 @@ class CameraTracker:
         if people is None:
             return np.zeros(len(pixels), bool)
         h, w = people.shape
-        out = np.zeros(len(pixels), bool)
-        for dx, dy in ((0, 0), (MASK_MARGIN_PX, 0), (-MASK_MARGIN_PX, 0), (0, MASK_MARGIN_PX), (0, -MASK_MARGIN_PX)):
-            x = np.clip(np.round(pixels[:, 0]).astype(int) + dx, 0, w - 1)
-            y = np.clip(np.round(pixels[:, 1]).astype(int) + dy, 0, h - 1)
-            out |= people[y, x] > 0
-        return out
+        probes = np.round(pixels).astype(int)[None] + _PROBES[:, None]  # (5, N, 2): one lookup for all
+        x, y = np.clip(probes[..., 0], 0, w - 1), np.clip(probes[..., 1], 0, h - 1)
+        return (people[y, x] > 0).any(axis=0)
 
     def _start_map(self, gray: np.ndarray, people: Optional[np.ndarray], pointmap: np.ndarray) -> None:
         """A new map from this frame's pointmap, at the current pose."""
@@ -283,13 +286,17 @@ class CameraTracker:
         room = self.max_features - len(self._pixels)
         if room < self.max_features // 3:
             return
-        mask = self._background(people, gray.shape)
-        for x, y in self._pixels.astype(int):
-            cv2.circle(mask, (int(x), int(y)), self.min_distance, 0, -1)
-        corners = cv2.goodFeaturesToTrack(gray, room, self.quality, self.min_distance, mask=mask, blockSize=5)
+        # Shi-Tomasi on the half-size image: 0.7 ms instead of 6-7 ms at 640 x 480 (the full-size search
+        # made the slowest frames), and Lucas-Kanade follows the patch around a corner, so the pixel of
+        # position lost does not matter (its 3D is sampled where it is put).
+        half = cv2.pyrDown(gray)
+        mask = self._background(people, half.shape)
+        for x, y in (self._pixels / 2).astype(int):
+            cv2.circle(mask, (int(x), int(y)), self.min_distance // 2, 0, -1)
+        corners = cv2.goodFeaturesToTrack(half, room, self.quality, self.min_distance / 2, mask=mask, blockSize=3)
         if corners is None:
             return
-        corners = corners.reshape(-1, 2)
+        corners = corners.reshape(-1, 2) * 2 + 0.5  # half-size pixel centres -> full size
         camera = sample_pointmap(pointmap, corners, gray.shape[::-1], self.intrinsics)
         ok = np.isfinite(camera).all(axis=1) & (camera[:, 2] > 1e-3)
         self._pixels = np.concatenate([self._pixels, corners[ok].astype(np.float32)])

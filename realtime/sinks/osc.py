@@ -10,6 +10,7 @@ VMC (https://protocol.vmc.info/marionette-spec), per processed frame and person,
 bundles of at most 1,400 bytes (the spec asks for "within 1500 bytes"):
 
     /VMC/Ext/Root/Pos   (s)"root" (f)p.x p.y p.z (f)q.x q.y q.z q.w    origin, identity
+    /VMC/Ext/Cam        (s)"Camera" (f)p.x p.y p.z (f)q.x q.y q.z q.w (f)fov   the camera, when people are in the world
     /VMC/Ext/Bone/Pos   (s)name   (f)p.x p.y p.z (f)q.x q.y q.z q.w    every bone, local
     /VMC/Ext/Blend/Val  (s)name (f)weight                              ARKit names and VRM 1.0 presets, [0, 1]
     /VMC/Ext/Blend/Apply                                               after the weights (last bundle)
@@ -25,6 +26,12 @@ bone rotations identity, as VRM's normalised bones are. `Hips` carries the body'
 translation; the other bones' positions (the protocol has no rotation-only message)
 are our solver's bone offsets, which a receiver that applies bone positions
 (EVMC4U's BonePositionSynchronize) puts onto a differently built avatar: turn that off.
+
+The camera (`/VMC/Ext/Cam`, VMC 2.3's camera message): on the frames whose people are in the
+world (`Frame.camera.world`: the world stage saw the camera move, `--camera auto|moving`), the
+camera's pose in that same world (where `Hips` is), in Unity's axes like the bones (X mirrored)
+and as a Unity camera (looking down its +Z, +Y up), with its vertical field of view in degrees
+(Unity's `Camera.fieldOfView`). Not sent while people are camera-relative or with face_only.
 
 Raw keypoints (`--osc`), per frame:
 
@@ -52,10 +59,11 @@ from typing import Optional, Sequence
 
 import numpy as np
 from pythonosc.parsing import osc_types
+from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
 from realtime.expressions import BLEND_NAMES, blend_values
-from realtime.frames import Bones, Frame, Person
+from realtime.frames import Bones, Camera, Frame, Person
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +234,27 @@ def to_unity(position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np
     return position * [-1.0, 1.0, 1.0], rotation * [1.0, -1.0, -1.0, 1.0]
 
 
+CAMERA_NAME = "Camera"  # the /VMC/Ext/Cam message's name argument
+UNITY_MIRROR = np.diag([-1.0, 1.0, 1.0])  # our world (right-handed) -> Unity's (left-handed), as `to_unity`
+CAMERA_TO_UNITY = np.diag([1.0, -1.0, 1.0])  # a camera's axes, ours (y down) -> a Unity camera's (y up)
+
+
+def unity_camera(camera: Camera) -> Optional[np.ndarray]:
+    """(8,) the /VMC/Ext/Cam numbers of a frame's camera: position x, y, z, rotation x, y, z, w (w >= 0)
+    in Unity's axes, vertical field of view (degrees); None without intrinsics. The field of view is
+    2 atan((cy + 0.5) / fy): the picture's height, 2 cy + 1, when the principal point is at its centre
+    (a Unity camera has no other), taken from the camera alone so a replayed tracks file, whose frames
+    carry no picture, sends the very same bytes."""
+    if camera.intrinsics is None:
+        return None
+    pose = camera.world_from_camera
+    # the camera's right, up and forward in Unity's world: mirror the world, turn y down to y up
+    rotation = Rotation.from_matrix(UNITY_MIRROR @ pose[:3, :3] @ CAMERA_TO_UNITY).as_quat()
+    rotation = rotation if rotation[3] >= 0 else -rotation
+    fov = np.degrees(2 * np.arctan((camera.intrinsics[3] + 0.5) / camera.intrinsics[1]))
+    return np.concatenate([UNITY_MIRROR @ pose[:3, 3], rotation, [fov]])
+
+
 VMC_BUNDLES = ("split", "single")
 FACE_ONLY_BONES = ("hips", "spine", "chest", "neck", "head")  # --vmc-face-only: a person at a desk
 FINGER_WORDS = ("Thumb", "Index", "Middle", "Ring", "Little")  # in the names of the finger bones
@@ -262,6 +291,7 @@ class VmcPose:
     positions: (B, 3) local positions, metres; rotations (B, 4) local quaternions x, y, z, w.
     blend:     (len(BLEND_NAMES),) weights in [0, 1], or None while the face is not seen.
     tracking:  1 while the person is seen; time: the frame's timestamp (s).
+    camera:    (8,) the /VMC/Ext/Cam numbers (`unity_camera`), or None: no camera message.
     """
 
     names: Sequence[str]
@@ -270,10 +300,13 @@ class VmcPose:
     blend: Optional[np.ndarray]
     tracking: int
     time: float
+    camera: Optional[np.ndarray] = None
 
     def messages(self) -> tuple[list, list]:
         """(body, closing) as (address, args) messages."""
         body: list = [(ROOT_MESSAGE[0], list(ROOT_MESSAGE[1]))]
+        if self.camera is not None:
+            body.append(("/VMC/Ext/Cam", [CAMERA_NAME, *self.camera]))
         body += [("/VMC/Ext/Bone/Pos", [name, *p, *q]) for name, p, q in zip(self.names, self.positions, self.rotations)]
         closing: list = []
         if self.blend is not None:
@@ -285,6 +318,8 @@ class VmcPose:
     def datagrams(self, limit: Optional[int]) -> list[bytes]:
         """`messages` encoded, in bundles of at most `limit` bytes (None: one bundle)."""
         body = [_static_element(*ROOT_MESSAGE)]
+        if self.camera is not None:
+            body += float_elements([element_head("/VMC/Ext/Cam", "sffffffff", CAMERA_NAME)], self.camera[None])
         heads = [element_head("/VMC/Ext/Bone/Pos", "sfffffff", name) for name in self.names]
         body += float_elements(heads, np.concatenate([self.positions, self.rotations], axis=1))
         closing = b""
@@ -406,7 +441,10 @@ class VmcSink:
             names = _unity_names(tuple(bones.names[i] for i in keep))
             positions, rotations = bones.positions[keep], bones.rotations[keep]
         positions, rotations = to_unity(positions, rotations)
-        return VmcPose(names, positions, rotations, blend, tracking, float(round(frame.timestamp, 6)))
+        camera = None
+        if not self.face_only and frame.camera is not None and frame.camera.world:  # the camera in the bones' world
+            camera = unity_camera(frame.camera)
+        return VmcPose(names, positions, rotations, blend, tracking, float(round(frame.timestamp, 6)), camera)
 
     def messages(self, frame: Frame, slot: _Slot, person: Optional[Person]) -> tuple[list, list]:
         """(body messages, closing messages) as (address, args) for one performer and frame: what `write` sends, readable."""
