@@ -180,8 +180,9 @@ def test_live_a_stuck_sink_gets_the_newest_frame_and_never_stalls_the_run(tmp_pa
     processed = summary.result.frames_out
     # every frame went through the pipeline and into the tracks while the sink was stuck
     assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 1 + processed
-    # the stuck sink got its first frame and then only the newest one; the rest were skipped
-    assert [f.index for f in stuck.frames] == [0, watcher.frames[-1].index]
+    # the stuck sink got its first frame and then only the newest one; the rest were skipped (a camera
+    # may drop its very first frame at the gate under load, so "first" is the watcher's first)
+    assert [f.index for f in stuck.frames] == [watcher.frames[0].index, watcher.frames[-1].index]
     assert any("frames skipped" in line for line in summary.lines)
 
 
