@@ -11,9 +11,9 @@ origin under the first person's start). `--camera`:
 - `static`: no egomotion; the world is the static camera's floor frame (the camera's pose in it is
   constant); people stay camera-relative (`Camera.world` False), as without this stage.
 - `moving`: egomotion, and people in the world as soon as the floor is known.
-- `auto` (default): egomotion; people in the world once the camera is seen to move (its pose more
-  than MOVED_M or MOVED_DEG from where it started, the egomotion stage says) and the floor is known;
-  until then as `static`.
+- `auto` (default): egomotion; people in the world once the camera is seen to move (the egomotion
+  stage's `Camera.world`: its pose more than `MOVED_M` or `MOVED_DEG` from where it started) and the
+  floor is known; until then as `static`.
 """
 
 from __future__ import annotations
