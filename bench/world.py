@@ -25,12 +25,18 @@ Reported per camera path and seed (the last line: the worst of each over all of 
 - static drift over `--static-seconds` (60 s) of a static camera with the performers walking:
   the largest camera translation (cm) and rotation (deg) reported;
 - egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
-With `--pipeline`: the same scenes (two walkers) through the run's own stages instead, ground ->
-world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage would hand on
-(image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world, the camera's
-rotation error after it, the distance between the two performers' `Person.bones` roots against the
-truth, each performer's height (and the truth: eye height / 0.936), and each stage's cost per frame.
-Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap] [--pipeline]
+With `--pipeline`: the same scenes (two walkers) through the run's own stages instead, egomotion ->
+ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
+would hand on (image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world,
+the camera's rotation error after it, the distance between the two performers' `Person.bones` roots
+against the truth, each performer's height (and the truth: eye height / 0.936), the ground stage's
+world slide (its ankle and heel of each foot in true contact on a frame and the one before, in the
+world of the world stage's cameras, once the world is fixed: mm/frame on the lifted frames, and on
+all frames with the depth frames' re-measuring), and each stage's cost per frame. `--hold camera`:
+the ground stage is not shown the egomotion stage's camera (as before round 5, when it ran before the
+egomotion), so its lifter holds planted feet in the camera frame.
+Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap]
+     [--pipeline [--hold world|camera]]
 """
 
 from __future__ import annotations
@@ -181,13 +187,19 @@ def main() -> None:
     parser.add_argument("--paths", nargs="+", default=list(CAMERA_PATHS), choices=CAMERA_PATHS)
     parser.add_argument("--motion", choices=("walkers", "mocap"), default="walkers")
     parser.add_argument("--static-seconds", type=float, default=60.0)
-    parser.add_argument("--pipeline", action="store_true", help="through the run's stages (ground -> world -> motion)")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="through the run's stages (egomotion -> ground -> world -> motion)")
+    parser.add_argument("--hold", choices=("world", "camera"), default="world",
+                        help="--pipeline: camera = the ground stage not shown the camera (feet held in the camera frame)")
     args = parser.parse_args()
     cv2.setNumThreads(1)  # the cost on one core
     if args.pipeline:
+        rows = [pipeline_run(path, seed, args.frames, hold=args.hold) for path in args.paths for seed in args.seeds]
         for path in args.paths:
-            for seed in args.seeds:
-                pipeline_run(path, seed, args.frames)
+            lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
+            every = [r["slide_all_mm"] for r in rows if r["path"] == path]
+            print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
+                  f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f})")
         return
 
     def motions_for(frames: int, seed: int) -> list[Motion]:
@@ -222,18 +234,22 @@ def main() -> None:
           f"{max(d[1] for d in drifts):.3f} deg")
 
 
-def pipeline_run(path: str, seed: int, frames: int) -> dict:
-    """One scene through GroundStage -> WorldStage -> MotionStage (see the module's docstring)."""
-    from realtime.stages import GroundStage, MotionStage, WorldStage
+def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict:
+    """One scene through EgomotionStage -> GroundStage -> WorldStage -> MotionStage (see the module's
+    docstring); hold 'camera': the ground stage does not see the egomotion stage's camera."""
+    from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage
     from tests.world_tracks import scene_frames
 
-    stages = [GroundStage(NAMES), WorldStage(NAMES, camera="auto"), MotionStage(NAMES)]
+    stages = [EgomotionStage(camera="auto"), GroundStage(NAMES), WorldStage(NAMES, camera="auto"), MotionStage(NAMES)]
     cost = {stage.name: [] for stage in stages}
     out, truth = [], None
     for truth, frame in scene_frames(path, frames, seed):  # noqa: B007 (the last truth is read after the loop)
         for stage in stages:
             start = time.perf_counter()
-            frame = stage.process(frame)
+            if hold == "camera" and stage.name == "ground":
+                frame = stage.process(frame.replace(camera=None)).replace(camera=frame.camera)
+            else:
+                frame = stage.process(frame)
             cost[stage.name].append(time.perf_counter() - start)
         out.append(frame)
     world = [f.index for f in out if f.camera.world]
@@ -255,10 +271,38 @@ def pipeline_run(path: str, seed: int, frames: int) -> dict:
     eyes = [NAMES.index("left_eye"), NAMES.index("right_eye")]
     result["height"] = [p.height for p in out[-1].people]
     result["height_truth"] = [round(float(np.nanmedian(truth.joints[p, :, eyes, 1].mean(axis=0))) / 0.936, 3) for p in range(2)]
+    lifted, every = ground_slide(truth, out)
+    result["slide_lifted_mm"] = round(1000 * float(lifted.mean()), 2)
+    result["slide_all_mm"] = round(1000 * float(every.mean()), 2)
     result["cost_ms"] = {name: (round(1000 * float(np.mean(v)), 2), round(1000 * float(np.median(v)), 2))
                          for name, v in cost.items()}
     print(result, flush=True)
     return result
+
+
+def ground_slide(truth, out: list) -> tuple[np.ndarray, np.ndarray]:
+    """The ground stage's feet (ankle and heel) in true contact on a frame and the one before, in the
+    world of the world stage's cameras once the world is fixed: each step (metres) on the lifted frames,
+    and on every frame (the depth frames re-measure the foot: their noise is the pointmap's)."""
+    feet = [[NAMES.index(f"{side}_{point}") for point in ("ankle", "heel")] for side in ("left", "right")]
+    lifted, every = [], []
+    for t in range(1, len(out)):
+        if not out[t - 1].camera.grounded:
+            continue
+        poses = [out[i].camera.world_from_camera for i in (t - 1, t)]
+        for p, (a, b) in enumerate(zip(out[t - 1].people, out[t].people)):
+            for side, foot in enumerate(feet):
+                if not (truth.contacts[p, t, side] and truth.contacts[p, t - 1, side]):
+                    continue
+                if a.keypoints3d is None or b.keypoints3d is None:
+                    continue
+                wa, wb = (transform_points(pose, q.keypoints3d[foot]) for pose, q in zip(poses, (a, b)))
+                step = float(np.linalg.norm(wb - wa, axis=1).mean())
+                if np.isfinite(step):
+                    every.append(step)
+                    if t % DEPTH_EVERY:
+                        lifted.append(step)
+    return np.array(lifted), np.array(every)
 
 
 def _loop(motion: Motion, frames: int) -> tuple[np.ndarray, np.ndarray]:

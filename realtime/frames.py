@@ -10,8 +10,9 @@ own fields; nobody mutates another stage's fields:
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, lips_open, head_rotation)
+    egomotion camera (in the odometry frame, for the ground and world stages)
     ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames)
-    world    camera; people (height; contacts again, in the world, while `camera.world`)
+    world    camera (again, in the world); people (height; contacts again, in the world, while `camera.world`)
     motion   people (keypoints3d_smoothed, bones)
     live     (nothing: sends datagrams; the avatar gets the frame here)
     render   overlay
@@ -161,6 +162,10 @@ CAMERA_STATUS = ("waiting", "static", "tracking", "lost")
 @dataclass(frozen=True)
 class Camera:
     """The camera of one frame in the world (the world stage, `realtime.stages.world`).
+
+    Between the egomotion stage (`realtime.stages.egomotion`) and the world stage it is the egomotion
+    stage's: the pose in the odometry frame (the first pointmap frame's camera), not rounded,
+    `grounded` False and `world` True once the camera moves; the world stage replaces it.
 
     The world: metres, y up (the floor's normal), origin on the floor under the first tracked
     person's start, z along the floor towards the first camera (the rig axes of `Bones`); with a

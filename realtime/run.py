@@ -43,6 +43,7 @@ from realtime.sources import Source, SourceInfo, open_source
 from realtime.stages import (
     DenseSchedule,
     DetectStage,
+    EgomotionStage,
     FaceStage,
     Feedback,
     GroundStage,
@@ -290,16 +291,18 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
 
 
 def motion_stages(options: RunOptions, models, mode: RunMode) -> list:
-    """The stages between smooth and the live senders, as the tasks allow: face (pose), ground
-    (pose + depth: 3D at pose rate, contacts), world (pose + depth: the camera in the world, heights,
-    world contacts once the camera moves; `--camera`) and motion (pose + depth: filtered 3D, bones)."""
+    """The stages between smooth and the live senders, as the tasks allow: face (pose), egomotion
+    (pose + depth: the camera's pose, `--camera`), ground (pose + depth: 3D at pose rate, contacts),
+    world (pose + depth: the camera in the world, heights, world contacts once the camera moves) and
+    motion (pose + depth: filtered 3D, bones)."""
     if not task_table.gives_keypoints(models) or not mode.follows_people:
         return []
     names = keypoint_names()
     stages: list = [FaceStage(names, calibrate_seconds=options.face_calibrate)]
     if task_table.gives_3d(models):
         fingers = any(getattr(s, "fingers", False) for s in options.senders)  # what the VMC senders send
-        stages += [GroundStage(names), WorldStage(names, camera=options.camera),
+        # egomotion before ground: the lifter holds planted feet in the world when the camera moves
+        stages += [EgomotionStage(camera=options.camera), GroundStage(names), WorldStage(names, camera=options.camera),
                    MotionStage(names, fingers=fingers, smooth=options.smooth, smoothness=options.smoothness)]
     return stages
 

@@ -1,4 +1,4 @@
-"""The world stage in the chain ground -> world -> motion, on the synthetic room
+"""The world stage in the chain egomotion -> ground -> world -> motion, on the synthetic room
 (`synthetic/world_scene.py`): the camera's pose per frame (`Frame.camera`), the switch to the world
 when the camera moves (`--camera auto`), roots in the world (two performers keep their distance),
 heights, and a static camera that leaves every bone as it was without the stage."""
@@ -10,7 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from realtime.frames import Camera, DenseMaps, Frame, Person, rounded_camera
-from realtime.stages.world import person_mask
+from realtime.stages.egomotion import person_mask
 from tests.world_tracks import NAMES, run_chain, write_tracks
 
 HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
@@ -23,7 +23,7 @@ def pan():
 
 def test_a_panning_camera_is_tracked_and_the_people_move_into_the_world(pan):
     truth, frames, stages = pan
-    world_stage = stages[1]
+    world_stage = stages[2]
     assert all(f.camera is not None for f in frames)
     switched = [f.index for f in frames if f.camera.world]
     assert switched and world_stage.moved_at == switched[0] and switched == list(range(switched[0], len(frames)))
@@ -67,12 +67,12 @@ def test_a_static_camera_stays_put_and_leaves_the_bones_as_without_the_stage():
             if p.bones is not None:
                 np.testing.assert_array_equal(p.bones.root_position, q.bones.root_position)
                 np.testing.assert_array_equal(p.bones.rotations, q.bones.rotations)
-    assert stages[1].summary_lines()[0].startswith("camera: static")
+    assert stages[2].summary_lines()[0].startswith("camera: static")
 
 
 def test_camera_static_runs_no_egomotion_and_gives_the_floor_frame():
     _, frames, stages = run_chain("pan", 100, camera="static")
-    assert stages[1].tracker is None
+    assert stages[0].tracker is None
     assert all(not f.camera.world and f.camera.status == "static" for f in frames)
     grounded = [f for f in frames if f.camera.grounded]
     assert grounded and all(np.array_equal(f.camera.world_from_camera, grounded[0].camera.world_from_camera) for f in grounded)

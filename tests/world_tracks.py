@@ -1,5 +1,6 @@
-"""A synthetic take through ground -> world -> motion (the room of `synthetic/world_scene.py`, two
-walkers): the frames as the collect stage hands them on, the chain's output, and a tracks file of it."""
+"""A synthetic take through egomotion -> ground -> world -> motion (the room of
+`synthetic/world_scene.py`, two walkers): the frames as the collect stage hands them on, the chain's
+output, and a tracks file of it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from realtime.data import keypoint_names
 from realtime.frames import DenseMaps, Frame, Person
-from realtime.stages import GroundStage, MotionStage, WorldStage
+from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage
 from synthetic.world_scene import SceneRenderer, scene_truth, walkers
 
 NAMES = keypoint_names()
@@ -39,7 +40,9 @@ def scene_frames(path: str, frames: int, seed: int = 0):
 
 
 def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True):
-    stages = [GroundStage(NAMES)] + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)]
+    """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only)."""
+    stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES)]
+              + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
     out, truth = [], None
     for truth, frame in scene_frames(path, frames):  # noqa: B007 (the last truth is returned)
         for stage in stages:

@@ -1,18 +1,21 @@
 """The stages of a run, one module each, every one a plain object with `process(frame) -> frame`
 and `close()`; the pipeline (`realtime.pipeline`) owns the threads.
 
-    detect -> infer -> collect -> smooth -> face -> ground -> world -> motion -> live -> render -> write
+    detect -> infer -> collect -> smooth -> face -> egomotion -> ground -> world -> motion -> live -> render -> write
 
 `detect` person boxes; `infer`/`collect` launch a frame on the device and wait for it;
-`smooth` identities and the live 2D filter; `face` expressions and head rotation; `ground` 3D
-keypoints at pose rate and foot contacts; `world` the camera's pose in a world frame (`Frame.camera`),
-heights, and world contacts once the camera moves (`--camera`); `motion` the live 3D filter, foot locking and the
-skeleton solve (`Person.bones`); `live` the avatar's senders (VMC, OSC), before anything is
-drawn or written; `render` the picture; `write` the sinks (tracks, video, viewer, progress).
+`smooth` identities and the live 2D filter; `face` expressions and head rotation; `egomotion` the
+camera's pose in the odometry frame (`Frame.camera`, `--camera`); `ground` 3D keypoints at pose rate
+and foot contacts (planted feet held in the world when the camera moves); `world` the camera's pose
+in a world frame (`Frame.camera` again), heights, and world contacts once the camera moves;
+`motion` the live 3D filter, foot locking and the skeleton solve (`Person.bones`); `live` the
+avatar's senders (VMC, OSC), before anything is drawn or written; `render` the picture; `write`
+the sinks (tracks, video, viewer, progress).
 `realtime.rig` is the math they call.
 """
 
 from realtime.stages.detect import DetectStage, Feedback
+from realtime.stages.egomotion import EgomotionStage
 from realtime.stages.face import FaceStage
 from realtime.stages.ground import GroundStage
 from realtime.stages.infer import CollectStage, DenseSchedule, InferStage, InFlight, SegSchedule, inference_stages
@@ -23,7 +26,8 @@ from realtime.stages.smooth import SmoothStage
 from realtime.stages.world import WorldStage
 from realtime.stages.write import WriteStage
 
-__all__ = ["CollectStage", "DenseSchedule", "DetectStage", "FaceStage", "Feedback", "Filter3D", "GroundStage", "InFlight",
+__all__ = ["CollectStage", "DenseSchedule", "DetectStage", "EgomotionStage", "FaceStage", "Feedback", "Filter3D",
+           "GroundStage", "InFlight",
            "InferStage", "LiveStage", "MotionStage", "RenderStage", "SegSchedule", "SmoothStage", "WorldStage", "WriteStage",
            "inference_stages",
            "live_senders", "rest_bones"]

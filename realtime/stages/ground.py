@@ -21,8 +21,10 @@ class GroundStage:
     person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
     keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
     contact detector had planted on the last frame (or that stands still in the image) is held along
-    the line of sight. Left None before the person's first depth frame. With a moving camera that hold
-    is in the camera frame (this stage runs before the world stage's egomotion).
+    the line of sight. Left None before the person's first depth frame. Once the egomotion stage (run
+    before this one) says the camera moves (`Frame.camera.world`), that hold is in the world: the
+    lifter gets the camera's motion since the person's last frame, so a dolly's motion along the line
+    of sight does not carry a planted foot with it.
     `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
     everyone (`FloorEstimator` on the depth frames); None until the floor is known.
     """
@@ -35,6 +37,7 @@ class GroundStage:
         self.forget_after = forget_after
         self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
+        self._poses: dict[int, np.ndarray] = {}  # track id -> odometry_from_camera on the person's last frame
         self.floors = FloorEstimator(self.keypoint_names, min_frames=self.MIN_FRAMES, max_frames=self.MAX_FRAMES,
                                      refit_every=self.REFIT_EVERY)
 
@@ -51,7 +54,8 @@ class GroundStage:
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
             lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
             planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
-            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted)
+            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted,
+                                   self._camera_motion(frame, person.track_id))
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points)
             if detector is None and self.floor is not None:
@@ -65,7 +69,24 @@ class GroundStage:
             people.append(person)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]
+            self._poses.pop(track, None)
         return frame.replace(people=tuple(people))
+
+    def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
+        """(4, 4) this frame's camera from the one of the person's last frame, while the egomotion stage
+        says the camera moves; None (the hold in the camera frame, as without egomotion) otherwise: a
+        camera not seen to move leaves the points exactly as they were."""
+        camera = frame.camera
+        if camera is None:
+            self._poses.pop(track, None)
+            return None
+        pose = camera.world_from_camera  # odometry_from_camera: the world stage has not run yet
+        last = self._poses.get(track)
+        self._poses[track] = pose
+        if not camera.world or last is None:
+            return None
+        return np.linalg.inv(pose) @ last
 
     def close(self) -> None:
         self._people.clear()
+        self._poses.clear()

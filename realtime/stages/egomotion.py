@@ -1,0 +1,120 @@
+"""The egomotion stage: the camera's pose every frame in the odometry frame (`Frame.camera`), for
+the ground stage's lifter (a planted foot held in the world) and the world stage (which anchors that
+pose in the world).
+
+    ... -> face -> egomotion -> ground -> world -> motion -> ...
+
+Per frame: `realtime.rig.egomotion.CameraTracker` on the frame's gray image (downscaled to at most
+`max_side` pixels) with the people masked (the seg's person classes on frames it was computed on,
+else the person boxes filled) and the pointmap on the frames it was computed on. `--camera`:
+- `static`: no egomotion: the camera stays at the odometry origin (intrinsics from the pointmaps).
+- `moving`: egomotion; the camera is said to move from the first frame.
+- `auto` (default): egomotion; the camera moves once its pose is more than MOVED_M or MOVED_DEG
+  from where it started.
+
+What it hands on (`realtime.frames.Camera`): position and rotation = odometry_from_camera (the first
+pointmap frame's camera; not the world yet, so `grounded` is False), the intrinsics in pixels of the
+original image, the tracker's status, and `world` = the camera moves (as above): the frames on which
+the ground stage holds feet in the world and the world stage may put the people in it. The world
+stage replaces this camera with its pose in the world.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import cv2
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from realtime.frames import Camera, Frame
+from realtime.rig.egomotion import CameraTracker, intrinsics_from_pointmap
+
+CAMERA_MODES = ("static", "moving", "auto")
+MOVED_M, MOVED_DEG = 0.03, 1.0  # the camera has moved: this far from its first pose (auto)
+BOX_MARGIN = 0.05  # person boxes grown by this fraction of their size when they stand in for the seg
+
+
+def person_mask(frame: Frame, shape: tuple[int, int]) -> Optional[np.ndarray]:
+    """(h, w) bool, True on people, at `shape` (h, w): the seg's person classes when the seg was
+    computed on this frame, else the person boxes filled (grown by BOX_MARGIN); None: nobody."""
+    dense = frame.dense
+    if dense is not None and dense.seg is not None and dense.computed_on_of("seg") == frame.index:
+        seg = dense.seg > 0
+        if seg.shape != shape:
+            seg = cv2.resize(seg.astype(np.uint8), (shape[1], shape[0]), interpolation=cv2.INTER_NEAREST) > 0
+        return seg
+    if not frame.people:
+        return None
+    mask = np.zeros(shape, bool)
+    sy, sx = shape[0] / frame.height, shape[1] / frame.width
+    for person in frame.people:
+        x1, y1, x2, y2 = np.asarray(person.box, np.float64)
+        if not np.isfinite([x1, y1, x2, y2]).all():
+            continue
+        grow_x, grow_y = BOX_MARGIN * (x2 - x1), BOX_MARGIN * (y2 - y1)
+        c1, c2 = int(max((x1 - grow_x) * sx, 0)), int(min(np.ceil((x2 + grow_x) * sx), shape[1]))
+        r1, r2 = int(max((y1 - grow_y) * sy, 0)), int(min(np.ceil((y2 + grow_y) * sy), shape[0]))
+        mask[r1:r2, c1:c2] = True
+    return mask
+
+
+class EgomotionStage:
+    """Pipeline stage between face and ground (see the module's docstring). `camera`: 'static',
+    'moving' or 'auto'; `max_side`: frames larger than this (pixels, the longer side) are tracked
+    downscaled (the cost)."""
+
+    name = "egomotion"
+
+    def __init__(self, *, camera: str = "auto", max_side: int = 640, tracker: Optional[CameraTracker] = None):
+        if camera not in CAMERA_MODES:
+            raise ValueError(f"camera must be one of {CAMERA_MODES}, got {camera!r}")
+        self.mode, self.max_side = camera, max_side
+        self.tracker = None if camera == "static" else (tracker or CameraTracker())
+        self.moved = camera == "moving"
+        self._intrinsics_sum, self._intrinsics_count = np.zeros(4), 0  # static: fitted to the pointmaps
+
+    def process(self, frame: Frame) -> Frame:
+        dense = frame.dense
+        depth_frame = dense is not None and dense.pointmap is not None and dense.computed_on_of("pointmap") == frame.index
+        odometry_from_camera, status, intrinsics = self._track(frame, depth_frame)
+        if self.mode == "auto" and not self.moved and status == "tracking":
+            self.moved = _moved(odometry_from_camera)
+        # Not rounded: the world stage rounds the pose it hands on (the tracks file's numbers).
+        rotation = Rotation.from_matrix(odometry_from_camera[:3, :3]).as_quat()
+        camera = Camera(odometry_from_camera[:3, 3].copy(), rotation, intrinsics, status, self.moved, grounded=False)
+        return frame.replace(camera=camera)
+
+    def _track(self, frame: Frame, depth_frame: bool) -> tuple[np.ndarray, str, Optional[np.ndarray]]:
+        """(odometry_from_camera (4, 4), status, intrinsics in original pixels or None)."""
+        if self.tracker is None:  # static: the camera is the odometry frame; intrinsics from the pointmaps
+            if depth_frame:
+                try:
+                    self._intrinsics_sum += intrinsics_from_pointmap(frame.dense.pointmap, (frame.width, frame.height))
+                    self._intrinsics_count += 1
+                except ValueError:  # a pointmap with too few valid points
+                    pass
+            intrinsics = self._intrinsics_sum / self._intrinsics_count if self._intrinsics_count else None
+            return np.eye(4), "static", intrinsics
+        scale = min(1.0, self.max_side / max(frame.width, frame.height))
+        gray = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
+        if scale < 1.0:
+            gray = cv2.resize(gray, (round(frame.width * scale), round(frame.height * scale)), interpolation=cv2.INTER_AREA)
+        mask = person_mask(frame, gray.shape)
+        pose = self.tracker.update(gray, mask, frame.dense.pointmap if depth_frame else None)
+        intrinsics = self.tracker.intrinsics
+        if intrinsics is not None and scale < 1.0:  # tracking pixels -> original pixels (pixel centres)
+            sx, sy = frame.width / gray.shape[1], frame.height / gray.shape[0]
+            intrinsics = np.array([intrinsics[0] * sx, intrinsics[1] * sy, (intrinsics[2] + 0.5) * sx - 0.5,
+                                   (intrinsics[3] + 0.5) * sy - 0.5])
+        return pose.world_from_camera, pose.status, intrinsics
+
+    def close(self) -> None:
+        pass
+
+
+def _moved(odometry_from_camera: np.ndarray) -> bool:
+    """The camera is more than MOVED_M or MOVED_DEG away from its first pose."""
+    cosine = (np.trace(odometry_from_camera[:3, :3]) - 1) / 2
+    angle = np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0)))
+    return bool(np.linalg.norm(odometry_from_camera[:3, 3]) > MOVED_M or angle > MOVED_DEG)
