@@ -3,8 +3,8 @@
 Scenes: `synthetic/world_scene.py`'s textured room along each camera path (static, pan, dolly,
 handheld shake, follow shot) with two walkers, as the collect stage hands them on
 (`tests/world_tracks.scene_frames`: the image, the seg every frame, the pointmap and 3D keypoints
-every 5th frame). Every scene is rendered first; then `WorldStage(camera="moving")` runs over its
-frames with one OpenCV thread (`cv2.setNumThreads(1)`), and each `process` call is timed (wall
+every 5th frame). Every scene is rendered first; then `EgomotionStage` and `WorldStage` (camera "moving") run over its
+frames with one OpenCV thread (`cv2.setNumThreads(1)`), and each frame's `process` calls are timed (wall
 clock, `time.perf_counter`, and the thread's CPU time, `time.thread_time`: on a shared machine
 the CPU time is what the stage costs, the wall clock adds what other processes took from it).
 `CameraTracker.update` (inside it) is timed on its own too.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.data import keypoint_names  # noqa: E402
 from realtime.rig.egomotion import CameraTracker  # noqa: E402
-from realtime.stages import WorldStage  # noqa: E402
+from realtime.stages import EgomotionStage, WorldStage  # noqa: E402
 from synthetic.world_scene import CAMERA_PATHS  # noqa: E402
 from tests.world_tracks import DEPTH_EVERY, scene_frames  # noqa: E402
 
@@ -56,9 +56,10 @@ def render(path: str, frames: int, seed: int) -> tuple[list, np.ndarray]:
 
 
 def measure(frames: list, world_from_camera: np.ndarray, make_tracker) -> dict:
-    """One scene through a fresh WorldStage (camera 'moving'); per-frame costs (ms) and accuracy."""
+    """One scene through fresh egomotion and world stages (camera 'moving'); per-frame costs (ms) of
+    the two together, and accuracy."""
     tracker = make_tracker()
-    stage = WorldStage(NAMES, camera="moving", tracker=tracker)
+    egomotion, world = EgomotionStage(camera="moving", tracker=tracker), WorldStage(NAMES, camera="moving")
     poses, tracked, tracker_ms = [], [], []
     update = tracker.update
 
@@ -74,7 +75,7 @@ def measure(frames: list, world_from_camera: np.ndarray, make_tracker) -> dict:
     wall, cpu = [], []
     for frame in frames:
         start_wall, start_cpu = time.perf_counter(), time.thread_time()
-        stage.process(frame)
+        world.process(egomotion.process(frame))
         cpu.append(1000 * (time.thread_time() - start_cpu))
         wall.append(1000 * (time.perf_counter() - start_wall))
     poses = np.stack(poses)
