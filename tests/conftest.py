@@ -77,6 +77,21 @@ def standin_task_models(fixtures_dir):
     return models
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """One intra-op thread in the test process. The tests' models are tiny, so a second thread buys
+    little, while two OpenMP threads stall at every op whenever anything else wants a core (the
+    suite's own subprocesses, spawned workers and stage threads, or a neighbour): the stand-in GPU
+    tests ran 2-8x slower that way. No code path changes: the only thread-dependent choice,
+    sapiens2.column_plan, decides the same for 1 and 2 threads (test_models_fused covers the others)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def _no_hub_downloads(monkeypatch):
     """Tests never reach the network; code that would download must say so clearly."""

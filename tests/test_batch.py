@@ -194,11 +194,18 @@ def test_batch_fills_the_run_groups_as_run_does_and_nothing_else():
     assert batched.no_video and batched.out is None and batched.tracks is None
 
 
+@pytest.fixture(scope="module")
+def long_video(tmp_path_factory) -> Path:
+    """600 frames (a minute at 10 fps): far from done when the signal comes; only read, so shared."""
+    folder = tmp_path_factory.mktemp("long")
+    return write_video(folder / "long.mp4", [gaussian_marker(96, 128, 20 + i % 80, 40, 8) for i in range(600)], fps=10)
+
+
 @pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
-def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, signum, code):
+def test_a_signal_stops_the_batch_with_its_exit_status(tmp_path, fixtures_dir, long_video, signum, code):
     """Ctrl+C (SIGINT, 130) and SIGTERM (143) as `run` has them: the unfinished video is not
     recorded as done nor renamed to its final folder, and there is no traceback."""
-    video = write_video(tmp_path / "long.mp4", [gaussian_marker(96, 128, 20 + i % 80, 40, 8) for i in range(600)], fps=10)
+    video = long_video
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "realtime.cli", "batch", str(video), "--output-dir", str(out),
                              "--workers", "1", *_model_args(fixtures_dir)],

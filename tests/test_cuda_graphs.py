@@ -35,38 +35,6 @@ def _captures(gpu) -> int:
     return sum(e.what == CAPTURE for e in gpu.rec.log)
 
 
-def test_graphed_predictions_equal_eager_with_few_launches(task_models):
-    # the same padded batches and head layout (channels_last: what a CUDA Predictor picks)
-    eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
-    people = (1, 3, 5, 3, 1)
-    wants = [eager.predict(IMAGE, BOXES[:n]) for n in people]
-    with StandinGPU() as gpu:
-        models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
-        predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
-        assert predictor.padded and predictor.buckets() == (1, 2, 3, 4, 6, 8, 12, 16)
-        predictor.warm_up(IMAGE.shape[:2])
-        # the warm-up captures every key: one per bucket (sampling is picked per crop on the
-        # device, so it is no part of a key) and the seg map of this frame size
-        assert set(predictor._graphs.captured()) == {("pose", b, (3, 96, 128)) for b in predictor.buckets()} | {
-            ("seg", (3, 96, 128), (96, 128))}
-        assert _captures(gpu) == 9 and predictor._graphs.sealed
-        got, launches, syncs = [], [], []
-        for n in people:
-            gpu.rec.clear()
-            got.append(predictor.predict(IMAGE, BOXES[:n]))
-            launches.append(gpu.rec.launches())
-            syncs.append(len(gpu.rec.syncs()))
-            assert not _captures(gpu)
-        assert not gpu.rec.races and predictor._graphs.late == [] and predictor.graph_report() == []
-    assert syncs == [1, 1, 1, 1, 1]  # the frame's one wait: no capture (and its synchronize) mid-run
-    # replayed: per task a graph launch, its input copies and the output's clone, plus the transfers
-    assert launches[3] == launches[4] <= 16, launches
-    for g, w in zip(got, wants):
-        np.testing.assert_array_equal(g.keypoints, w.keypoints)
-        np.testing.assert_array_equal(g.keypoint_scores, w.keypoint_scores)
-        np.testing.assert_array_equal(g.seg, w.seg)
-
-
 def _people(n: int) -> np.ndarray:
     """n boxes, small ones (crops that enlarge: bicubic) and large ones (bilinear) mixed."""
     rng = np.random.default_rng(n)
@@ -75,27 +43,70 @@ def _people(n: int) -> np.ndarray:
     return np.hstack((x0, y0, x0 + 0.75 * sides, y0 + sides)).astype(np.float32)
 
 
-def test_no_capture_after_the_warm_up_while_the_people_count_goes_1_to_9_and_back(task_models):
-    """The issue-31 stall: a graph captured mid-run (a device-wide synchronize and a capture)
-    whenever the people count met a new bucket or a person crossed the bilinear/bicubic edge."""
-    counts = list(range(1, 10)) + list(range(8, 0, -1))
+FEW = (1, 3, 5, 3, 1)  # people per frame of BOXES
+COUNTS = tuple(range(1, 10)) + tuple(range(8, 0, -1))  # people per frame of _people(n)
+
+
+@pytest.fixture(scope="module")
+def graphed(task_models):
+    """One graphed Predictor on the stand-in, warmed up once, then given the frames of both tests
+    below in turn (FEW, then COUNTS); what each test asserts is recorded per step, with the eager
+    predictions (the same padded batches and head layout: channels_last, what a CUDA Predictor picks)."""
     eager = Predictor(copy.deepcopy(task_models), input_hw=(128, 96), pad_batches=True, channels_last=True)
-    wants = [eager.predict(IMAGE, _people(n)) for n in counts]
+    rec = {"few_wants": [eager.predict(IMAGE, BOXES[:n]) for n in FEW],
+           "counts_wants": [eager.predict(IMAGE, _people(n)) for n in COUNTS]}
     with StandinGPU() as gpu:
         models = {task: copy.deepcopy(model).to("cuda") for task, model in task_models.items()}
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True)
+        rec["padded"], rec["buckets"] = predictor.padded, predictor.buckets()
         predictor.warm_up(IMAGE.shape[:2])
-        warmed = set(predictor._graphs.captured())
-        per_frame = []
-        for n, want in zip(counts, wants):
-            gpu.rec.clear()
-            got = predictor.predict(IMAGE, _people(n))
-            per_frame.append((_captures(gpu), len(gpu.rec.syncs())))
-            np.testing.assert_array_equal(got.keypoints, want.keypoints)
-            np.testing.assert_array_equal(got.seg, want.seg)
-        assert not gpu.rec.races
-        assert set(predictor._graphs.captured()) == warmed and predictor._graphs.late == []
-    assert per_frame == [(0, 1)] * len(counts)  # no capture after the warm-up, one host wait per predict
+        rec["warmed"], rec["warm_captures"] = set(predictor._graphs.captured()), _captures(gpu)
+        rec["sealed"] = predictor._graphs.sealed
+        for name, frames in (("few", [BOXES[:n] for n in FEW]), ("counts", [_people(n) for n in COUNTS])):
+            steps = []
+            for boxes in frames:
+                gpu.rec.clear()
+                got = predictor.predict(IMAGE, boxes)
+                steps.append({"got": got, "launches": gpu.rec.launches(), "syncs": len(gpu.rec.syncs()),
+                              "captures": _captures(gpu)})
+            rec[name] = steps
+            rec[f"{name}_races"] = list(gpu.rec.races)
+            rec[f"{name}_captured"], rec[f"{name}_late"] = set(predictor._graphs.captured()), list(predictor._graphs.late)
+            rec[f"{name}_report"] = predictor.graph_report()
+    return rec
+
+
+def test_graphed_predictions_equal_eager_with_few_launches(graphed):
+    assert graphed["padded"] and graphed["buckets"] == (1, 2, 3, 4, 6, 8, 12, 16)
+    # the warm-up captures every key: one per bucket (sampling is picked per crop on the
+    # device, so it is no part of a key) and the seg map of this frame size
+    assert graphed["warmed"] == {("pose", b, (3, 96, 128)) for b in graphed["buckets"]} | {("seg", (3, 96, 128), (96, 128))}
+    assert graphed["warm_captures"] == 9 and graphed["sealed"]
+    steps = graphed["few"]
+    assert [step["captures"] for step in steps] == [0] * len(FEW)
+    assert not graphed["few_races"] and graphed["few_late"] == [] and graphed["few_report"] == []
+    assert [step["syncs"] for step in steps] == [1, 1, 1, 1, 1]  # the frame's one wait: no capture (and its synchronize) mid-run
+    # replayed: per task a graph launch, its input copies and the output's clone, plus the transfers
+    launches = [step["launches"] for step in steps]
+    assert launches[3] == launches[4] <= 16, launches
+    for step, w in zip(steps, graphed["few_wants"]):
+        g = step["got"]
+        np.testing.assert_array_equal(g.keypoints, w.keypoints)
+        np.testing.assert_array_equal(g.keypoint_scores, w.keypoint_scores)
+        np.testing.assert_array_equal(g.seg, w.seg)
+
+
+def test_no_capture_after_the_warm_up_while_the_people_count_goes_1_to_9_and_back(graphed):
+    """The issue-31 stall: a graph captured mid-run (a device-wide synchronize and a capture)
+    whenever the people count met a new bucket or a person crossed the bilinear/bicubic edge."""
+    steps = graphed["counts"]
+    for step, want in zip(steps, graphed["counts_wants"]):
+        np.testing.assert_array_equal(step["got"].keypoints, want.keypoints)
+        np.testing.assert_array_equal(step["got"].seg, want.seg)
+    assert not graphed["counts_races"]
+    assert graphed["counts_captured"] == graphed["warmed"] and graphed["counts_late"] == []
+    # no capture after the warm-up, one host wait per predict
+    assert [(step["captures"], step["syncs"]) for step in steps] == [(0, 1)] * len(COUNTS)
 
 
 def test_a_key_the_warm_up_missed_is_counted_and_reported(task_models):

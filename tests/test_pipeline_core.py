@@ -112,9 +112,9 @@ class HandshakeSource(ListSource):
     """A live camera that delivers frame i+1 only once the live stage has sent frame i (or
     `patience` seconds passed): every frame a free pipeline can take reaches the senders."""
 
-    def __init__(self, n, sent: threading.Event, patience: float):
+    def __init__(self, n, sent: threading.Event, patience: float, at_end=None):
         super().__init__(n, live=True, period=1 / 30)
-        self.sent, self.patience = sent, patience
+        self.sent, self.patience, self.at_end = sent, patience, at_end
 
     def frames(self):
         for i in range(self.n):
@@ -122,6 +122,8 @@ class HandshakeSource(ListSource):
                 self.sent.wait(self.patience)
                 self.sent.clear()
             yield i / 30, np.full((6, 8, 3), i % 256, np.uint8)
+        if self.at_end is not None:  # the camera has given its last frame
+            self.at_end()
 
 
 class Sender(Record):
@@ -163,7 +165,10 @@ def _avatar_run(release_after, n=12, patience=0.3):
 
     gate_watch = Last()
     gate_watch.name = "watch"
-    source = HandshakeSource(n, sent, patience)
+    # Without the release the last frame never passes the gate watch; the stuck stages are let go
+    # once the camera has given every frame (what reached the senders and what the gate dropped is
+    # decided by then) instead of after their 30 s.
+    source = HandshakeSource(n, sent, patience, at_end=done.set if release_after is None else None)
     result = _run(source, [Record(), sender, gate_watch, stuck, write], max_in_flight=2, release_after=release_after)
     done.set()
     return result, sender, write
