@@ -201,11 +201,11 @@ def test_the_estimate_prices_seg_every_other_frame():
         assert a.fps < b.fps < pose.fps
 
 
-def test_the_world_stage_asks_each_map_for_its_own_frame():
-    """A frame with a fresh seg and a reused pointmap (or the reverse): the world stage's person
+def test_the_egomotion_stage_asks_each_map_for_its_own_frame():
+    """A frame with a fresh seg and a reused pointmap (or the reverse): the egomotion stage's person
     mask takes the seg only when the seg is this frame's, whatever `computed_on` (the oldest) says."""
     from realtime.frames import DenseMaps
-    from realtime.stages.world import person_mask
+    from realtime.stages.egomotion import person_mask
 
     image = np.zeros((100, 200, 3), np.uint8)
     person = Person(box=np.array([20, 10, 60, 90], np.float32))
