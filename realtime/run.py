@@ -178,6 +178,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
     viewer = None
     sinks: list = []  # in the order they get each frame
     extra = [LatestWins(s) if mode is RunMode.LIVE else s for s in options.sinks]  # live: a slow sink must not stall the run
+    shares_cores = _shares_cores_with_senders(options, device, mode, outputs)  # live senders beside drawing, on a CPU
     try:
         if "tracks" in outputs:
             sinks.append(TrackWriter(outputs["tracks"], keypoint_names=keypoint_names(), image_wh=(info.width, info.height),
@@ -187,9 +188,8 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
                                      bone_names=bone_names))
         if "video" in outputs:
             # beside live senders on a CPU the encoder takes one thread: it has the core the model leaves it
-            threads = 1 if _shares_cores_with_senders(options, device, mode, outputs) else None
             sinks.append(VideoSink(VideoWriter(outputs["video"], fps=info.fps or 30.0, audio_from=info.audio_path,
-                                               threads=threads)))
+                                               threads=1 if shares_cores else None)))
         write = WriteStage()
         stages = list(people_stages)
         live = None
@@ -216,7 +216,7 @@ def _run_pipeline(options: RunOptions, mode: RunMode, source: Source, info: Sour
         if live is not None:
             live.wait = pipeline.stop_event.wait  # pacing ends at once when the run stops
         log.info("running")
-        with _stop_on_signals(pipeline), _model_threads(_threads_beside_drawing(options, device, mode, outputs)):
+        with _stop_on_signals(pipeline), _model_threads(_threads_beside_drawing(shares_cores)):
             result = pipeline.run(_viewer_loop(viewer, pipeline) if viewer is not None else None)
     except BaseException:  # e.g. Ctrl+C before the stages ran: close (and drop) what was opened
         for sink in sinks + [s for s in extra if s not in sinks] + list(options.senders):
@@ -242,13 +242,13 @@ def _shares_cores_with_senders(options: RunOptions, device: str, mode: RunMode, 
     return device == "cpu" and mode is RunMode.LIVE and bool(options.senders) and draws
 
 
-def _threads_beside_drawing(options: RunOptions, device: str, mode: RunMode, outputs: dict) -> Optional[int]:
-    """The model's CPU threads on a live CPU run whose senders share the cores with drawing and
-    encoding: one core fewer than all, or None to leave them be. A parallel op waits for its slowest
-    thread, so an encoder thread on one of the model's cores delays every op, not only its own share
-    (bench/latency.py, RESULTS "Glass to datagram")."""
+def _threads_beside_drawing(shares_cores: bool) -> Optional[int]:
+    """The model's CPU threads when the live senders share the cores with drawing and encoding
+    (`_shares_cores_with_senders`): one core fewer than all, or None to leave them be. A parallel op
+    waits for its slowest thread, so an encoder thread on one of the model's cores delays every op,
+    not only its own share (bench/latency.py, RESULTS "Glass to datagram")."""
     threads = torch.get_num_threads()
-    if not _shares_cores_with_senders(options, device, mode, outputs) or threads < 2:
+    if not shares_cores or threads < 2:
         return None
     log.info("live run on a CPU: the model uses %d of %d threads, one core is left to the picture", threads - 1, threads)
     return threads - 1

@@ -128,27 +128,32 @@ class Lifter:
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
-        out = self._lift(pixels)
-        if self._previous is not None:
-            ray, last_ray = rays(pixels, self.intrinsics.solve()), rays(self._previous_pixels, self.intrinsics.solve())
-            for side, foot in enumerate(self.feet):  # foot: ankle, heel, toes
-                before = self._previous[foot]
-                heel = last_ray[foot[1]] * before[1, 2]  # on its last pixel's ray (a depth frame's 3D is noisier)
-                if camera_motion is not None:
-                    before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
-                    heel = camera_motion[:3, :3] @ heel + camera_motion[:3, 3]
-                depth = (ray[foot] * before).sum(axis=1) / (ray[foot] * ray[foot]).sum(axis=1)
-                held = ray[foot] * depth[:, None]  # each point of its ray nearest to where it was
-                r = ray[foot[1]] / np.linalg.norm(ray[foot[1]])
-                moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
-                if (planted is not None and planted[side]) or moved < STILL:
-                    out[foot] = np.where(np.isfinite(held), held, out[foot])
+        ray = rays(pixels, self.intrinsics.solve())
+        out = self._lift(ray, pixels)
+        self._hold_feet(out, ray, planted, camera_motion)
         self._previous, self._previous_pixels = out.copy(), pixels.copy()
         return out
 
-    def _lift(self, pixels: np.ndarray) -> np.ndarray:
+    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
+                   camera_motion: Optional[np.ndarray]) -> None:
+        """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
+        were on the previous frame (step 4 of the module's docstring)."""
+        for side, foot in enumerate(self.feet):
+            before = self._previous[foot]
+            # the heel on its last pixel's ray (a depth frame's 3D is noisier)
+            heel = rays(self._previous_pixels[foot[1]][None], self.intrinsics.solve())[0] * before[1, 2]
+            if camera_motion is not None:
+                before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
+                heel = camera_motion[:3, :3] @ heel + camera_motion[:3, 3]
+            depth = (ray[foot] * before).sum(axis=1) / (ray[foot] * ray[foot]).sum(axis=1)
+            held = ray[foot] * depth[:, None]  # each point of its ray nearest to where it was
+            r = ray[foot[1]] / np.linalg.norm(ray[foot[1]])
+            moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
+            if (planted is not None and planted[side]) or moved < STILL:
+                out[foot] = np.where(np.isfinite(held), held, out[foot])
+
+    def _lift(self, ray: np.ndarray, pixels: np.ndarray) -> np.ndarray:
         last = self._last3d
-        ray = rays(pixels, self.intrinsics.solve())
         size = self._torso_size(pixels)
         scale = self._last_size / size if np.isfinite(size) and np.isfinite(self._last_size) and size > 0 else 1.0
         root_depth = last[self.root, 2] * scale

@@ -35,12 +35,21 @@ MOVED_M, MOVED_DEG = 0.03, 1.0  # the camera has moved: this far from its first 
 BOX_MARGIN = 0.05  # person boxes grown by this fraction of their size when they stand in for the seg
 
 
+def fresh_map(frame: Frame, name: str) -> Optional[np.ndarray]:
+    """The frame's dense map `name` ("seg", "pointmap") when it was computed on this very frame,
+    else None (a map reused from an earlier frame does not show this frame's camera)."""
+    dense = frame.dense
+    if dense is None or dense.computed_on_of(name) != frame.index:
+        return None
+    return dense.get(name)
+
+
 def person_mask(frame: Frame, shape: tuple[int, int]) -> Optional[np.ndarray]:
     """(h, w) bool, True on people, at `shape` (h, w): the seg's person classes when the seg was
     computed on this frame, else the person boxes filled (grown by BOX_MARGIN); None: nobody."""
-    dense = frame.dense
-    if dense is not None and dense.seg is not None and dense.computed_on_of("seg") == frame.index:
-        seg = dense.seg > 0
+    seg = fresh_map(frame, "seg")
+    if seg is not None:
+        seg = seg > 0
         if seg.shape != shape:
             seg = cv2.resize(seg.astype(np.uint8), (shape[1], shape[0]), interpolation=cv2.INTER_NEAREST) > 0
         return seg
@@ -75,9 +84,7 @@ class EgomotionStage:
         self._intrinsics_sum, self._intrinsics_count = np.zeros(4), 0  # static: fitted to the pointmaps
 
     def process(self, frame: Frame) -> Frame:
-        dense = frame.dense
-        depth_frame = dense is not None and dense.pointmap is not None and dense.computed_on_of("pointmap") == frame.index
-        odometry_from_camera, status, intrinsics = self._track(frame, depth_frame)
+        odometry_from_camera, status, intrinsics = self._track(frame, fresh_map(frame, "pointmap"))
         if self.mode == "auto" and not self.moved and status == "tracking":
             self.moved = _moved(odometry_from_camera)
         # Not rounded: the world stage rounds the pose it hands on (the tracks file's numbers).
@@ -85,12 +92,13 @@ class EgomotionStage:
         camera = Camera(odometry_from_camera[:3, 3].copy(), rotation, intrinsics, status, self.moved, grounded=False)
         return frame.replace(camera=camera)
 
-    def _track(self, frame: Frame, depth_frame: bool) -> tuple[np.ndarray, str, Optional[np.ndarray]]:
-        """(odometry_from_camera (4, 4), status, intrinsics in original pixels or None)."""
+    def _track(self, frame: Frame, pointmap: Optional[np.ndarray]) -> tuple[np.ndarray, str, Optional[np.ndarray]]:
+        """(odometry_from_camera (4, 4), status, intrinsics in original pixels or None); `pointmap`:
+        this frame's, None when it has none of its own."""
         if self.tracker is None:  # static: the camera is the odometry frame; intrinsics from the pointmaps
-            if depth_frame:
+            if pointmap is not None:
                 try:
-                    self._intrinsics_sum += intrinsics_from_pointmap(frame.dense.pointmap, (frame.width, frame.height))
+                    self._intrinsics_sum += intrinsics_from_pointmap(pointmap, (frame.width, frame.height))
                     self._intrinsics_count += 1
                 except ValueError:  # a pointmap with too few valid points
                     pass
@@ -101,7 +109,7 @@ class EgomotionStage:
         if scale < 1.0:
             gray = cv2.resize(gray, (round(frame.width * scale), round(frame.height * scale)), interpolation=cv2.INTER_AREA)
         mask = person_mask(frame, gray.shape)
-        pose = self.tracker.update(gray, mask, frame.dense.pointmap if depth_frame else None)
+        pose = self.tracker.update(gray, mask, pointmap)
         intrinsics = self.tracker.intrinsics
         if intrinsics is not None and scale < 1.0:  # tracking pixels -> original pixels (pixel centres)
             sx, sy = frame.width / gray.shape[1], frame.height / gray.shape[0]

@@ -26,7 +26,7 @@ import numpy as np
 from realtime.frames import HEIGHT_DECIMALS, Frame, Person, rounded_camera
 from realtime.rig.ground import ContactDetector, Floor
 from realtime.rig.world import HeightEstimator, WorldAnchor, transform_points
-from realtime.stages.egomotion import CAMERA_MODES
+from realtime.stages.egomotion import CAMERA_MODES, fresh_map
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,7 @@ class WorldStage:
     def process(self, frame: Frame) -> Frame:
         if frame.camera is None:
             raise ValueError("the world stage needs the egomotion stage before it (Frame.camera is None)")
-        dense = frame.dense
-        depth_frame = dense is not None and dense.pointmap is not None and dense.computed_on_of("pointmap") == frame.index
+        depth_frame = fresh_map(frame, "pointmap") is not None
         odometry_from_camera = frame.camera.world_from_camera  # the egomotion stage's: in the odometry frame
         self.moved = self.moved or frame.camera.world
         for person in frame.people:  # the world from the people's feet and first place
