@@ -177,9 +177,8 @@ def _root(tracks: Tracks, root: Optional[str], to: str, out: Path, sidecars: dic
     root = resolve_root(tracks, root)
     if tracks.camera is not None:
         staged(sidecars["camera"], lambda target: write_camera_csv(tracks, target))
-        log.info("root: %s (%s); the camera path: %s", root, "the camera moved" if tracks.camera.moved else "the camera stayed "
-                 "put",
-                 sidecars["camera"])
+        moved = "the camera moved" if tracks.camera.moved else "the camera stayed put"
+        log.info("root: %s (%s); the camera path: %s", root, moved, sidecars["camera"])
     return root
 
 
