@@ -8,7 +8,8 @@ jitter, either every frame ("depth every frame") or every DEPTH_EVERY-th frame. 
 `GroundStage` runs on those frames, causal, frame by frame: each depth frame's scale stabilised
 against the person's bone lengths (`realtime.rig.scale`), 3D lifted in between
 (`realtime.rig.lift.Lifter`), the floor from the depth frames' feet (`FloorEstimator`: first
-fitted after 30 depth frames = 5 s, then refitted every 10), contacts (`ContactDetector`). Then
+fitted after 30 depth frames = 5 s, then refitted every 10; its tilt from the pointmap's background,
+`realtime.rig.floor_scene`), contacts (`ContactDetector`). Then
 what the VMC sink does with them: its live filter (one euro, smoothness 0.5) and foot locking
 (`FootLock`).
 
@@ -19,11 +20,17 @@ pointmap and of the stage's output; the floor normal's angle to the true up when
 (5 s) and at the end; contact precision / recall against the planted frames once the floor is
 known; foot sliding during the true contacts (the ankle's travel along the floor per frame, mm,
 and per contact, cm) before and after locking, on the same frames.
+Scene: on depth frames the camera's view as a pointmap (MAP_WH, rays through the camera's intrinsics:
+the true floor, and a back wall WALL_Z metres out where the floor is further; the person drawn over
+it as limbs at their depth and marked in the seg) with the keypoints' noise: the frame's scale
+jitter on the whole map and NOISE_M on each point. The floor's tilt is then the background's; the
+printout adds the floor measured feet-only (no pointmap, as before) for comparison (`--floor`).
 Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion walks` only its everyday
 walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
 after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
 camera, the case the lifted frames measure worst; 45 and 90 across the view).
 Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks]
+     [--floor both|scene|feet]
 """
 
 from __future__ import annotations
@@ -32,29 +39,85 @@ import argparse
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realtime.frames import Frame, Person  # noqa: E402
+from realtime.frames import DenseMaps, Frame, Person  # noqa: E402
 from realtime.rig.ground import FootLock  # noqa: E402
 from realtime.stages import Filter3D, GroundStage  # noqa: E402
-from tests.ground_synthetic import walk  # noqa: E402
+from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
 
 DEPTH_EVERY = 5
 NOISE_PX, NOISE_M, SCALE_JITTER = 1.0, 0.015, 0.02
 FPS = 30.0
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
+MAP_WH = (80, 45)  # the scene's pointmap: the 1280 x 720 camera at 1/16
+WALL_Z = 8.0  # m: the back wall (world z) the camera sees beyond the floor
+LIMB_RADIUS = 0.07  # m: the person's limbs as drawn into the pointmap and the seg
+_LIMBS = [(a, b) for a, b in (
+    ("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"), ("right_knee", "right_ankle"),
+    ("left_ankle", "left_heel"), ("left_heel", "left_big_toe"), ("right_ankle", "right_heel"),
+    ("right_heel", "right_big_toe"), ("left_hip", "right_hip"), ("left_hip", "neck"), ("right_hip", "neck"),
+    ("left_shoulder", "right_shoulder"), ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"),
+    ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"), ("neck", "nose"))]
 
 
 def _measured(truth, rng):
-    """What the pipeline sees of a walk: noisy 2D every frame, noisy and scale-jittered 3D."""
+    """What the pipeline sees of a walk: noisy 2D every frame, noisy and scale-jittered 3D, and each
+    frame's scale (T,) (the pointmap's: the 3D keypoints are sampled from it)."""
     pixels = truth.pixels + rng.normal(0, NOISE_PX, truth.pixels.shape)
     scale = 1.0 + rng.normal(0, SCALE_JITTER, (len(truth.times), 1, 1))
     depth = truth.camera * scale + rng.normal(0, NOISE_M, truth.camera.shape)
     scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
-    return pixels, depth, scores
+    return pixels, depth, scores, scale[:, 0, 0]
+
+
+def scene_rays() -> np.ndarray:
+    """(h, w, 3) camera-frame rays (z = 1) through the pixel centres of the MAP_WH pointmap."""
+    w, h = MAP_WH
+    sx, sy = w / (2 * CENTRE[0]), h / (2 * CENTRE[1])
+    u, v = (np.arange(w) + 0.5) / sx - 0.5, (np.arange(h) + 0.5) / sy - 0.5
+    uu, vv = np.meshgrid(u, v)
+    return np.stack([(uu - CENTRE[0]) / FOCAL, (vv - CENTRE[1]) / FOCAL, np.ones_like(uu)], axis=-1)
+
+
+def scene_background() -> np.ndarray:
+    """(h, w, 3) camera metres: the floor (y = 0 in the world) seen by the bench's camera, and the back
+    wall (z = WALL_Z) where the floor is further or above the horizon."""
+    rotation, centre = camera_pose()
+    rays = scene_rays()
+    directions = rays @ rotation  # world directions (camera_pose's rows are the camera's axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        to_floor = np.where(directions[..., 1] < 0, -centre[1] / directions[..., 1], np.inf)
+        to_wall = np.where(directions[..., 2] > 0, (WALL_Z - centre[2]) / directions[..., 2], np.inf)
+    return rays * np.minimum(to_floor, to_wall)[..., None]  # rays have z = 1: the distance is the depth
+
+
+def scene_maps(background: np.ndarray, person: np.ndarray, scale: float, rng) -> DenseMaps:
+    """One depth frame's maps: the background with the person (K, 3 true camera metres, NaN where not
+    placed) drawn over it as limbs at their depth, marked in the seg (1 = person), then the frame's
+    `scale` on the whole map and NOISE_M on each point."""
+    w, h = MAP_WH
+    f = FOCAL * w / (2 * CENTRE[0])
+    depth = np.full((h, w), np.inf, np.float32)
+    seg = np.zeros((h, w), np.uint8)
+    index = {n: i for i, n in enumerate(NAMES)}
+    for a, b in _LIMBS:
+        pa, pb = person[index[a]], person[index[b]]
+        if not (np.isfinite(pa).all() and np.isfinite(pb).all()) or min(pa[2], pb[2]) < 0.2:
+            continue
+        z = float(pa[2] + pb[2]) / 2
+        ends = [tuple(int(round(c)) for c in (f * p[:2] / p[2] + (np.array([w, h]) / 2 - 0.5))) for p in (pa, pb)]
+        thick = max(1, int(round(2 * LIMB_RADIUS * f / z)))
+        cv2.line(depth, ends[0], ends[1], z, thick)
+        cv2.line(seg, ends[0], ends[1], 1, thick)
+    rays = scene_rays()
+    points = np.where(seg[..., None] > 0, rays * depth[..., None], background)
+    pointmap = points * scale + rng.normal(0, NOISE_M, points.shape)
+    return DenseMaps(seg=seg, pointmap=pointmap.astype(np.float32))
 
 
 def _person(track: int, pixels, scores, depth, depth_frame: bool) -> Person:
@@ -62,25 +125,41 @@ def _person(track: int, pixels, scores, depth, depth_frame: bool) -> Person:
                   keypoint_scores=scores, keypoints3d=depth.astype(np.float32) if depth_frame else None)
 
 
-def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=()) -> dict[str, float]:
+def _frame(index: int, timestamp: float, person: Person, maps: DenseMaps | None) -> Frame:
+    dense = None if maps is None else DenseMaps(computed_on=index, seg=maps.seg, pointmap=maps.pointmap)
+    return Frame(index=index, timestamp=timestamp, image=_IMAGE, people=(person,), dense=dense)
+
+
+def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=(),
+             scene: bool = True) -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
     gives real motion capture seen by the same camera). warmup: walks the same static camera saw
     before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
     frames, 5 s) is measured with the floor already known, as on a camera that has been running;
-    the measures are then of `truth` only."""
+    the measures are then of `truth` only. scene: depth frames carry the scene's pointmap and seg
+    (`scene_maps`; the floor's tilt from the background); False: 3D keypoints only (the floor from
+    the feet). The keypoints' noise is the same either way (the map's noise has a generator of its own)."""
     truth = walk(frames) if truth is None else truth
     frames = len(truth.times)
     rng = np.random.default_rng(seed)
+    map_rng = np.random.default_rng([seed, 1])
+    background = scene_background() if scene else None
     body = np.flatnonzero(np.isfinite(truth.camera[0]).all(axis=1))
     stage = GroundStage(NAMES, stabilise_scale=stabilise)
+
+    def maps(seen, t, scale):
+        if background is None or t % DEPTH_EVERY:
+            return None
+        return scene_maps(background, seen.camera[t], scale[t], map_rng)
+
     start = 0.0
     for k, earlier in enumerate(warmup):
-        w_pixels, w_depth, w_scores = _measured(earlier, rng)
+        w_pixels, w_depth, w_scores, w_scale = _measured(earlier, rng)
         for t in range(len(earlier.times)):
             person = _person(100 + k, w_pixels[t], w_scores[t], w_depth[t], t % DEPTH_EVERY == 0)
-            stage.process(Frame(index=t, timestamp=start + earlier.times[t], image=_IMAGE, people=(person,)))
+            stage.process(_frame(t, start + earlier.times[t], person, maps(earlier, t, w_scale)))
         start += earlier.times[-1] + 1.0
-    pixels, depth, scores = _measured(truth, rng)
+    pixels, depth, scores, scale = _measured(truth, rng)
     live_filter, lock = Filter3D("one_euro", 0.5, len(NAMES)), FootLock(NAMES)  # what the VMC sink does
     lifted, filtered, locked = (np.full_like(depth, np.nan) for _ in range(3))
     contacts = np.zeros((frames, 2), bool)
@@ -88,7 +167,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     floor_first = stage.floor
     for t in range(frames):
         person = _person(1, pixels[t], scores[t], depth[t], t % DEPTH_EVERY == 0)
-        out = stage.process(Frame(index=t, timestamp=start + truth.times[t], image=_IMAGE, people=(person,))).people[0]
+        out = stage.process(_frame(t, start + truth.times[t], person, maps(truth, t, scale))).people[0]
         if floor_first is None and stage.floor is not None:
             floor_first = stage.floor
         if out.keypoints3d is None:
@@ -162,33 +241,47 @@ def main() -> None:
     parser.add_argument("--motion", choices=("walker", "mocap", "walks"), default="walker",
                         help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
                              "only its everyday walks")
+    parser.add_argument("--floor", choices=("both", "scene", "feet"), default="both",
+                        help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
+                             "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
+                             "measured feet-only")
     args = parser.parse_args()
+    options = {"stabilise": not args.no_stabilise}
+
+    def measured(run) -> list[dict]:
+        """run(seed, scene) -> results per seed; with --floor both, the feet-only floor rows added."""
+        results = [run(seed, args.floor != "feet") for seed in args.seeds]
+        if args.floor == "both":
+            for result, feet in zip(results, (run(seed, False) for seed in args.seeds)):
+                result.update({f"{key}_feet_only": feet[key] for key in ("floor_up_error_5s_deg", "floor_up_error_end_deg")})
+        return results
+
     if args.motion == "walker":
-        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise) for seed in args.seeds]
-        print_per_seed(results, args.seeds, 36)
+        print_per_seed(measured(lambda seed, scene: evaluate(args.frames, seed, scene=scene, **options)), args.seeds, 36)
         return
     from tests.mocap_clips import CLIPS, WALKS, clip_walk, load_clips
 
     for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
         print(clip.name)
-        results = [evaluate(args.frames, seed, stabilise=not args.no_stabilise,
-                            truth=clip_walk(clip, args.frames)) for seed in args.seeds]
-        print_per_seed(results, args.seeds, 36)
+        truth = clip_walk(clip, args.frames)
+        print_per_seed(measured(lambda seed, scene, truth=truth: evaluate(args.frames, seed, truth=truth, scene=scene,
+                                                                          **options)), args.seeds, 36)
     for clip in load_clips(WALKS):
         for heading in args.headings:
-            results = evaluate_walk(clip, heading, args.seeds, args.frames, stabilise=not args.no_stabilise)
+            results = measured(lambda seed, scene, clip=clip, heading=heading: evaluate_walk(
+                clip, heading, [seed], args.frames, scene=scene, **options)[0])
             print(f"{clip.name} turned {heading:g} deg (everyday walk; the floor learnt from two earlier passes)")
             print_per_seed(results, args.seeds, 36)
 
 
-def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True) -> list[dict]:
+def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True) -> list[dict]:
     """A short everyday walk (`tests.mocap_clips.WALKS`) turned `heading` degrees about the vertical (0: as
     captured, straight away from the camera; 90: across the view), after two earlier passes of the
     same walk (tracks of their own, their own noise: >= 30 depth frames, so the floor is known)."""
     from tests.mocap_clips import clip_walk
 
     earlier = [clip_walk(clip, heading=heading)] * 2
-    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier)
+    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier, scene=scene)
             for seed in seeds]
 
 

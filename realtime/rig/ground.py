@@ -79,11 +79,14 @@ class Floor:
         return (np.asarray(points) - self.point) @ self.normal
 
 
-def _plane(points: np.ndarray, up: np.ndarray) -> Floor:
+def _plane(points: np.ndarray, up: np.ndarray, normal: Optional[np.ndarray] = None) -> Floor:
     """The least-squares plane through (N, 3) points, its normal on the side of `up`. Where the points
     spread less than MIN_SPREAD across a direction (a person standing still: two feet), the tilt about
-    it is unknown: the normal is then `up` made perpendicular to the directions that are known."""
+    it is unknown: the normal is then `up` made perpendicular to the directions that are known.
+    `normal`: the plane's normal, measured elsewhere (the scene's floor): only its height is fitted."""
     centre = points.mean(axis=0)
+    if normal is not None:
+        return Floor(normal, centre)
     _, s, vt = np.linalg.svd(points - centre, full_matrices=False)
     spread = np.zeros(3)
     spread[: len(s)] = s / np.sqrt(len(points))  # RMS extent along vt's rows
@@ -97,20 +100,25 @@ def _plane(points: np.ndarray, up: np.ndarray) -> Floor:
     return Floor(normal if normal @ up > 0 else -normal, centre)
 
 
-def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10) -> Floor:
-    """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default."""
+def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
+              normal: Optional[Sequence[float]] = None) -> Floor:
+    """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default.
+    normal: the floor's up when known from elsewhere (`realtime.rig.floor_scene`: the pointmap's
+    background): the plane keeps it and the candidates set only its height (the same robust band)."""
     pts = np.asarray(candidates, dtype=np.float64)
     pts = pts[np.isfinite(pts).all(axis=1)]
     if len(pts) < 3:
         raise ValueError("a floor needs at least 3 foot points")
     up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
-    floor = _plane(pts, up)
+    if normal is not None:
+        normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+    floor = _plane(pts, up, normal)
     heights = floor.height(pts)
     keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
     if keep.sum() < 3:
         keep = np.ones(len(pts), bool)
     for _ in range(iterations):
-        floor = _plane(pts[keep], up)
+        floor = _plane(pts[keep], up, normal)
         heights = floor.height(pts)
         sigma = max(1.4826 * float(np.median(np.abs(heights[keep]))), MIN_SIGMA)
         new = np.abs(heights) < K_SIGMA * sigma
@@ -143,7 +151,9 @@ class FloorEstimator:
     candidates; after `min_frames` frames the floor is fitted to the last `max_frames` frames'
     candidates, and refitted every `refit_every` frames (a running estimate). The body's up
     (mid-hip to neck, averaged over the frames) is the fit's `up_guess`: it orients the normal and
-    stands in for the tilt that feet kept in one spot cannot give."""
+    stands in for the tilt that feet kept in one spot cannot give. A `normal` given to `add` (the
+    scene's floor, `realtime.rig.floor_scene`) replaces the fitted tilt: the feet then set only the
+    floor's height."""
 
     def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30, max_frames: int = 600, refit_every: int = 10):
         self.feet = foot_indices(keypoint_names)
@@ -155,8 +165,9 @@ class FloorEstimator:
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self.floor: Optional[Floor] = None
 
-    def add(self, points3d: np.ndarray) -> bool:
-        """One depth frame's (K, 3) camera metres; True when the floor was (re)fitted."""
+    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None) -> bool:
+        """One depth frame's (K, 3) camera metres; True when the floor was (re)fitted. normal: (3,) the
+        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body)."""
         centres = foot_centres(points3d, self.feet)
         if not np.isfinite(centres).all(axis=1).any():
             return False
@@ -168,7 +179,7 @@ class FloorEstimator:
         if len(self._candidates) < self.min_frames or (self.floor is not None and self._since_fit < self.refit_every):
             return False
         up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
-        self.floor = fit_floor(np.concatenate(self._candidates), up)
+        self.floor = fit_floor(np.concatenate(self._candidates), up, normal=normal)
         self._since_fit = 0
         return True
 

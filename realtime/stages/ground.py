@@ -8,9 +8,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import Frame
-from realtime.rig.ground import ContactDetector, Floor, FloorEstimator
+from realtime.rig.floor_scene import ScenePlanes, grid_shape
+from realtime.rig.ground import ContactDetector, Floor, FloorEstimator, foot_centres
 from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter
+from realtime.stages.egomotion import fresh_map, person_mask
 
 
 class GroundStage:
@@ -26,16 +28,25 @@ class GroundStage:
     lifter gets the camera's motion since the person's last frame, so a dolly's motion along the line
     of sight does not carry a planted foot with it.
     `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
-    everyone (`FloorEstimator` on the depth frames); None until the floor is known.
+    everyone (`FloorEstimator` on the depth frames); None until the floor is known. The floor's tilt
+    comes from the pointmap's background where it shows the floor the people stand on
+    (`realtime.rig.floor_scene.ScenePlanes`, on frames with a pointmap of their own, the people
+    masked as for egomotion), its height from the feet; without a pointmap, or too little floor in
+    view, the tilt comes from the feet and the body's up as before. `scene_floor=False`: always so
+    (bench/rig.py's comparison).
     """
 
     name = "ground"
     MIN_FRAMES, MAX_FRAMES, REFIT_EVERY = 30, 600, 10
 
-    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True):
+    def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True,
+                 scene_floor: bool = True):
         self.keypoint_names = list(keypoint_names)
         self.forget_after = forget_after
         self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
+        self.scene = ScenePlanes() if scene_floor else None
+        index = {n: i for i, n in enumerate(self.keypoint_names)}
+        self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
         self._poses: dict[int, np.ndarray] = {}  # track id -> odometry_from_camera on the person's last frame
         self.floors = FloorEstimator(self.keypoint_names, min_frames=self.MIN_FRAMES, max_frames=self.MAX_FRAMES,
@@ -46,6 +57,7 @@ class GroundStage:
         return self.floors.floor
 
     def process(self, frame: Frame) -> Frame:
+        normal = self._scene_normal(frame)
         people = []
         for person in frame.people:
             if person.track_id is None or person.keypoints is None:
@@ -57,7 +69,7 @@ class GroundStage:
             points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted,
                                    self._camera_motion(frame, person.track_id))
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
-                self.floors.add(points)
+                self.floors.add(points, normal)
             if detector is None and self.floor is not None:
                 detector = ContactDetector(self.floor, self.keypoint_names)
             self._people[person.track_id] = (lifter, detector, frame.timestamp)
@@ -71,6 +83,25 @@ class GroundStage:
             del self._people[track]
             self._poses.pop(track, None)
         return frame.replace(people=tuple(people))
+
+    def _scene_normal(self, frame: Frame) -> Optional[np.ndarray]:
+        """The floor's up in this frame's camera from the backgrounds seen so far (this frame's too when
+        it has a pointmap of its own and people with 3D), or None (the feet's tilt)."""
+        if self.scene is None:
+            return None
+        camera = frame.camera  # the egomotion stage's: odometry_from_camera
+        rotation = None if camera is None else camera.world_from_camera[:3, :3]
+        pointmap = fresh_map(frame, "pointmap")
+        measured = [np.asarray(p.keypoints3d, np.float64) for p in frame.people if p.keypoints3d is not None]
+        if pointmap is not None and measured:
+            feet = np.stack([foot_centres(points, self.floors.feet) for points in measured])
+            hips = np.stack([points[self._hips].mean(axis=0) for points in measured])
+            ups = [points[self._neck] - hip for points, hip in zip(measured, hips)]
+            ups = [u / np.linalg.norm(u) for u in ups if np.isfinite(u).all() and np.linalg.norm(u) > 0]
+            if ups:
+                mask = person_mask(frame, grid_shape(pointmap.shape))
+                self.scene.add(pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
+        return self.scene.normal(rotation, moving=camera is not None and camera.world)
 
     def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
         """(4, 4) this frame's camera from the one of the person's last frame, while the egomotion stage
