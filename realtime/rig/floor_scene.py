@@ -6,12 +6,14 @@ body tilts it. The pointmap sees the floor itself: on each frame with a fresh po
 `ScenePlanes.add` takes a few thousand background pixels (the pointmap resampled to at most
 GRID_PIXELS, the people's pixels left out) and finds the floor among them (`scene_floor`):
 
-- RANSAC: HYPOTHESES planes through 3 random points, each scored by its inliers (points within
-  INLIER_M + INLIER_REL x depth of it);
+- RANSAC: HYPOTHESES planes through 3 random points of those MIN_HIP or more below the hips (along
+  the body's up), each scored by its inliers among all the points (within INLIER_M + INLIER_REL x
+  depth of it);
 - only planes the people stand on count: the normal within MAX_TILT_DEG of the body's up (mid-hip
   to neck: walls lose), each person's lower foot within FOOT_BAND of it (tables, ledges and ceilings
   lose) and the hips at least MIN_HIP above it (below the body);
-- the best one refined by least squares over its inliers, and kept only when well measured:
+- the best one refined by least squares over its inliers (the band narrowed to K_SIGMA robust
+  deviations of their distances: the foot of a wall drops out), and kept only when well measured:
   MIN_INLIERS inliers spread at least MIN_EXTENT (RMS) along both directions of the plane.
 
 The feet and hips are this frame's raw 3D keypoints, which the pointmap's samples are (infer
@@ -42,7 +44,8 @@ FOOT_BAND = 0.15  # m: each person's lower foot centre within this of the floor 
 MIN_HIP = 0.4  # m: the hips at least this far above the floor
 MIN_INLIERS = 200  # a frame's floor from fewer points is not used
 MIN_EXTENT = 0.3  # m (RMS): the inliers spread at least this far along both directions of the plane
-REFINE = 3  # least-squares refits over the inliers
+REFINE = 3  # least-squares refits over the inliers, the band narrowed to their spread each time
+K_SIGMA, MIN_BAND = 2.5, 0.2  # the refit's band: this many robust deviations, at least this much of the tolerance
 AGREE_DEG = 2.0  # frames whose normal is further than this from the frames' median are left out
 MIN_FRAMES = 3  # frames found before `ScenePlanes.normal` says anything
 
@@ -81,8 +84,12 @@ def scene_floor(points: np.ndarray, up: np.ndarray, feet: np.ndarray, hips: np.n
         return None
     up = np.asarray(up, np.float64) / np.linalg.norm(up)
     tolerance = INLIER_M + INLIER_REL * points[:, 2]
-    # hypotheses: planes through 3 random points, normals on the side of the body's up
-    a, b, c = (points[rng.integers(0, len(points), HYPOTHESES)] for _ in range(3))
+    # hypotheses: planes through 3 random points below the hips (ceilings, tables and the tops of walls
+    # are not drawn from), normals on the side of the body's up
+    pool = points[points @ up < np.median(np.asarray(hips, np.float64) @ up) - MIN_HIP]
+    if len(pool) < 3:
+        return None
+    a, b, c = (pool[rng.integers(0, len(pool), HYPOTHESES)] for _ in range(3))
     normals = np.cross(b - a, c - a)
     length = np.linalg.norm(normals, axis=1)
     normals = normals / np.maximum(length, 1e-12)[:, None]
@@ -96,8 +103,14 @@ def scene_floor(points: np.ndarray, up: np.ndarray, feet: np.ndarray, hips: np.n
     counts = (np.abs(points @ normals.T - offsets) < tolerance[:, None]).sum(axis=0)
     best = int(np.argmax(counts))
     normal, offset = normals[best], offsets[best]
+    band = tolerance
     for _ in range(REFINE):
-        inliers = points[np.abs(points @ normal - offset) < tolerance]
+        residual = np.abs(points @ normal - offset)
+        near = residual < band
+        # the band narrowed to the inliers' own spread (K_SIGMA robust deviations, in units of the tolerance)
+        sigma = 1.4826 * float(np.median(residual[near] / tolerance[near])) if near.any() else 1.0
+        band = tolerance * min(1.0, max(K_SIGMA * sigma, MIN_BAND))
+        inliers = points[residual < band]
         if len(inliers) < MIN_INLIERS:
             return None
         centre = inliers.mean(axis=0)

@@ -45,6 +45,7 @@ class GroundStage:
         self.forget_after = forget_after
         self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
         self.scene = ScenePlanes() if scene_floor else None
+        self._normal: Optional[np.ndarray] = None  # the scene's floor normal in the last frame's camera
         index = {n: i for i, n in enumerate(self.keypoint_names)}
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
@@ -54,10 +55,15 @@ class GroundStage:
 
     @property
     def floor(self) -> Optional[Floor]:
-        return self.floors.floor
+        """The camera's floor on the last frame: the feet's fit, turned to the scene's normal for this
+        frame's camera when there is one (a moving camera's floor turns with it between refits)."""
+        floor = self.floors.floor
+        if floor is None or self._normal is None:
+            return floor
+        return Floor(self._normal, floor.point)
 
     def process(self, frame: Frame) -> Frame:
-        normal = self._scene_normal(frame)
+        normal = self._normal = self._scene_normal(frame)
         people = []
         for person in frame.people:
             if person.track_id is None or person.keypoints is None:

@@ -1,0 +1,176 @@
+"""The floor's tilt from the pointmap's background (`realtime.rig.floor_scene`) and its use by the ground
+stage: the floor found among walls, tables and people, a leaning body's floor level, and without a
+pointmap the feet-only floor exactly as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from bench import rig as bench
+from realtime.frames import DenseMaps, Frame, Person
+from realtime.rig.floor_scene import ScenePlanes, background_points, scene_floor
+from realtime.rig.ground import foot_centres, foot_indices
+from realtime.stages import GroundStage
+from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk
+from tests.mocap_synthetic import NAMES
+
+HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
+
+
+def _degrees(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
+
+
+def _feet_and_hips(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return foot_centres(points, foot_indices(NAMES))[None], points[HIPS].mean(axis=0)[None]
+
+
+def test_the_floor_is_found_in_a_noisy_pointmap_with_a_wall_and_a_person():
+    truth = walk(30)
+    rng = np.random.default_rng(0)
+    person = truth.camera[0]
+    maps = bench.scene_maps(bench.scene_background(), person, 1.03, rng)  # 3 % off scale, 1.5 cm per point
+    seg = maps.seg > 0
+    assert seg.sum() > 50  # the person is drawn (and masked)
+    points = background_points(maps.pointmap, seg)
+    assert len(points) == (~seg).sum()  # every pixel but the person's (the map is under GRID_PIXELS)
+    feet, hips = _feet_and_hips(person * 1.03)
+    body_up = person[NAMES.index("neck")] - hips[0]
+    floor, inliers = scene_floor(points, body_up, feet, hips, rng)
+    assert _degrees(floor.normal, truth.up) < 0.3
+    assert abs(floor.height(feet[0]).min()) < 0.05  # the plane the feet stand on, on the map's scale
+    wall = (bench.scene_background() @ camera_pose()[0])[..., 2] + camera_pose()[1][2] > bench.WALL_Z - 1e-6
+    assert wall.sum() > 500 and inliers < len(points) - 500  # the back wall is in view, and not on the floor
+
+
+def _patch(rng, corner, along, across, count, noise=0.01):
+    """(count, 3) points on the rectangle corner + [0, 1] along + [0, 1] across, with noise."""
+    u, v = rng.uniform(0, 1, (2, count, 1))
+    return corner + u * along + v * across + rng.normal(0, noise, (count, 3))
+
+
+def test_walls_tables_and_ceilings_do_not_win():
+    """Camera frame, camera level 1.5 m up (y down): the floor up to the back wall, a table top beside the
+    person at hip height with more points, a wall and a ceiling with four times as many: the floor wins."""
+    rng = np.random.default_rng(3)
+    up = np.array([0.0, -1.0, 0.0])
+    floor = _patch(rng, [-1.5, 1.5, 2.0], [3.0, 0, 0], [0, 0, 4.0], 600)
+    table = _patch(rng, [0.8, 0.75, 2.0], [1.0, 0, 0], [0, 0, 1.5], 900)  # 0.75 m above the floor
+    wall = _patch(rng, [-3.0, 1.5, 6.0], [6.0, 0, 0], [0, -4.0, 0], 2500)
+    ceiling = _patch(rng, [-3.0, -2.5, 2.0], [6.0, 0, 0], [0, 0, 4.0], 2500)
+    feet = np.array([[[-0.1, 1.47, 3.0], [0.1, 1.47, 3.1]]])
+    hips = np.array([[0.0, 0.6, 3.05]])
+    found, count = scene_floor(np.concatenate([wall, table, ceiling, floor]), up + [0.1, 0, 0.05], feet, hips, rng)
+    assert _degrees(found.normal, up) < 0.5  # 0.1-0.3 over seeds: the wall's foot, within the band, pulls a little
+    assert abs(found.height(np.array([0.0, 1.5, 3.0]))) < 0.02
+    assert count < 700
+    assert scene_floor(np.concatenate([wall, table, ceiling]), up, feet, hips, rng) is None  # no floor in view
+
+
+def test_a_strip_of_floor_is_too_little():
+    rng = np.random.default_rng(4)
+    strip = _patch(rng, [-1.5, 1.5, 3.0], [3.0, 0, 0], [0, 0, 0.2], 600)  # 20 cm deep: the tilt along z unmeasured
+    feet, hips = np.array([[[0.0, 1.47, 3.1], [0.2, 1.47, 3.1]]]), np.array([[0.1, 0.6, 3.1]])
+    assert scene_floor(strip, [0.0, -1.0, 0.0], feet, hips, rng) is None
+
+
+def test_normals_of_a_moving_camera_meet_in_the_current_camera():
+    """Each frame's normal in its own camera, with that camera's odometry rotation: while the camera moves
+    they are turned through the odometry frame; a static camera's are averaged as they are."""
+    up_odometry = np.array([0.0, -np.cos(0.3), -np.sin(0.3)])
+    planes = ScenePlanes()
+    rotations = [Rotation.from_euler("xyz", [0.1 * k, -0.05 * k, 0.02 * k]).as_matrix() for k in range(6)]
+    for rotation in rotations:
+        planes._normals.append((rotation.T @ up_odometry, rotation))  # what `add` keeps for a found floor
+    current = Rotation.from_euler("y", 0.4).as_matrix()
+    assert _degrees(planes.normal(current, moving=True), current.T @ up_odometry) < 1e-6
+    assert _degrees(planes.normal(current, moving=False), up_odometry) > 5  # static: not turned
+
+
+def _standing_leaning(frames: int, lean_deg: float):
+    """The walker's first pose (both feet planted) held still, its upper body leaning `lean_deg` about the
+    line through its ankles (across the feet: the tilt feet in one spot cannot give). Camera metres."""
+    truth = walk(1)
+    world = truth.world[0].copy()
+    ankles = world[[NAMES.index("left_ankle"), NAMES.index("right_ankle")]]
+    axis = (ankles[0] - ankles[1]) * [1, 0, 1]
+    pivot = world[HIPS].mean(axis=0)
+    upper = np.flatnonzero(np.isfinite(world).all(axis=1) & (world[:, 1] > pivot[1] + 1e-6))
+    turn = Rotation.from_rotvec(np.radians(lean_deg) * axis / np.linalg.norm(axis)).as_matrix()
+    world[upper] = (world[upper] - pivot) @ turn.T + pivot
+    rotation, centre = camera_pose()
+    camera = (world - centre) @ rotation.T
+    return np.repeat(camera[None], frames, axis=0), truth.up
+
+
+def _run(camera: np.ndarray, background: np.ndarray | None, seed: int = 0) -> GroundStage:
+    """The ground stage over a person (T, K, 3 camera metres; noisy 2D and 3D as bench/rig.py), with a
+    pointmap of `background` (h, w, 3) and the person drawn over it on depth frames (None: no pointmap)."""
+    rng, map_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+    stage = GroundStage(NAMES)
+    for t in range(len(camera)):
+        depth_frame = t % bench.DEPTH_EVERY == 0
+        scale = 1.0 + rng.normal(0, bench.SCALE_JITTER)
+        points = camera[t] * scale + rng.normal(0, bench.NOISE_M, camera[t].shape)
+        pixels = FOCAL * camera[t, :, :2] / camera[t, :, 2:] + CENTRE + rng.normal(0, bench.NOISE_PX, (len(NAMES), 2))
+        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=pixels.astype(np.float32),
+                        keypoint_scores=np.where(np.isfinite(pixels[:, 0]), 0.9, 0.0).astype(np.float32),
+                        keypoints3d=points.astype(np.float32) if depth_frame else None)
+        dense = None
+        if background is not None and depth_frame:
+            maps = bench.scene_maps(background, camera[t], scale, map_rng)
+            dense = DenseMaps(computed_on=t, seg=maps.seg, pointmap=maps.pointmap)
+        stage.process(Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,), dense=dense))
+    return stage
+
+
+def test_a_leaning_body_standing_still_gets_a_level_floor_from_the_scene():
+    camera, up = _standing_leaning(200, 6.0)  # 40 depth frames: the floor fitted at the 30th
+    feet_only, with_scene = _run(camera, None), _run(camera, bench.scene_background())
+    assert _degrees(feet_only.floor.normal, up) > 4.0  # the body's lean (6 degrees) taken for the floor's tilt
+    assert _degrees(with_scene.floor.normal, up) < 0.5
+    assert with_scene.scene.found == 40
+    feet = foot_centres(camera[0], foot_indices(NAMES))
+    assert np.abs(with_scene.floor.height(feet)).max() < 0.05  # its height still where the feet stand
+
+
+@pytest.mark.parametrize("scene_floor", [True, False])
+def test_without_a_pointmap_the_floor_and_contacts_are_the_feet_only_ones(scene_floor):
+    """No pointmap (or `scene_floor=False`): the ground stage's floor and contacts are exactly those of
+    the feet-only fit, refit by refit."""
+    from realtime.rig.ground import fit_floor
+
+    truth = walk(200)
+    stage = GroundStage(NAMES, scene_floor=scene_floor)
+    reference = GroundStage(NAMES, scene_floor=False)
+    rng = np.random.default_rng(5)
+    for t in range(200):
+        points = truth.camera[t] + rng.normal(0, 0.015, truth.camera[t].shape)
+        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=truth.pixels[t].astype(np.float32),
+                        keypoint_scores=np.full(len(NAMES), 0.9, np.float32),
+                        keypoints3d=points.astype(np.float32) if t % 5 == 0 else None)
+        frame = Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,))
+        a, b = stage.process(frame).people[0], reference.process(frame).people[0]
+        assert (a.contacts is None) == (b.contacts is None)
+        if a.contacts is not None:
+            np.testing.assert_array_equal(a.contacts, b.contacts)
+    np.testing.assert_array_equal(stage.floor.normal, reference.floor.normal)
+    np.testing.assert_array_equal(stage.floor.point, reference.floor.point)
+    assert stage.scene is None or stage.scene.tried == 0
+    # and the fit itself: no normal given is the plane fit as before, a normal given keeps it
+    candidates = np.concatenate(reference.floors._candidates)
+    same = fit_floor(candidates, reference.floors._up)
+    np.testing.assert_array_equal(same.normal, reference.floor.normal)
+    fixed = fit_floor(candidates, reference.floors._up, normal=truth.up)
+    np.testing.assert_allclose(fixed.normal, truth.up)
+
+
+def test_a_pointmap_without_floor_in_view_leaves_the_feet_only_floor():
+    """The pointmap shows only a wall 3 m out (no floor): no frame's background gives a floor, and the
+    floor is the feet-only one."""
+    camera, _ = _standing_leaning(160, 3.0)
+    stage, reference = _run(camera, bench.scene_rays() * 3.0), _run(camera, None)
+    assert stage.scene.tried == 32 and stage.scene.found == 0
+    np.testing.assert_array_equal(stage.floor.normal, reference.floor.normal)
