@@ -7,8 +7,8 @@ body tilts it. The pointmap sees the floor itself: on each frame with a fresh po
 GRID_PIXELS, the people's pixels left out) and finds the floor among them (`scene_floor`):
 
 - RANSAC: HYPOTHESES planes through 3 random points of those MIN_HIP or more below the hips (along
-  the body's up), each scored by its inliers among all the points (within INLIER_M + INLIER_REL x
-  depth of it);
+  the body's up), each scored by its inliers among about SCORE_POINTS of all the points (within
+  INLIER_M + INLIER_REL x depth of it);
 - only planes the people stand on count: the normal within MAX_TILT_DEG of the body's up (mid-hip
   to neck: walls lose), each person's lower foot within FOOT_BAND of it (tables, ledges and ceilings
   lose) and the hips at least MIN_HIP above it (below the body);
@@ -38,6 +38,7 @@ from realtime.rig.ground import Floor
 
 GRID_PIXELS = 4096  # the pointmap resampled (nearest) to at most this many pixels
 HYPOTHESES = 128  # RANSAC planes per frame
+SCORE_POINTS = 1000  # about this many of the points score the hypotheses
 INLIER_M, INLIER_REL = 0.03, 0.01  # m, and fraction of the depth: a point this close to a plane is on it
 MAX_TILT_DEG = 30.0  # the floor's normal within this of the body's up
 FOOT_BAND = 0.15  # m: each person's lower foot centre within this of the floor (the median over people)
@@ -100,7 +101,8 @@ def scene_floor(points: np.ndarray, up: np.ndarray, feet: np.ndarray, hips: np.n
     if not valid.any():
         return None
     normals, offsets = normals[valid], offsets[valid]
-    counts = (np.abs(points @ normals.T - offsets) < tolerance[:, None]).sum(axis=0)
+    every = max(1, len(points) // SCORE_POINTS)  # scored on an even subset: the refit below uses them all
+    counts = (np.abs(points[::every] @ normals.T - offsets) < tolerance[::every, None]).sum(axis=0)
     best = int(np.argmax(counts))
     normal, offset = normals[best], offsets[best]
     band = tolerance
