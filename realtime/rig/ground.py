@@ -9,7 +9,9 @@ ground, is the world's up (gravity), so the rig's up is right even with a tilted
 `FloorEstimator` keeps refitting as candidates come in (a running estimate over the last
 frames). A person who walks about gives candidates spread over the floor; one who stands
 still gives two feet: the slope along them is the data's, the tilt across them (for a single
-spot, all of it) comes from the body's up (mid-hip to neck, averaged over the frames).
+spot, all of it) comes from the body's up (mid-hip to neck, averaged over the frames). Where the
+pointmap shows the floor (`realtime.rig.floor_scene`, fed by the ground stage), its normal is given
+to the fit instead: the tilt is the scene's and the feet set only the floor's height.
 
 Contact, per foot, from its heel (the part that plants first and lifts first: initial contact to
 heel-off, the span an ankle lock is right for). Between depth frames the lifted 3D lies on each
