@@ -174,3 +174,19 @@ def test_a_pointmap_without_floor_in_view_leaves_the_feet_only_floor():
     stage, reference = _run(camera, bench.scene_rays() * 3.0), _run(camera, None)
     assert stage.scene.tried == 32 and stage.scene.found == 0
     np.testing.assert_array_equal(stage.floor.normal, reference.floor.normal)
+
+
+def test_a_real_straight_walk_leaning_sideways_gets_its_floor_within_a_degree():
+    """CMU 08_11 (tests/data/mocap), seen by bench/rig.py's camera after two earlier passes: its upper body
+    leans 3.9 degrees sideways (held at one frame's pose when transcribed), which the feet-only floor takes
+    for the floor's tilt across the straight path; the scene's floor is level (the issue's goal: 1 degree)."""
+    from tests.mocap_clips import WALKS, load_clip
+
+    clip = load_clip(WALKS[2])
+    scene = bench.evaluate_walk(clip, 45.0, [0])[0]
+    feet_only = bench.evaluate_walk(clip, 45.0, [0], scene=False)[0]
+    assert feet_only["floor_up_error_end_deg"] > 3.0  # measured 4.52
+    assert scene["floor_up_error_5s_deg"] < 0.5 and scene["floor_up_error_end_deg"] < 0.5  # measured 0.10, 0.09
+    # contacts as good as feet-only (measured P 0.48 / 0.48, R 0.86 / 0.86)
+    assert scene["contact_recall"] >= feet_only["contact_recall"] - 0.02
+    assert scene["contact_precision"] >= feet_only["contact_precision"] - 0.02
