@@ -12,8 +12,9 @@ GRID_PIXELS, the people's pixels left out) and finds the floor among them (`scen
 - only planes the people stand on count: the normal within MAX_TILT_DEG of the body's up (mid-hip
   to neck: walls lose), each person's lower foot within FOOT_BAND of it (tables, ledges and ceilings
   lose) and the hips at least MIN_HIP above it (below the body);
-- the best one refined by least squares over its inliers (the band narrowed to K_SIGMA robust
-  deviations of their distances: the foot of a wall drops out), and kept only when well measured:
+- the best one refined by least squares over its inliers, each weighted by 1 / tolerance^2 (a
+  pointmap's noise grows with depth), the band narrowed to K_SIGMA robust deviations of their
+  distances (the foot of a wall drops out), and kept only when well measured:
   MIN_INLIERS inliers spread at least MIN_EXTENT (RMS) along both directions of the plane.
 
 The feet and hips are this frame's raw 3D keypoints, which the pointmap's samples are (infer
@@ -112,14 +113,15 @@ def scene_floor(points: np.ndarray, up: np.ndarray, feet: np.ndarray, hips: np.n
         # the band narrowed to the inliers' own spread (K_SIGMA robust deviations, in units of the tolerance)
         sigma = 1.4826 * float(np.median(residual[near] / tolerance[near])) if near.any() else 1.0
         band = tolerance * min(1.0, max(K_SIGMA * sigma, MIN_BAND))
-        inliers = points[residual < band]
+        near = residual < band
+        inliers, weight = points[near], 1.0 / tolerance[near] ** 2  # a point's noise grows with its depth
         if len(inliers) < MIN_INLIERS:
             return None
-        centre = inliers.mean(axis=0)
-        _, s, vt = np.linalg.svd(inliers - centre, full_matrices=False)
+        centre = weight @ inliers / weight.sum()
+        _, s, vt = np.linalg.svd(np.sqrt(weight / weight.mean())[:, None] * (inliers - centre), full_matrices=False)
         normal = vt[-1] if vt[-1] @ up > 0 else -vt[-1]
         offset = float(normal @ centre)
-    spread = s[:2] / np.sqrt(len(inliers))  # RMS extent along the plane's two directions
+    spread = s[:2] / np.sqrt(len(inliers))  # RMS extent along the plane's two directions (weighted)
     tilted = normal @ up < np.cos(np.radians(MAX_TILT_DEG))
     if spread.min() < MIN_EXTENT or tilted or not _stands_on(normal[None], np.array([offset]), feet, hips)[0]:
         return None
