@@ -57,12 +57,12 @@ _IMAGE = np.zeros((2, 2, 3), np.uint8)
 MAP_WH = (80, 45)  # the scene's pointmap: the 1280 x 720 camera at 1/16
 WALL_Z = 8.0  # m: the back wall (world z) the camera sees beyond the floor
 LIMB_RADIUS = 0.07  # m: the person's limbs as drawn into the pointmap and the seg
-_LIMBS = [(a, b) for a, b in (
+_LIMBS = (
     ("left_hip", "left_knee"), ("left_knee", "left_ankle"), ("right_hip", "right_knee"), ("right_knee", "right_ankle"),
     ("left_ankle", "left_heel"), ("left_heel", "left_big_toe"), ("right_ankle", "right_heel"),
     ("right_heel", "right_big_toe"), ("left_hip", "right_hip"), ("left_hip", "neck"), ("right_hip", "neck"),
     ("left_shoulder", "right_shoulder"), ("left_shoulder", "left_elbow"), ("left_elbow", "left_wrist"),
-    ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"), ("neck", "nose"))]
+    ("right_shoulder", "right_elbow"), ("right_elbow", "right_wrist"), ("neck", "nose"))
 
 
 def _measured(truth, rng):
