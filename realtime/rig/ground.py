@@ -257,6 +257,7 @@ class FootLock:
         self.legs = {side: (index[f"{side}_hip"], index[f"{side}_knee"], index[f"{side}_ankle"]) for side in SIDES}
         self.feet = {side: np.array([index[f"{side}_ankle"], *foot_indices(keypoint_names)[side]]) for side in SIDES}
         self._anchor: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)
+        self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle out
 
     def apply(self, points3d: np.ndarray, contacts: np.ndarray) -> np.ndarray:
         """(K, 3) camera metres, (2,) contacts -> (K, 3) with the feet in contact held."""
@@ -264,12 +265,14 @@ class FootLock:
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
             foot = self.feet[side]
+            shown, self._shown[side] = self._shown[side], None
             if not contact or not np.isfinite(out[[hip, knee, ankle]]).all():
                 self._anchor[side] = None
+                self._shown[side] = out[ankle].copy()
                 continue
-            if self._anchor[side] is None:
-                self._anchor[side] = out[ankle].copy()
-                continue
+            if self._anchor[side] is None:  # where it was shown on the last frame, when it was already down
+                known = shown is not None and np.isfinite(shown).all()
+                self._anchor[side] = (shown if known else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
             out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
@@ -278,4 +281,5 @@ class FootLock:
             else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
                 self._anchor[side] = reached.copy()
             out[foot] = points3d[foot] + (reached - points3d[ankle])
+            self._shown[side] = out[ankle].copy()
         return out
