@@ -1,8 +1,11 @@
 """A body every frame: 2D keypoints lifted to 3D between depth frames.
 
-Depth (the pointmap) runs every N frames; pose every frame. On a depth frame the
-measured 3D keypoints pass through and re-anchor the lifter;
-between them each frame's 2D keypoints are lifted:
+Depth (the pointmap) runs every N frames; pose every frame. On a depth frame each
+measured 3D keypoint goes onto its keypoint's ray at the depth the pointmap measured along it
+(`on_rays`): across the line of sight the image is the sharper measure (a pixel is 4 mm at 4 m, a
+pointmap point's noise there is centimetres), and a depth frame's points read as motion by the
+contact detector otherwise (on the CMU walks with depth every frame, half the stances were missed).
+These points re-anchor the lifter; between them each frame's 2D keypoints are lifted:
 
 1. Camera intrinsics (fx, fy, cx, cy) are fitted by least squares to every depth
    frame's pairs of 2D keypoints and 3D points (u = fx X/Z + cx, v = fy Y/Z + cy).
@@ -79,6 +82,14 @@ def rays(pixels: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
     return np.stack([(pixels[:, 0] - cx) / fx, (pixels[:, 1] - cy) / fy, np.ones(len(pixels))], axis=1)
 
 
+def on_rays(points: np.ndarray, ray: np.ndarray) -> np.ndarray:
+    """Each (K, 3) point moved to the nearest point of its keypoint's ray (K, 3): the pointmap's depth
+    along the line of sight, the image's sharper position across it. Where the ray is unknown the point stays."""
+    depth = (ray * points).sum(axis=1) / (ray * ray).sum(axis=1)
+    out = ray * depth[:, None]
+    return np.where(np.isfinite(out), out, points)
+
+
 class Lifter:
     """One person's 3D keypoints on every frame from 2D keypoints and the depth frames among them."""
 
@@ -116,7 +127,7 @@ class Lifter:
         sight between depth frames), camera_motion (4, 4): this frame's camera from the previous frame's
         where the camera moves (the feet are then held in the world; None: a static camera).
         Returns (K, 3) camera metres (NaN where unknown; on a depth frame the measured points, divided by
-        the frame's scale with `stabilise_scale`), or None before the first depth frame."""
+        the frame's scale with `stabilise_scale`, on their keypoints' rays), or None before the first depth frame."""
         pixels = np.asarray(pixels, dtype=np.float64)
         if scores is not None:
             pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
@@ -125,6 +136,8 @@ class Lifter:
             self.intrinsics.add(pixels, points3d)
             if self.scale is not None:
                 points3d = self.scale.update(points3d, rays(pixels, self.intrinsics.solve()) if self.intrinsics.ready else None)
+            if self.intrinsics.ready:
+                points3d = on_rays(points3d, rays(pixels, self.intrinsics.solve()))
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
             out = points3d.copy()
             if self._previous is not None and any(self._swung) and self.intrinsics.ready:  # still feet whose depth

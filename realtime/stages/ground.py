@@ -18,7 +18,7 @@ class GroundStage:
     metric scale, and their foot contact.
 
     `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
-    person's own bone lengths (`realtime.rig.scale`); between depth frames lifted from the 2D
+    person's own bone lengths (`realtime.rig.scale`), each on its keypoint's ray; between depth frames lifted from the 2D
     keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
     contact detector had planted on the last frame (or that stands still in the image) is held along
     the line of sight. Left None before the person's first depth frame. Once the egomotion stage (run
