@@ -104,13 +104,11 @@ class Lifter:
         self._previous: Optional[np.ndarray] = None  # the last frame's output (K, 3)
         self._previous_pixels: Optional[np.ndarray] = None
         self._last_size: float = np.nan
-        self._swung = [False, False]  # each foot carried with the root on a frame since the last depth frame
         self.scale = ScaleFilter(self.names) if stabilise_scale else None
 
     def reset(self) -> None:
         """Forget the person (the intrinsics stay: they are the camera's)."""
         self._last3d, self._previous, self._last_size = None, None, np.nan
-        self._swung = [False, False]
         if self.scale is not None:
             self.scale.reset()
 
@@ -139,30 +137,21 @@ class Lifter:
             if self.intrinsics.ready:
                 points3d = on_rays(points3d, rays(pixels, self.intrinsics.solve()))
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
-            out = points3d.copy()
-            if self._previous is not None and any(self._swung) and self.intrinsics.ready:  # still feet whose depth
-                # is the swing's (carried on a frame since the last depth frame) keep their place on this one too
-                self._hold_feet(out, rays(pixels, self.intrinsics.solve()), planted, camera_motion, self._swung)
-            self._swung = [False, False]
-            self._previous, self._previous_pixels = out.copy(), pixels.copy()
-            return out
+            self._previous, self._previous_pixels = points3d.copy(), pixels.copy()
+            return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
         ray = rays(pixels, self.intrinsics.solve())
         out = self._lift(ray, pixels)
-        held = self._hold_feet(out, ray, planted, camera_motion)
-        self._swung = [w or not h for w, h in zip(self._swung, held)]
+        self._hold_feet(out, ray, planted, camera_motion)
         self._previous, self._previous_pixels = out.copy(), pixels.copy()
         return out
 
     def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
-                   camera_motion: Optional[np.ndarray], sides: Sequence[bool] = (True, True)) -> list[bool]:
+                   camera_motion: Optional[np.ndarray]) -> None:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
-        were on the previous frame (step 4 of the module's docstring); only `sides`. Returns which were held."""
-        kept = [False, False]
+        were on the previous frame (step 4 of the module's docstring)."""
         for side, foot in enumerate(self.feet):
-            if not sides[side]:
-                continue
             before = self._previous[foot]
             # the heel on its last pixel's ray (a depth frame's 3D is noisier)
             heel = rays(self._previous_pixels[foot[1]][None], self.intrinsics.solve())[0] * before[1, 2]
@@ -175,8 +164,6 @@ class Lifter:
             moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
             if (planted is not None and planted[side]) or moved < STILL:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
-                kept[side] = True
-        return kept
 
     def _lift(self, ray: np.ndarray, pixels: np.ndarray) -> np.ndarray:
         last = self._last3d
