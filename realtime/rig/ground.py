@@ -29,7 +29,7 @@ that no single frame's speed shows), or the heel is higher than OFF_HEIGHT.
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where the ankle was shown on the frame before the contact began (the detector needs the heel slow
 over SPEED_WINDOW, so the foot was down by then; anchored on the deciding frame instead, it moved by that
-frame's 2D noise, the live filter's lag behind the swing, or a depth frame's re-measuring: 0.3-1.2 mm/frame
+frame's 2D noise, the live filter's lag behind the swing, or a depth frame's re-measuring: 1.0-1.7 mm/frame
 of bench/world.py's slide), and the knee follows by two-bone IK
 (hip fixed, thigh and shin lengths of the frame, the knee in the measured bend plane). Where the
 anchor is just out of the leg's reach (a straight knee late in stance, with a noisy frame's bone
