@@ -29,7 +29,10 @@ contact frames) by more than OFF_DRIFT across the line of sight (heel-off: a slo
 that no single frame's speed shows), or the heel is higher than OFF_HEIGHT.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
-stay where they were when the contact began, and the knee follows by two-bone IK
+stay where the ankle was shown on the frame before the contact began (the detector needs the heel slow
+over SPEED_WINDOW, so the foot was down by then; anchored on the deciding frame instead, it moved by that
+frame's 2D noise, the live filter's lag behind the swing, or a depth frame's re-measuring: 1.0-1.7 mm/frame
+of bench/world.py's slide), and the knee follows by two-bone IK
 (hip fixed, thigh and shin lengths of the frame, the knee in the measured bend plane). Where the
 anchor is just out of the leg's reach (a straight knee late in stance, with a noisy frame's bone
 lengths) by at most STRETCH, the ankle stays on it all the same (the shin stretched by that much)
@@ -263,13 +266,22 @@ def two_bone_ik(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np
 
 
 class FootLock:
-    """Holds a foot in contact where the contact began; the knee follows by two-bone IK."""
+    """Holds a foot in contact where it was shown on the frame before the contact began (the detector
+    decides from the heel's speed over its last frames, so the foot was already down then: held where
+    it was shown, it does not move once down; held where the contact is decided, it moved by that
+    frame's noise, the live filter's lag behind the swing, or a depth frame's re-measuring); the knee
+    follows by two-bone IK. Call `reset` when frames of the person were missed."""
 
     def __init__(self, keypoint_names: Sequence[str]):
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.legs = {side: (index[f"{side}_hip"], index[f"{side}_knee"], index[f"{side}_ankle"]) for side in SIDES}
         self.feet = {side: np.array([index[f"{side}_ankle"], *foot_indices(keypoint_names)[side]]) for side in SIDES}
         self._anchor: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)
+        self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle out
+
+    def reset(self) -> None:
+        """Forget the anchors and the last frame's feet (the person was not seen on some frames)."""
+        self._anchor, self._shown = dict.fromkeys(SIDES, None), dict.fromkeys(SIDES, None)
 
     def apply(self, points3d: np.ndarray, contacts: np.ndarray) -> np.ndarray:
         """(K, 3) camera metres, (2,) contacts -> (K, 3) with the feet in contact held."""
@@ -277,12 +289,14 @@ class FootLock:
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
             foot = self.feet[side]
+            shown, self._shown[side] = self._shown[side], None
             if not contact or not np.isfinite(out[[hip, knee, ankle]]).all():
                 self._anchor[side] = None
+                self._shown[side] = out[ankle].copy()
                 continue
-            if self._anchor[side] is None:
-                self._anchor[side] = out[ankle].copy()
-                continue
+            if self._anchor[side] is None:  # where it was shown on the last frame (see the class docstring)
+                known = shown is not None and np.isfinite(shown).all()
+                self._anchor[side] = (shown if known else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
             out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
@@ -291,4 +305,5 @@ class FootLock:
             else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
                 self._anchor[side] = reached.copy()
             out[foot] = points3d[foot] + (reached - points3d[ankle])
+            self._shown[side] = out[ankle].copy()
         return out

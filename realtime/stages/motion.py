@@ -64,6 +64,7 @@ class _Performer:
         self.solver = LiveSolver(keypoint_names, fingers=fingers)
         self.lock = FootLock(keypoint_names)
         self.last_seen = -np.inf
+        self.last_frame = -1  # the stage's count of frames processed when the person was last solved
 
 
 class MotionStage:
@@ -85,6 +86,7 @@ class MotionStage:
         self._performers: dict[int, _Performer] = {}
         self._in_world = False  # the last frame's people were solved in the world frame
         self.solves = 0  # skeleton solves so far (each tracked person once per frame)
+        self._frames = 0  # frames processed
 
     def process(self, frame: Frame) -> Frame:
         in_world = frame.camera is not None and frame.camera.world
@@ -94,6 +96,7 @@ class MotionStage:
             self._in_world = in_world
         people = tuple(self._solve(frame, p) if p.track_id is not None and p.keypoints is not None else p
                        for p in frame.people)
+        self._frames += 1
         for track in [k for k, p in self._performers.items() if frame.timestamp - p.last_seen > self.forget_after]:
             del self._performers[track]
         return frame.replace(people=people)
@@ -103,6 +106,9 @@ class MotionStage:
         if performer is None:
             performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers)
         performer.last_seen = frame.timestamp
+        if performer.last_frame != self._frames - 1:
+            performer.lock.reset()  # not on the last frame processed: the feet it showed are stale
+        performer.last_frame = self._frames
         smoothed = None
         points = np.full((len(self.keypoint_names), 3), np.nan)
         world = None  # (4, 4) the world in camera axes (x, -y, -z of the world) from the camera, when in the world
