@@ -131,14 +131,15 @@ def _frame(index: int, timestamp: float, person: Person, maps: DenseMaps | None)
 
 
 def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=(),
-             scene: bool = True) -> dict[str, float]:
+             scene: bool = True, depth_every: int = DEPTH_EVERY) -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
     gives real motion capture seen by the same camera). warmup: walks the same static camera saw
     before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
     frames, 5 s) is measured with the floor already known, as on a camera that has been running;
     the measures are then of `truth` only. scene: depth frames carry the scene's pointmap and seg
     (`scene_maps`; the floor's tilt from the background); False: 3D keypoints only (the floor from
-    the feet). The keypoints' noise is the same either way (the map's noise has a generator of its own)."""
+    the feet). The keypoints' noise is the same either way (the map's noise has a generator of its own).
+    depth_every: the pointmap (3D keypoints and scene) on every this many frames."""
     truth = walk(frames) if truth is None else truth
     frames = len(truth.times)
     rng = np.random.default_rng(seed)
@@ -148,7 +149,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     stage = GroundStage(NAMES, stabilise_scale=stabilise)
 
     def maps(seen, t, scale):
-        if background is None or t % DEPTH_EVERY:
+        if background is None or t % depth_every:
             return None
         return scene_maps(background, seen.camera[t], scale[t], map_rng)
 
@@ -156,7 +157,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     for k, earlier in enumerate(warmup):
         w_pixels, w_depth, w_scores, w_scale = _measured(earlier, rng)
         for t in range(len(earlier.times)):
-            person = _person(100 + k, w_pixels[t], w_scores[t], w_depth[t], t % DEPTH_EVERY == 0)
+            person = _person(100 + k, w_pixels[t], w_scores[t], w_depth[t], t % depth_every == 0)
             stage.process(_frame(t, start + earlier.times[t], person, maps(earlier, t, w_scale)))
         start += earlier.times[-1] + 1.0
     pixels, depth, scores, scale = _measured(truth, rng)
@@ -166,7 +167,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     grounded = np.zeros(frames, bool)  # frames with contacts (the floor known)
     floor_first = stage.floor
     for t in range(frames):
-        person = _person(1, pixels[t], scores[t], depth[t], t % DEPTH_EVERY == 0)
+        person = _person(1, pixels[t], scores[t], depth[t], t % depth_every == 0)
         out = stage.process(_frame(t, start + truth.times[t], person, maps(truth, t, scale))).people[0]
         if floor_first is None and stage.floor is not None:
             floor_first = stage.floor
@@ -178,10 +179,12 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         if out.contacts is not None:
             grounded[t], contacts[t] = True, out.contacts
             locked[t] = lock.apply(filtered[t], out.contacts)
-    depth_frame = np.arange(frames) % DEPTH_EVERY == 0
+    depth_frame = np.arange(frames) % depth_every == 0
     between = ~depth_frame & np.isfinite(lifted[:, body]).all(axis=(1, 2))
 
-    def joint_error(a, b):
+    def joint_error(a, b):  # on the lifted frames (none with depth on every frame)
+        if not between.any():
+            return float("nan")
         return float(np.linalg.norm(a[between][:, body] - b[between][:, body], axis=2).mean())
 
     def scale_error(points):
@@ -245,8 +248,10 @@ def main() -> None:
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
                              "measured feet-only")
+    parser.add_argument("--depth-every", type=int, default=DEPTH_EVERY,
+                        help="the pointmap on every N-th frame (1: every frame, as a fast GPU runs `--dense-every 1`)")
     args = parser.parse_args()
-    options = {"stabilise": not args.no_stabilise}
+    options = {"stabilise": not args.no_stabilise, "depth_every": args.depth_every}
 
     def measured(run) -> list[dict]:
         """run(seed, scene) -> results per seed; with --floor both, the feet-only floor rows added."""
@@ -274,15 +279,16 @@ def main() -> None:
             print_per_seed(results, args.seeds, 36)
 
 
-def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True) -> list[dict]:
+def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True,
+                  depth_every: int = DEPTH_EVERY) -> list[dict]:
     """A short everyday walk (`tests.mocap_clips.WALKS`) turned `heading` degrees about the vertical (0: as
     captured, straight away from the camera; 90: across the view), after two earlier passes of the
     same walk (tracks of their own, their own noise: >= 30 depth frames, so the floor is known)."""
     from tests.mocap_clips import clip_walk
 
     earlier = [clip_walk(clip, heading=heading)] * 2
-    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier, scene=scene)
-            for seed in seeds]
+    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier, scene=scene,
+                     depth_every=depth_every) for seed in seeds]
 
 
 def print_per_seed(results: list[dict], seeds: list[int], width: int) -> None:

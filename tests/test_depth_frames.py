@@ -47,12 +47,10 @@ def test_points_without_a_ray_stay_as_measured():
     assert np.allclose(out[0], [0.0, 0.0, 3.0]) and np.allclose(out[1], points[1])
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the bench's lifted-frame error: no lifted frames
 @pytest.mark.parametrize("heading", [0.0, 90.0])
-def test_contacts_hold_with_depth_on_every_frame(monkeypatch, heading):
+def test_contacts_hold_with_depth_on_every_frame(heading):
     """CMU 07_04 with the pointmap on every frame: measured recall 0.94 / 0.97, slide after locking 1.7 / 1.4
     mm/frame (as measured through: 0.49 / 0.51 and 11.3 / 11.1)."""
-    monkeypatch.setattr(bench, "DEPTH_EVERY", 1)
-    results = bench.evaluate_walk(load_clip(WALKS[0]), heading, (0, 1))
+    results = bench.evaluate_walk(load_clip(WALKS[0]), heading, (0, 1), depth_every=1)
     assert np.mean([r["contact_recall"] for r in results]) >= 0.9
     assert np.mean([r["slide_after_mm_per_frame"] for r in results]) <= 2.5
