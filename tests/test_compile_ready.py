@@ -54,6 +54,29 @@ def test_rope_tables_stay_bit_exact_bf16_when_the_model_is_cast(fixtures_dir, ba
     assert torch.equal(cos.float(), backbone_io[f"{CASE}.rope_sincos.cos"])
 
 
+def test_rope_tables_met_while_tracing_are_made_eagerly(fixtures_dir, backbone_io):
+    """A grid first seen inside torch.compile's tracing gets its tables outside the graph, in the
+    official eager bf16 rounding (sapiens2 applies torch.compiler.disable only then, so a process
+    that never compiles does not import torch._dynamo for it)."""
+    model = load_backbone(fixtures_dir / "backbone_weights.safetensors")
+    x = backbone_io[f"{CASE}.input"]
+    h, w = x.shape[-2] // 16, x.shape[-1] // 16
+    traced = []
+    real = sapiens2.rope_tables
+    compiled = torch.compile(model, backend=lambda gm, example_inputs: gm.forward)
+    try:
+        sapiens2.rope_tables = lambda *a: traced.append(torch.compiler.is_compiling()) or real(*a)
+        with torch.no_grad():
+            compiled(x)
+    finally:
+        sapiens2.rope_tables = real
+        torch._dynamo.reset()
+    assert traced == [False]  # made once, and not while dynamo was tracing
+    buffers = dict(model.named_buffers())
+    assert torch.equal(buffers[f"rope_embed.sin_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.sin"])
+    assert torch.equal(buffers[f"rope_embed.cos_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.cos"])
+
+
 def test_gqa_equals_repeated_kv_heads():
     torch.manual_seed(0)
     attn = GroupedQueryAttention(64, num_heads=4, kv_heads=2).eval()
