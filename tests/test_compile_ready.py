@@ -77,6 +77,21 @@ def test_rope_tables_met_while_tracing_are_made_eagerly(fixtures_dir, backbone_i
     assert torch.equal(buffers[f"rope_embed.cos_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.cos"])
 
 
+def test_importing_the_run_does_not_import_dynamo():
+    """What the method above saves: `sapiens-rt` imports realtime.run in every command (and every
+    batch worker), and torch._dynamo costs about 1.5 s of CPU there (PYTHONPATH: this checkout)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = "import sys, realtime.run, realtime.cli; print(sorted(m for m in sys.modules if m.startswith('torch._dynamo')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout[-2000:], done.stderr[-2000:])
+
+
 def test_gqa_equals_repeated_kv_heads():
     torch.manual_seed(0)
     attn = GroupedQueryAttention(64, num_heads=4, kv_heads=2).eval()
