@@ -54,6 +54,44 @@ def test_rope_tables_stay_bit_exact_bf16_when_the_model_is_cast(fixtures_dir, ba
     assert torch.equal(cos.float(), backbone_io[f"{CASE}.rope_sincos.cos"])
 
 
+def test_rope_tables_met_while_tracing_are_made_eagerly(fixtures_dir, backbone_io):
+    """A grid first seen inside torch.compile's tracing gets its tables outside the graph, in the
+    official eager bf16 rounding (sapiens2 applies torch.compiler.disable only then, so a process
+    that never compiles does not import torch._dynamo for it)."""
+    model = load_backbone(fixtures_dir / "backbone_weights.safetensors")
+    x = backbone_io[f"{CASE}.input"]
+    h, w = x.shape[-2] // 16, x.shape[-1] // 16
+    traced = []
+    real = sapiens2.rope_tables
+    compiled = torch.compile(model, backend=lambda gm, example_inputs: gm.forward)
+    try:
+        sapiens2.rope_tables = lambda *a: traced.append(torch.compiler.is_compiling()) or real(*a)
+        with torch.no_grad():
+            compiled(x)
+    finally:
+        sapiens2.rope_tables = real
+        torch._dynamo.reset()
+    assert traced == [False]  # made once, and not while dynamo was tracing
+    buffers = dict(model.named_buffers())
+    assert torch.equal(buffers[f"rope_embed.sin_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.sin"])
+    assert torch.equal(buffers[f"rope_embed.cos_{h}x{w}"].float(), backbone_io[f"{CASE}.rope_sincos.cos"])
+
+
+def test_importing_the_run_does_not_import_dynamo():
+    """What the method above saves: `sapiens-rt` imports realtime.run in every command (and every
+    batch worker), and torch._dynamo costs about 1.5 s of CPU there (PYTHONPATH: this checkout)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = "import sys, realtime.run, realtime.cli; print(sorted(m for m in sys.modules if m.startswith('torch._dynamo')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout[-2000:], done.stderr[-2000:])
+
+
 def test_gqa_equals_repeated_kv_heads():
     torch.manual_seed(0)
     attn = GroupedQueryAttention(64, num_heads=4, kv_heads=2).eval()

@@ -95,8 +95,11 @@ class RopePositionEmbedding(nn.Module):
         for h, w in self._grids:  # new periods: the tables follow
             self._make_tables(h, w)
 
-    @torch.compiler.disable  # always eager: the official bf16 rounding, step by step
     def _make_tables(self, h: int, w: int) -> None:
+        if torch.compiler.is_compiling():  # always eager: the official bf16 rounding, step by step
+            # outside the graph, as `@torch.compiler.disable` would have it; decorating the method
+            # instead would import torch._dynamo (about 1 s) in every process that never compiles
+            return torch.compiler.disable(RopePositionEmbedding._make_tables)(self, h, w)
         with torch.inference_mode(False), torch.no_grad():
             sin, cos = rope_tables(self.periods.detach(), h, w)
         self.register_buffer(f"sin_{h}x{w}", sin, persistent=False)
