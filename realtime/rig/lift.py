@@ -82,11 +82,16 @@ def rays(pixels: np.ndarray, intrinsics: np.ndarray) -> np.ndarray:
     return np.stack([(pixels[:, 0] - cx) / fx, (pixels[:, 1] - cy) / fy, np.ones(len(pixels))], axis=1)
 
 
+def nearest_on_rays(points: np.ndarray, ray: np.ndarray) -> np.ndarray:
+    """(K, 3) each point's nearest point on its ray (K, 3) (NaN where either is unknown)."""
+    depth = (ray * points).sum(axis=1) / (ray * ray).sum(axis=1)
+    return ray * depth[:, None]
+
+
 def on_rays(points: np.ndarray, ray: np.ndarray) -> np.ndarray:
     """Each (K, 3) point moved to the nearest point of its keypoint's ray (K, 3): the pointmap's depth
     along the line of sight, the image's sharper position across it. Where the ray is unknown the point stays."""
-    depth = (ray * points).sum(axis=1) / (ray * ray).sum(axis=1)
-    out = ray * depth[:, None]
+    out = nearest_on_rays(points, ray)
     return np.where(np.isfinite(out), out, points)
 
 
@@ -132,34 +137,35 @@ class Lifter:
         if points3d is not None and np.isfinite(points3d[self.root]).all():
             points3d = np.asarray(points3d, dtype=np.float64)
             self.intrinsics.add(pixels, points3d)
+            ray = rays(pixels, self.intrinsics.solve()) if self.intrinsics.ready else None
             if self.scale is not None:
-                points3d = self.scale.update(points3d, rays(pixels, self.intrinsics.solve()) if self.intrinsics.ready else None)
-            if self.intrinsics.ready:
-                points3d = on_rays(points3d, rays(pixels, self.intrinsics.solve()))
+                points3d = self.scale.update(points3d, ray)
+            if ray is not None:
+                points3d = on_rays(points3d, ray)
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
             self._previous, self._previous_pixels = points3d.copy(), pixels.copy()
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
-        ray = rays(pixels, self.intrinsics.solve())
+        intrinsics = self.intrinsics.solve()
+        ray = rays(pixels, intrinsics)
         out = self._lift(ray, pixels)
-        self._hold_feet(out, ray, planted, camera_motion)
+        self._hold_feet(out, ray, intrinsics, planted, camera_motion)
         self._previous, self._previous_pixels = out.copy(), pixels.copy()
         return out
 
-    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
+    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, intrinsics: np.ndarray, planted: Optional[Sequence[bool]],
                    camera_motion: Optional[np.ndarray]) -> None:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
         were on the previous frame (step 4 of the module's docstring)."""
         for side, foot in enumerate(self.feet):
             before = self._previous[foot]
             # the heel on its last pixel's ray (a depth frame's 3D is noisier)
-            heel = rays(self._previous_pixels[foot[1]][None], self.intrinsics.solve())[0] * before[1, 2]
+            heel = rays(self._previous_pixels[foot[1]][None], intrinsics)[0] * before[1, 2]
             if camera_motion is not None:
                 before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
                 heel = camera_motion[:3, :3] @ heel + camera_motion[:3, 3]
-            depth = (ray[foot] * before).sum(axis=1) / (ray[foot] * ray[foot]).sum(axis=1)
-            held = ray[foot] * depth[:, None]  # each point of its ray nearest to where it was
+            held = nearest_on_rays(before, ray[foot])  # each point of its ray nearest to where it was
             r = ray[foot[1]] / np.linalg.norm(ray[foot[1]])
             moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
             if (planted is not None and planted[side]) or moved < STILL:
