@@ -28,8 +28,10 @@ Reported per camera path and seed (the last line: the worst of each over all of 
 With `--pipeline`: the same scenes (two walkers) through the run's own stages instead, egomotion ->
 ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
 would hand on (image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world,
-the camera's rotation error after it, the distance between the two performers' `Person.bones` roots
-against the truth, each performer's height (and the truth: eye height / 0.936), the ground stage's
+the camera's rotation error after it, the world up error (the angle between the world frame's y and
+the true up, both in each frame's camera, mean over the frames from the world's fix on), the distance
+between the two performers' `Person.bones` roots against the truth, each performer's height (and the
+truth: eye height / 0.936), the ground stage's
 world slide (its ankle and heel of each foot in true contact on a frame and the one before, in the
 world of the world stage's cameras, once the world is fixed: mm/frame on the lifted frames, and on
 all frames with the depth frames' re-measuring), and each stage's cost per frame. `--hold camera`:
@@ -198,8 +200,10 @@ def main() -> None:
         for path in args.paths:
             lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
             every = [r["slide_all_mm"] for r in rows if r["path"] == path]
+            ups = [r.get("world_up_deg", float("nan")) for r in rows if r["path"] == path]
             print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
-                  f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f})")
+                  f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f}); "
+                  f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f})")
         return
 
     def motions_for(frames: int, seed: int) -> list[Motion]:
@@ -262,6 +266,10 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict
                              .magnitude())
                   for f, pose in zip(out[grounded:], truth.world_from_camera[grounded:])]
         result["camera_rotation_deg"] = float(np.mean(errors))
+        # the world's up (y) against the true up, both in each frame's camera: the world frame's tilt
+        ups = [np.degrees(np.arccos(np.clip(f.camera.world_from_camera[1, :3] @ pose[1, :3], -1.0, 1.0)))
+               for f, pose in zip(out[grounded:], truth.world_from_camera[grounded:])]
+        result["world_up_deg"] = round(float(np.mean(ups)), 3)
     rows = [i for i in world if all(p.bones is not None and not p.bones.root_held for p in out[i].people)]
     if rows:
         est = np.array([np.linalg.norm(out[i].people[0].bones.root_position - out[i].people[1].bones.root_position)
