@@ -11,7 +11,7 @@ own fields; nobody mutates another stage's fields:
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, lips_open, head_rotation)
     egomotion camera (in the odometry frame, for the ground and world stages)
-    ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames)
+    ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames), floor_up
     world    camera (again, in the world); people (height; contacts again, in the world, while `camera.world`)
     motion   people (keypoints3d_smoothed, bones)
     live     (nothing: sends datagrams; the avatar gets the frame here)
@@ -156,6 +156,7 @@ def rounded_bones(names, offsets, root_position, rotations, held, root_held: boo
 # Decimals of `Camera` (and of the tracks file's "camera"): 0.01 mm, 1e-6 of a unit quaternion, 0.01 px.
 CAMERA_DECIMALS = {"position": 5, "rotation": 6, "intrinsics": 2}
 HEIGHT_DECIMALS = 3  # Person.height: mm and 0.001 of confidence
+FLOOR_UP_DECIMALS = 6  # Frame.floor_up (and the tracks file's "floor_up"): 1e-6 of a unit vector, 0.00006 degrees
 CAMERA_STATUS = ("waiting", "static", "tracking", "lost")
 
 
@@ -310,6 +311,11 @@ class Frame:
                     whole frame, also when the detector found nobody).
     dense:          whole-image task outputs by field (`DenseMaps`), if any such task ran.
     camera:         the camera in the world (`Camera`, the world stage); None without one.
+    floor_up:       (3,) float64 the floor's up (its unit normal) in this frame's camera (x right, y down,
+                    z forward), measured by the ground stage from the pointmap's background
+                    (`realtime.rig.floor_scene.ScenePlanes`) and rounded to `FLOOR_UP_DECIMALS`; None when
+                    not measured (no pointmap yet, `scene_floor=False`, too little floor in view). The
+                    world stage takes the world's up from it.
     overlay:        (H', W', 3) uint8 RGB picture composed by the render stage.
     stage_seconds:  time each stage spent on this frame, by stage name.
     """
@@ -323,6 +329,7 @@ class Frame:
     boxes_from: Optional[str] = None
     dense: Optional[DenseMaps] = None
     camera: Optional[Camera] = None
+    floor_up: Optional[np.ndarray] = None
     overlay: Optional[np.ndarray] = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -331,6 +338,8 @@ class Frame:
             raise ValueError(
                 f"Frame.image must be (H, W, 3) uint8 RGB, got {self.image.shape} {self.image.dtype}"
             )
+        if self.floor_up is not None and np.shape(self.floor_up) != (3,):
+            raise ValueError(f"Frame.floor_up must have shape (3,), got {np.shape(self.floor_up)}")
 
     @property
     def height(self) -> int:

@@ -79,7 +79,7 @@ def _frame(record: FrameRecord, bone_names: Optional[tuple[str, ...]]) -> Frame:
     camera = record.camera
     if camera is not None:
         camera = Camera(camera.position, camera.rotation, camera.intrinsics, camera.status, camera.world, camera.grounded)
-    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, camera=camera,
+    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, camera=camera, floor_up=record.floor_up,
                  people=tuple(_person(p, bone_names) for p in record.people))
 
 

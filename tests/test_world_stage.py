@@ -111,7 +111,7 @@ def test_a_camera_rounds_to_what_the_tracks_file_keeps():
         Camera(np.zeros(3), np.array([0, 0, 0, 1.0]), status="moving")
 
 
-def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan, tmp_path):
+def test_the_tracks_keep_camera_floor_up_and_height_and_a_stream_sends_the_same_bytes(pan, tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.replay import read_frames
     from realtime.stages import live_senders
@@ -124,6 +124,9 @@ def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan
     for a, b in zip(frames, replayed):
         assert (a.camera.status, a.camera.world, a.camera.grounded) == (b.camera.status, b.camera.world, b.camera.grounded)
         np.testing.assert_array_equal(a.camera.world_from_camera, b.camera.world_from_camera)
+        assert (a.floor_up is None) == (b.floor_up is None)
+        if a.floor_up is not None:
+            np.testing.assert_array_equal(a.floor_up, b.floor_up)
         for p, q in zip(a.people, b.people):
             assert p.height == q.height
             np.testing.assert_array_equal(p.bones.root_position, q.bones.root_position)
@@ -137,6 +140,7 @@ def test_the_tracks_keep_camera_and_height_and_a_stream_sends_the_same_bytes(pan
     assert tracks.camera is not None and tracks.camera.moved and tracks.camera.known.all()
     np.testing.assert_allclose(tracks.camera.world_from_camera()[-1], frames[-1].camera.world_from_camera, atol=1e-12)
     assert tracks.camera.status[-1] == frames[-1].camera.status
+    np.testing.assert_array_equal(tracks.floor_up[-1], frames[-1].floor_up)  # the scene's floor, in the last camera
     assert tracks.people[1].stature == frames[-1].people[0].height
 
 

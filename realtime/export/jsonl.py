@@ -1,9 +1,9 @@
 """The tracks JSONL file: its schema and the reader every exporter uses (the live
 writer is `realtime.sinks.tracks.TrackWriter`).
 
-Schema version 2, one JSON object per line:
+Schema version 3, one JSON object per line:
 
-    {"type": "header", "version": 2, "keypoint_names": [...K], "image_size": [W, H],
+    {"type": "header", "version": 3, "keypoint_names": [...K], "image_size": [W, H],
      "fps": float, "source": str, "model": {...}, "software": {...},
      "bone_names": [...B]  (when the run solved bones: pose + depth)}
     {"type": "frame", "frame": int, "t": seconds, "people": [
@@ -18,7 +18,9 @@ Schema version 2, one JSON object per line:
          "height": [metres, confidence]  (stature, once measured)}],
      "camera": {"position": [x, y, z], "rotation": [x, y, z, w], "intrinsics": [fx, fy, cx, cy] | null,
                 "status": "waiting"|"static"|"tracking"|"lost", "world": 0|1, "grounded": 0|1}
-                (world_from_camera, when the world stage ran: pose + depth)}
+                (world_from_camera, when the world stage ran: pose + depth),
+     "floor_up": [x, y, z]  (the floor's up in this frame's camera, from the pointmap's background,
+                 when the ground stage measured it)}
 
 Pixels of the original image (x right, y down); `kpts3d` in metres in the
 camera frame (x right, y down, z forward); `bones` in rig axes (metres, Y up, the character
@@ -26,8 +28,8 @@ facing +Z, +X its left): local quaternions relative to the T-pose, each bone's r
 its parent, the root's position, and held marks for bones whose points were not seen (they
 kept their last rotation); on frames whose "camera" says "world": 1 the bones' root is in the
 world frame (y up, floor at 0). `camera` is the camera's pose in the world (metres, y up, origin
-on the floor) and its intrinsics in pixels. Version 1 files (no lips, no bones) read as before; a value that
-is not known is `null`.
+on the floor) and its intrinsics in pixels; `floor_up` a unit vector in camera axes. Version 1 files (no
+lips, no bones) and version 2 files (no floor_up) read as before; a value that is not known is `null`.
 Every input frame gets a line, also frames with nobody. The file is append-only
 and flushed after every frame, so a crashed run loses at most the frame in flight.
 Readers skip unknown fields and unknown line types, and a cut-off last line.
@@ -50,7 +52,8 @@ from realtime.frames import CAMERA_STATUS
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2: lips, bones and bone_names, camera and height; version 1 files still read
+# 2: lips, bones and bone_names, camera and height; 3: floor_up (Frame.floor_up). Versions 1 and 2 still read.
+SCHEMA_VERSION = 3
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D
@@ -207,6 +210,7 @@ class FrameRecord:
     file: Optional[str] = None
     image_size: Optional[tuple[int, int]] = None
     camera: Optional[CameraRecord] = None
+    floor_up: Optional[np.ndarray] = None  # (3,) the floor's up in the frame's camera
 
 
 def schema_error(path: Path, line: int, err: Exception) -> UserError:
@@ -239,8 +243,11 @@ def check_frame(record: dict, num_keypoints: int, row: int = 0, num_bones: Optio
         raise ValueError(f"image_size is {_short(size)}, not [width, height] in whole pixels")
     checked = tuple(_check_person(person, num_keypoints, n, num_bones) for n, person in enumerate(people))
     camera = None if record.get("camera") is None else _check_camera(record["camera"])
+    floor_up = None if record.get("floor_up") is None else _numbers(record["floor_up"], "floor_up", (3,))
+    if floor_up is not None and (not np.isfinite(floor_up).all() or abs(np.linalg.norm(floor_up) - 1) > 1e-3):
+        raise ValueError(f"floor_up is {_short(record['floor_up'])}, not a unit vector")
     return FrameRecord(int(frame), float("nan") if t is None else float(t), checked, file,
-                       _image_size(size) if size is not None else None, camera)
+                       _image_size(size) if size is not None else None, camera, floor_up)
 
 
 def _check_camera(value) -> CameraRecord:
@@ -400,6 +407,7 @@ def read_tracks(path: str | Path) -> Tracks:
     num_bones = len(header["bone_names"]) if isinstance(header.get("bone_names"), list) else None
     sizes: list[Optional[tuple[int, int]]] = []  # a frame's own image size (stills), where given
     cameras: list[Optional[CameraRecord]] = []
+    floor_ups: list[Optional[np.ndarray]] = []
     seen: dict[int, list[tuple[int, PersonRecord]]] = {}  # track id -> [(row, its record)]
     unseen: list[tuple[int, PersonRecord]] = []  # people without an id in a file that is not tracked
     for line, record in stream:
@@ -414,6 +422,7 @@ def read_tracks(path: str | Path) -> Tracks:
         files.append(checked.file)
         sizes.append(checked.image_size)
         cameras.append(checked.camera)
+        floor_ups.append(checked.floor_up)
 
     T = len(frames)
     people = {}
@@ -464,7 +473,15 @@ def read_tracks(path: str | Path) -> Tracks:
         files=tuple(str(f) for f in files) if header.get("stills") and all(isinstance(f, str) for f in files) else None,
         frame_sizes=_frame_sizes(sizes, header["image_size"]),
         camera=_camera_track(cameras),
+        floor_up=_floor_up(floor_ups),
     )
+
+
+def _floor_up(values: list[Optional[np.ndarray]]) -> Optional[np.ndarray]:
+    """(T, 3) the frames' floor_up (NaN on frames without one), or None when no frame has one."""
+    if not any(v is not None for v in values):
+        return None
+    return np.array([np.full(3, np.nan) if v is None else v for v in values], dtype=np.float64).reshape(len(values), 3)
 
 
 def _camera_track(cameras: list[Optional[CameraRecord]]) -> Optional[CameraTrack]:

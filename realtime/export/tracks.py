@@ -157,6 +157,8 @@ class Tracks:
     frame_sizes: (T, 2) int64 (W, H) of each frame's own image where the file gives one
                (stills: photos of different sizes), else None (every frame is `image_size`).
     camera:    the camera per frame (`CameraTrack`) when the run had a world stage, else None.
+    floor_up:  (T, 3) float64 the floor's up in each frame's camera (the ground stage's, from the
+               pointmap's background), NaN on frames without one; None when no frame has one.
     """
 
     header: dict
@@ -168,6 +170,7 @@ class Tracks:
     files: Optional[tuple[str, ...]] = None
     frame_sizes: Optional[np.ndarray] = None
     camera: Optional[CameraTrack] = None
+    floor_up: Optional[np.ndarray] = None
 
     @property
     def keypoint_names(self) -> list[str]:

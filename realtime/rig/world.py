@@ -10,9 +10,12 @@ Frames in play (4x4 rigid transforms, `a_from_b` maps b's coordinates to a's):
 
 `WorldAnchor` fixes the world frame: it fits the floor in the odometry frame to the people's feet
 (`realtime.rig.ground.FloorEstimator`, fed odometry-frame points) and freezes the frame at the
-first fit; until then a provisional frame stands in (up = the first camera's -y, or the bodies' up),
-marked `grounded=False`. `bones_to_world` turns a solved root (rig axes, camera-relative) into the
-world; `HeightEstimator` gives a performer's standing height (metres, with a confidence).
+first fit; until then a provisional frame stands in (up = the scene's floor normal, or the bodies'
+up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
+stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
+its height; without it, the feet's fit (across a straight walk the body's up: its lean tilts the
+world). `bones_to_world` turns a solved root (rig axes, camera-relative) into the world;
+`HeightEstimator` gives a performer's standing height (metres, with a confidence).
 """
 
 from __future__ import annotations
@@ -80,10 +83,11 @@ def world_frame(up: np.ndarray, floor_point: np.ndarray, origin_hint: np.ndarray
 class WorldAnchor:
     """Fixes the world frame from the people seen (see the module's docstring).
 
-    add(odometry_from_camera, points3d) once per person per depth frame (points3d (K, 3) camera
-    metres, the ground stage's scale-stabilised keypoints); the first call with known hips sets the
-    origin. `frame` is provisional until the floor's first fit (`min_frames` depth frames of feet),
-    then fixed.
+    add(odometry_from_camera, points3d, floor_up) once per person per depth frame (points3d (K, 3)
+    camera metres, the ground stage's scale-stabilised keypoints; floor_up (3,) the scene's floor
+    normal in that camera, or None); the first call with known hips sets the origin. `frame` is
+    provisional until the floor's first fit (`min_frames` depth frames of feet), then fixed; its up is
+    the last floor_up given by then, if any (taken into the odometry frame).
     """
 
     def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30) -> None:
@@ -91,6 +95,7 @@ class WorldAnchor:
         self._hips = [index["left_hip"], index["right_hip"]]
         self.floors = FloorEstimator(keypoint_names, min_frames=min_frames, refit_every=10**9)
         self._origin: Optional[np.ndarray] = None
+        self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
 
     @property
@@ -98,7 +103,7 @@ class WorldAnchor:
         """The floor in the odometry frame (None before the first fit)."""
         return self.floors.floor
 
-    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray) -> bool:
+    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None) -> bool:
         """True when this call fixed the world frame."""
         points = transform_points(odometry_from_camera, points3d)
         hips = points[self._hips].mean(axis=0)
@@ -106,7 +111,9 @@ class WorldAnchor:
             self._origin = hips
         if self._frame is not None:
             return False
-        if self.floors.add(points) and self._origin is not None:
+        if floor_up is not None:
+            self._scene_up = odometry_from_camera[:3, :3] @ np.asarray(floor_up, np.float64)
+        if self.floors.add(points, self._scene_up) and self._origin is not None:
             floor = self.floors.floor
             self._frame = world_frame(floor.normal, floor.point, self._origin)
             return True
@@ -117,6 +124,7 @@ class WorldAnchor:
         if self._frame is not None:
             return self._frame
         up = self.floors._up if np.linalg.norm(self.floors._up) > 0 else np.array([0.0, -1.0, 0.0])
+        up = up if self._scene_up is None else self._scene_up
         origin = self._origin if self._origin is not None else np.zeros(3)
         floor_point = origin - 0.9 * up / np.linalg.norm(up)  # the hips ~0.9 m above the floor
         return world_frame(up, floor_point, origin, grounded=False)

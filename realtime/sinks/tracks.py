@@ -19,7 +19,7 @@ import numpy as np
 from realtime import __version__
 from realtime.errors import OutputWriteError, UserError
 from realtime.export.jsonl import METRE_DECIMALS, PX_DECIMALS, SCHEMA_VERSION, SCORE_DECIMALS
-from realtime.frames import BONE_DECIMALS, CAMERA_DECIMALS, HEIGHT_DECIMALS, Bones, Camera, Frame, Person
+from realtime.frames import BONE_DECIMALS, CAMERA_DECIMALS, FLOOR_UP_DECIMALS, HEIGHT_DECIMALS, Bones, Camera, Frame, Person
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ _CAMERA_XYZ = (CAMERA_DECIMALS["position"],) * 3
 _CAMERA_QUAT = (CAMERA_DECIMALS["rotation"],) * 4
 _CAMERA_K = (CAMERA_DECIMALS["intrinsics"],) * 4
 _HEIGHT = (HEIGHT_DECIMALS,) * 2
+_FLOOR_UP = (FLOOR_UP_DECIMALS,) * 3
 
 
 @lru_cache(maxsize=16)
@@ -214,7 +215,10 @@ class TrackWriter:
         if self.stills is not None:
             still = f',"file":{json.dumps(self.stills(frame.index))},"image_size":[{frame.image.shape[1]},{frame.image.shape[0]}]'
         camera = "" if frame.camera is None else f',"camera":{_camera_json(frame.camera)}'
-        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still}{camera},"people":[{people}]}}')
+        # at `FLOOR_UP_DECIMALS`, which the ground stage's `Frame.floor_up` already holds (so it reads back the same)
+        floor_up = "" if frame.floor_up is None else f',"floor_up":{_rows_json(frame.floor_up, _FLOOR_UP, 1)[1:-1]}'
+        self._write_text(f'{{"type":"frame","frame":{int(frame.index)},"t":{timestamp}{still}{camera}{floor_up},'
+                         f'"people":[{people}]}}')
         self.frames_written += 1
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.frames import Frame
+from realtime.frames import FLOOR_UP_DECIMALS, Frame
 from realtime.rig.floor_scene import ScenePlanes, grid_shape
 from realtime.rig.ground import ContactDetector, Floor, FloorEstimator, foot_centres
 from realtime.rig.leg_ik import SIDES
@@ -34,6 +34,8 @@ class GroundStage:
     masked as for egomotion), its height from the feet; without a pointmap, or too little floor in
     view, the tilt comes from the feet and the body's up as before. `scene_floor=False`: always so
     (bench/rig.py's comparison).
+    `Frame.floor_up`: that scene's normal in this frame's camera, for the world stage's up; None where
+    the tilt comes from the feet.
     """
 
     name = "ground"
@@ -88,7 +90,8 @@ class GroundStage:
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]
             self._poses.pop(track, None)
-        return frame.replace(people=tuple(people))
+        floor_up = None if normal is None else np.round(normal, FLOOR_UP_DECIMALS)  # the tracks file's numbers
+        return frame.replace(people=tuple(people), floor_up=floor_up)
 
     def _scene_normal(self, frame: Frame) -> Optional[np.ndarray]:
         """The floor's up in this frame's camera from the backgrounds seen so far (this frame's too when

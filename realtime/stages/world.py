@@ -7,7 +7,8 @@ stage then filters, locks and solves in the world: `Person.bones` root in world 
 Per frame: the egomotion stage's camera (`realtime.stages.egomotion`: its pose in the odometry
 frame, intrinsics, status, and whether it moves); the ground stage's 3D keypoints of each person's
 depth frames fix the world (`realtime.rig.world.WorldAnchor`: the floor in the odometry frame,
-origin under the first person's start). `--camera`:
+origin under the first person's start), its up the ground stage's scene floor (`Frame.floor_up`,
+from the pointmap's background) when it has one, else the feet's fit. `--camera`:
 - `static`: no egomotion; the world is the static camera's floor frame (the camera's pose in it is
   constant); people stay camera-relative (`Camera.world` False), as without this stage.
 - `moving`: egomotion, and people in the world as soon as the floor is known.
@@ -59,7 +60,7 @@ class WorldStage:
         self.moved = self.moved or frame.camera.world
         for person in frame.people:  # the world from the people's feet and first place
             if depth_frame and person.track_id is not None and person.keypoints3d is not None:
-                self.anchor.add(odometry_from_camera, person.keypoints3d)
+                self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up)
         world = self.anchor.frame
         world_from_camera = world.camera(odometry_from_camera)
         in_world = self.moved and world.grounded
