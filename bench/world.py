@@ -3,8 +3,9 @@
 Scenes: `synthetic/world_scene.py`, a textured room rendered per frame (640 x 480, f = 500 px)
 along each camera path (static, pan, dolly, handheld shake, follow shot), with performers whose
 ground truth (world joints, contacts) comes from one function: by default two synthetic walkers
-(`--motion walkers`), or real motion capture (`--motion mocap`: the CMU clips in tests/data/mocap/,
-two of them side by side). Measured input as bench/rig.py: 2D keypoints every frame (1 px), 3D
+(`--motion walkers`), or real motion capture (the CMU clips in tests/data/mocap/, two side by side:
+`--motion mocap` the stylised subject 131, `--motion walks` the everyday walks, one walking away from
+the camera and one at 45 degrees). Measured input as bench/rig.py: 2D keypoints every frame (1 px), 3D
 keypoints and a half-resolution pointmap every 5th frame (2 % per-frame scale jitter, 1.5 cm per
 keypoint, 0.5 % of the depth per pointmap pixel), the people's mask from the seg (edge +-1 px).
 
@@ -37,7 +38,7 @@ world of the world stage's cameras, once the world is fixed: mm/frame on the lif
 all frames with the depth frames' re-measuring), and each stage's cost per frame. `--hold camera`:
 the ground stage is not shown the egomotion stage's camera (as before round 5, when it ran before the
 egomotion), so its lifter holds planted feet in the camera frame.
-Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap]
+Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks]
      [--pipeline [--hold world|camera]]
 """
 
@@ -82,6 +83,23 @@ def mocap_motions(frames: int) -> list[Motion]:
         joints[..., 0] += 2.8 * (i - 0.5) - start[0]
         joints[..., 2] += 3.0 - start[2]
         out.append(Motion(joints, clip.contacts[:frames]))
+    return out
+
+
+def walk_motions(frames: int, seed: int) -> list[Motion]:
+    """Two of the everyday CMU walks (tests/mocap_clips.py `WALKS`; the pair turns with the seed) side by
+    side, 2.8 m apart, each path centred 4.5 m out: the first walking away from the static camera, the
+    second turned 45 degrees; each played forward then backward to `frames` (a walk is 3-4 s)."""
+    from tests.mocap_clips import WALKS, load_clip
+
+    out = []
+    for i, heading in enumerate((0.0, 45.0)):
+        clip = load_clip(WALKS[(seed + i) % len(WALKS)])
+        joints = clip.joints @ Rotation.from_euler("y", heading, degrees=True).as_matrix().T
+        hips = joints[:, HIPS].mean(axis=1)
+        middle = (hips.min(axis=0) + hips.max(axis=0)) / 2
+        joints = joints - np.array([middle[0] - 2.8 * (i - 0.5), 0.0, middle[2] - 4.5])
+        out.append(Motion(*_loop(Motion(joints, clip.contacts), frames)))
     return out
 
 
@@ -187,7 +205,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--paths", nargs="+", default=list(CAMERA_PATHS), choices=CAMERA_PATHS)
-    parser.add_argument("--motion", choices=("walkers", "mocap"), default="walkers")
+    parser.add_argument("--motion", choices=("walkers", "mocap", "walks"), default="walkers",
+                        help="walkers: two synthetic walkers; mocap: the stylised CMU clips (subject 131); "
+                             "walks: the everyday CMU walks")
     parser.add_argument("--static-seconds", type=float, default=60.0)
     parser.add_argument("--pipeline", action="store_true",
                         help="through the run's stages (egomotion -> ground -> world -> motion)")
@@ -207,6 +227,8 @@ def main() -> None:
         return
 
     def motions_for(frames: int, seed: int) -> list[Motion]:
+        if args.motion == "walks":
+            return walk_motions(frames, seed)
         if args.motion == "mocap":
             clips = mocap_motions(frames)
             reps = -(-frames // min(len(m.joints) for m in clips))
