@@ -1,7 +1,8 @@
 """World foot slide at a contact's start (issue 32): `FootLock` holds a foot where it was shown on the frame
 before the contact detector decided (the foot was already down then), so the deciding frame's noise, the live
 filter's lag or a depth frame's re-measuring does not move it; the motion stage forgets those feet when the
-person was missed on a frame. bench/world.py measures the slide this removes (bench/RESULTS.md)."""
+person was missed on a frame; a released foot eases over EASE_FRAMES frames from where it was held to where it is
+shown, rather than jumping there. bench/world.py measures the slide this removes (bench/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ def test_without_a_frame_before_the_contact_holds_the_foot_where_it_begins():
     lock.apply(_body(), UP)
     lock.reset()  # frames missed: the foot shown last is stale
     np.testing.assert_allclose(lock.apply(_body((0.0, 0.0, 0.06)), DOWN)[ANKLE], first, atol=1e-9)
+
+
+def test_a_released_foot_eases_from_where_it_was_held_to_where_it_is_shown():
+    lock = FootLock(NAMES)
+    held = lock.apply(_body(), DOWN)[ANKLE]
+    lock.apply(_body((0.0, 0.0, 0.08)), DOWN)  # the foot shown 8 cm away while held (heel-off, a late depth frame)
+    shown = _body((0.0, 0.0, 0.08))[ANKLE]
+    eased = [lock.apply(_body((0.0, 0.0, 0.08)), UP) for _ in range(4)]
+    steps = [np.linalg.norm(points[ANKLE] - held) / np.linalg.norm(shown - held) for points in eased]
+    np.testing.assert_allclose(steps, [0.25, 0.5, 0.75, 1.0], atol=1e-6)  # a quarter of the way a frame, no pop
+    hip, knee = NAMES.index("left_hip"), NAMES.index("left_knee")
+    body = _body((0.0, 0.0, 0.08))
+    for points in eased:  # the knee follows: the leg keeps its lengths
+        assert abs(np.linalg.norm(points[knee] - points[hip]) - np.linalg.norm(body[knee] - body[hip])) < 1e-6
+        assert abs(np.linalg.norm(points[ANKLE] - points[knee]) - np.linalg.norm(body[ANKLE] - body[knee])) < 1e-6
+    np.testing.assert_allclose(eased[-1], _body((0.0, 0.0, 0.08)), atol=1e-9)  # then exactly as shown
 
 
 def _frame(index: int, points: np.ndarray, contacts: np.ndarray, track: int = 1) -> Frame:

@@ -37,7 +37,10 @@ of bench/world.py's slide), and the knee follows by two-bone IK
 anchor is just out of the leg's reach (a straight knee late in stance, with a noisy frame's bone
 lengths) by at most STRETCH, the ankle stays on it all the same (the shin stretched by that much)
 rather than being dragged along with the hips; further out (an anchor set between depth frames at a
-depth carried over from the swing) the anchor moves to where the leg lands and holds there.
+depth carried over from the swing) the anchor moves to where the leg lands and holds there. A released
+foot eases from where it was held to where it is shown over EASE_FRAMES frames (a quarter of the way a
+frame) rather than jumping there: the shown ankle has moved from the anchor by heel-off, or by the depth
+frames' re-measuring of a foot anchored a few centimetres off (up to 15-20 cm on bench/world.py's walks).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 REFRACTORY = 0.2  # s: a foot released cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
+EASE_FRAMES = 3  # a released foot goes from where it was held to where it is shown over this many frames
 
 
 @dataclass(frozen=True)
@@ -270,7 +274,8 @@ class FootLock:
     decides from the heel's speed over its last frames, so the foot was already down then: held where
     it was shown, it does not move once down; held where the contact is decided, it moved by that
     frame's noise, the live filter's lag behind the swing, or a depth frame's re-measuring); the knee
-    follows by two-bone IK. Call `reset` when frames of the person were missed."""
+    follows by two-bone IK; released, it eases to where it is shown over EASE_FRAMES frames. Call `reset`
+    when frames of the person were missed."""
 
     def __init__(self, keypoint_names: Sequence[str]):
         index = {n: i for i, n in enumerate(keypoint_names)}
@@ -278,10 +283,12 @@ class FootLock:
         self.feet = {side: np.array([index[f"{side}_ankle"], *foot_indices(keypoint_names)[side]]) for side in SIDES}
         self._anchor: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)
         self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle out
+        self._ease: dict[str, tuple] = dict.fromkeys(SIDES, (None, 0))  # (held - shown at release, frames left)
 
     def reset(self) -> None:
         """Forget the anchors and the last frame's feet (the person was not seen on some frames)."""
         self._anchor, self._shown = dict.fromkeys(SIDES, None), dict.fromkeys(SIDES, None)
+        self._ease = dict.fromkeys(SIDES, (None, 0))
 
     def apply(self, points3d: np.ndarray, contacts: np.ndarray) -> np.ndarray:
         """(K, 3) camera metres, (2,) contacts -> (K, 3) with the feet in contact held."""
@@ -291,9 +298,20 @@ class FootLock:
             foot = self.feet[side]
             shown, self._shown[side] = self._shown[side], None
             if not contact or not np.isfinite(out[[hip, knee, ankle]]).all():
+                offset, left = self._ease[side]
+                if self._anchor[side] is not None and shown is not None:  # released: ease out from where it was held
+                    offset, left = shown - out[ankle], EASE_FRAMES
                 self._anchor[side] = None
+                if left and np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all():
+                    target = out[ankle] + offset * left / (EASE_FRAMES + 1)
+                    thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
+                    out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
+                    out[foot] = points3d[foot] + (reached - points3d[ankle])
+                    left -= 1
+                self._ease[side] = (offset, left) if left else (None, 0)
                 self._shown[side] = out[ankle].copy()
                 continue
+            self._ease[side] = (None, 0)
             if self._anchor[side] is None:  # where it was shown on the last frame (see the class docstring)
                 known = shown is not None and np.isfinite(shown).all()
                 self._anchor[side] = (shown if known else out[ankle]).copy()
