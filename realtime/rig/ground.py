@@ -74,7 +74,7 @@ OFF_RISE, OFF_RISE_SPEED = 0.02, 0.2  # m above its stance position and m/s upwa
 STANCE_FRAMES = 5  # the stance position: the median of the heel over the contact's first frames
 DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
-REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES or more) cannot plant again sooner
+REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 
 
