@@ -1,7 +1,7 @@
 """Foot contacts, floor and foot locking on real everyday walking: CMU 07_04, 07_06 and 08_11 (tests/data/mocap)
 through bench/rig.py's evaluation (a camera 1.5 m up tilted 15 degrees, noisy 2D every frame and noisy, scale-
 jittered 3D every 5th, the ground stage, the live filter and FootLock), four seeds each. Numbers in comments:
-bench/RESULTS.md, "Contacts on real walks", round 5 (means over these seeds)."""
+bench/RESULTS.md, "Contacts on real walks", rounds 5 and 6 (means over these seeds)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from bench import rig as bench
+from realtime.rig import ground
+from realtime.rig.ground import ContactDetector, Floor
 from tests.mocap_clips import NAMES, WALKS, load_clip
 
 SEEDS = (0, 1, 2, 3)
@@ -66,8 +68,8 @@ def test_a_third_walk_loads_level_and_straight():
 @pytest.mark.parametrize("heading", [45.0, 90.0])
 def test_contacts_and_locking_meet_the_goals_on_a_real_walk(walk, heading):
     results = bench.evaluate_walk(walk, heading, SEEDS)
-    # measured: 45 deg P 0.91, R 0.98, slide 0.43 mm, floor 0.06 deg; 90 deg 0.89 / 0.97 / 0.21 mm / 0.06 deg
-    assert _mean(results, "contact_precision") >= 0.88  # the goal 0.90: met at 45, 0.89 at 90
+    # measured: 45 deg P 0.91, R 0.98, slide 0.43 mm, floor 0.06 deg; 90 deg 0.90 / 0.97 / 0.21 mm / 0.06 deg
+    assert _mean(results, "contact_precision") >= 0.88  # the goal 0.90: met at 45, 0.896 at 90 (0.890 before round 6)
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "slide_after_mm_per_frame") < 0.1 * _mean(results, "slide_before_mm_per_frame")
@@ -79,7 +81,7 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
     """As captured the walk heads straight away from the camera: between depth frames the lifted feet's motion
     along the line of sight is not measured, so a late swing descending along it looks planted (precision)."""
     results = bench.evaluate_walk(walk, 0.0, SEEDS)
-    # measured: precision 0.87, recall 0.96, slide 1.43 mm/frame, floor 0.06 deg
+    # measured: precision 0.87, recall 0.96, slide 1.66 mm/frame (1.43 before round 6's lifting release), floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "contact_precision") >= 0.8
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
@@ -89,11 +91,26 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
 def test_a_second_walk_locks_its_feet_but_misses_the_precision_goal():
     """CMU 07_06 (same subject): recall and the lock hold, precision does not reach the goal. Its right heel
     rises slowly from initial contact (8-frame heel stances against 13-15 on the left) and the detector
-    releases it about 4 frames after the truth's heel-off."""
+    releases it 0-5 frames after the truth's heel-off (most of its false contacts: bench/contact_errors.py).
+    The lifting release (a heel 2 cm above its stance position and rising, round 6) ends some of them sooner:
+    precision 0.775 before it."""
     results = bench.evaluate_walk(load_clip(WALKS[1]), 45.0, SEEDS)
-    # measured: precision 0.78, recall 0.96, slide 0.23 mm/frame, floor 0.06 deg
+    # measured: precision 0.79, recall 0.96, slide 0.23 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.75
+    assert _mean(results, "contact_precision") >= 0.79
+    assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
+    assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
+
+
+def test_a_second_walk_straight_away_lands_without_waiting():
+    """CMU 07_06 as captured (straight away from the camera): a late swing still in the image plants for 2-3
+    frames and is released; until round 6 the 0.2 s refractory after that release held off the true landing
+    3-5 frames later (recall 0.89, slide 1.66 mm/frame). Only a stance's release (STANCE_FRAMES) is followed
+    by the refractory now."""
+    results = bench.evaluate_walk(load_clip(WALKS[1]), 0.0, SEEDS)
+    # measured: precision 0.74, recall 0.98, slide 0.00 mm/frame, floor 0.06 deg
+    assert _mean(results, "contact_recall") >= 0.95
+    assert _mean(results, "contact_precision") >= 0.72
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -106,9 +123,55 @@ def test_a_walk_not_tuned_on():
     background sets it apart from the body."""
     clip = load_clip(WALKS[2])
     results = bench.evaluate_walk(clip, 45.0, SEEDS)
-    # measured: precision 0.49, recall 0.90, slide 0.43 mm/frame (0.91 at 90 deg), floor 0.06 deg (feet only 4.08)
+    # measured: precision 0.51, recall 0.90, slide 0.43 mm/frame (0.91 at 90 deg), floor 0.06 deg (feet only 4.08)
     assert _mean(results, "contact_recall") >= RECALL - 0.02  # 0.899: seed 0's 0.89
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
     feet_only = bench.evaluate_walk(clip, 45.0, SEEDS[:2], scene=False)
     assert abs(_mean(feet_only, "floor_up_error_end_deg") - abs(_sideways_lean(clip))) < 0.5
+
+
+def _heel_off(rise_per_frame: float, top: float = np.inf) -> list[bool]:
+    """A heel 4 m straight ahead of the camera on a level floor: still for 8 frames, then rising
+    `rise_per_frame` metres a frame (straight up, across the line of sight) up to `top`."""
+    detector, states = ContactDetector(Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3)), NAMES), []
+    heel = NAMES.index("left_heel")
+    for i in range(20):
+        points = np.full((len(NAMES), 3), np.nan)
+        points[heel] = [0.0, -min(rise_per_frame * max(i - 8, 0), top), 4.0]
+        states.append(bool(detector.update(i / 30, points)[0]))
+    return states
+
+
+def test_a_heel_rising_from_its_stance_is_released_once_it_is_lifting():
+    """Heel-off seen in the image: 8 mm a frame (0.24 m/s, slower than OFF_SPEED) is past OFF_RISE (2 cm) on
+    its third frame and rising; two such frames end the contact one frame before the drift rule (2.8 cm)
+    would. A heel that crept up as far at 0.09 m/s and stays there is not rising: still in contact."""
+    assert ground.OFF_RISE == 0.02 and ground.OFF_RISE_SPEED == 0.2 and ground.OFF_DRIFT == 0.028
+    lifting = _heel_off(0.008)
+    assert lifting[1:12] == [True] * 11 and not any(lifting[12:])  # the drift alone: released on frame 13
+    assert all(_heel_off(0.003, top=0.025)[1:])
+
+
+def _heel_along(xs) -> list[bool]:
+    """A heel on a level floor 4 m ahead of the camera at these sideways positions (m), one a frame."""
+    detector, states = ContactDetector(Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3)), NAMES), []
+    heel = NAMES.index("left_heel")
+    for i, x in enumerate(xs):
+        points = np.full((len(NAMES), 3), np.nan)
+        points[heel] = [x, 0.0, 4.0]
+        states.append(bool(detector.update(i / 30, points)[0]))
+    return states
+
+
+def test_a_foot_that_only_passed_through_lands_without_waiting():
+    """A contact shorter than STANCE_FRAMES (a late swing still in the image for 3 frames, then moving on at
+    0.9 m/s) is no stance: the foot lands and the contact starts once the heel is slow over SPEED_WINDOW (frame
+    7; frame 10 before round 6, after REFRACTORY); after a stance the foot waits REFRACTORY (0.2 s) before planting again (a heel
+    rising slowly after heel-off)."""
+    assert ground.STANCE_FRAMES == 5 and ground.REFRACTORY == 0.2
+    passing = [0.0, 0.0, 0.0, 0.03, 0.06] + [0.09] * 7  # released on frame 4, still again from frame 5
+    assert _heel_along(passing) == [False, True, True, True, False, False, False, True, True, True, True, True]
+    stance = [0.0] * 6 + [0.03, 0.06] + [0.09] * 10  # a 6-frame stance, released on frame 7
+    states = _heel_along(stance)
+    assert states[1:7] == [True] * 6 and not any(states[7:13]) and all(states[13:])  # would land on frame 10

@@ -13,20 +13,25 @@ spot, all of it) comes from the body's up (mid-hip to neck, averaged over the fr
 pointmap shows the floor (`realtime.rig.floor_scene`, fed by the ground stage), its normal is given
 to the fit instead: the tilt is the scene's and the feet set only the floor's height.
 
-Contact, per foot, from its heel (the part that plants first and lifts first: initial contact to
-heel-off, the span an ankle lock is right for). Between depth frames the lifted 3D lies on each
-keypoint's pixel ray at a depth carried over from the last depth frame, so a point's motion across
-the line of sight is measured (the image) and its motion along it is not (a foot walking away from
-the camera and a planted one look alike there). The detector therefore uses the heel's speed across
-the line of sight (the slope of a least-squares line through its positions over the last
-SPEED_WINDOW seconds, the component along the camera's ray removed) and the heel's height only as
-a loose gate (the heel's, not the foot centre's: in mid-swing the toes pass 1-2 cm over the floor and
-the heel 15-30 cm, and the centre passed the gate). A contact starts when the heel is slower than
-ON_SPEED and lower than ON_HEIGHT, not within REFRACTORY seconds of the last release (a heel rising slowly after
-heel-off does not plant again). It ends after OFF_FRAMES frames in a row in which the heel moves
-faster than OFF_SPEED, or has left its stance position (the median of its first STANCE_FRAMES
-contact frames) by more than OFF_DRIFT across the line of sight (heel-off: a slow, steady rise
-that no single frame's speed shows), or the heel is higher than OFF_HEIGHT.
+Contact, per foot, from its heel (the part that plants first and lifts first: initial contact to heel-off, the
+span an ankle lock is right for). Between depth frames the lifted 3D lies on each keypoint's pixel ray at a
+depth carried over from the last depth frame, so a point's motion across the line of sight is measured (the
+image) and its motion along it is not (a foot walking away from the camera and a planted one look alike
+there). The detector therefore uses the heel's speed across the line of sight (the slope of a least-squares
+line through its positions over the last SPEED_WINDOW seconds, the component along the camera's ray removed)
+and the heel's height only as a loose gate (the heel's, not the foot centre's: in mid-swing the toes pass
+1-2 cm over the floor and the heel 15-30 cm, and the centre passed the gate). A contact starts when the heel is
+slower than ON_SPEED and lower than ON_HEIGHT, not within REFRACTORY seconds of the release of a stance (a
+heel rising slowly after heel-off does not plant again; a contact shorter than STANCE_FRAMES was a swing foot
+passing through, often a late swing moving along the line of sight and still in the image, and the same foot
+lands next). It ends after OFF_FRAMES frames in a row in which the heel moves faster than OFF_SPEED, or has
+left its stance position (the median of its first STANCE_FRAMES contact frames) by more than OFF_DRIFT across
+the line of sight (heel-off: a slow, steady rise that no single frame's speed shows), or the heel is higher
+than OFF_HEIGHT, or the heel is lifting: risen more than OFF_RISE above its stance position and still rising
+faster than OFF_RISE_SPEED, both along the floor's up less its component along the line of sight (heel-off
+seen from the image: the truth's heel-off, 3 cm above the heel's lowest, is about 2 cm above its stance
+position, where the drift is not yet past OFF_DRIFT; a heel merely sitting higher than its first frames, from
+noise, is not rising).
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where the ankle was shown on the frame before the contact began (the detector needs the heel slow
@@ -68,10 +73,11 @@ ON_HEIGHT, OFF_HEIGHT = 0.08, 0.11  # m, the heel above the floor (fitted to foo
 ON_SPEED, OFF_SPEED = 0.3, 0.45  # m/s, the heel across the line of sight
 SPEED_WINDOW = 0.067  # s: three frames at 30 fps
 OFF_DRIFT = 0.028  # m: the heel this far from its stance position (across the line of sight) has lifted
+OFF_RISE, OFF_RISE_SPEED = 0.02, 0.2  # m above its stance position and m/s upward (across the line of sight): lifting
 STANCE_FRAMES = 5  # the stance position: the median of the heel over the contact's first frames
 DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
-REFRACTORY = 0.2  # s: a foot released cannot plant again sooner
+REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 3  # a released foot goes from where it was held to where it is shown over this many frames
 
@@ -214,16 +220,32 @@ class ContactDetector:
         ray = sight / max(float(np.linalg.norm(sight)), 1e-9)
         return vector - (vector @ ray) * ray
 
-    def _speed(self, history: deque, camera: np.ndarray) -> float:
-        """m/s across the line of sight: the least-squares slope of the positions in `history` over time
-        (infinite from a single position: unknown, so no contact starts on a track's first frame)."""
+    @staticmethod
+    def _velocity(history: deque) -> Optional[np.ndarray]:
+        """(3,) m/s: the least-squares slope of the positions in `history` over time (None from a single one)."""
         if len(history) < 2:
-            return np.inf
+            return None
         times = np.array([t for t, _ in history])
         positions = np.stack([c for _, c in history])
         dt = times - times.mean()
-        velocity = (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
-        return float(np.linalg.norm(self._across(velocity, positions[-1] - camera)))
+        return (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
+
+    def _speed(self, history: deque, camera: np.ndarray) -> float:
+        """m/s across the line of sight of the positions in `history` (infinite from a single position:
+        unknown, so no contact starts on a track's first frame)."""
+        velocity = self._velocity(history)
+        if velocity is None:
+            return np.inf
+        return float(np.linalg.norm(self._across(velocity, history[-1][1] - camera)))
+
+    def _lifting(self, heel: np.ndarray, stance: list, history: deque, camera: np.ndarray) -> bool:
+        """The heel risen more than OFF_RISE above its stance position and rising faster than OFF_RISE_SPEED,
+        both along the floor's up less its component along the line of sight (what the image shows of it)."""
+        up = self._across(self.floor.normal, heel - camera)
+        up = up / max(float(np.linalg.norm(up)), 1e-9)
+        velocity = self._velocity(history)
+        rise = float((heel - np.median(stance, axis=0)) @ up)
+        return velocity is not None and rise > OFF_RISE and float(velocity @ up) > OFF_RISE_SPEED
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the
@@ -251,10 +273,13 @@ class ContactDetector:
                 if drift > OFF_DRIFT:
                     self._leaving[side] += DRIFT_WEIGHT
                 else:
-                    self._leaving[side] = self._leaving[side] + 1 if speed > OFF_SPEED or height > OFF_HEIGHT else 0
+                    moved = speed > OFF_SPEED or height > OFF_HEIGHT or self._lifting(heel, stance, history, camera)
+                    self._leaving[side] = self._leaving[side] + 1 if moved else 0
                 self.state[side] = self._leaving[side] < OFF_FRAMES
                 if not self.state[side]:
-                    self._released[side], self._stance[side] = timestamp, []
+                    if len(stance) >= STANCE_FRAMES:  # a stance ended (heel-off): no new one for REFRACTORY
+                        self._released[side] = timestamp
+                    self._stance[side] = []
             else:
                 rested = timestamp - self._released[side] > REFRACTORY - 1e-9
                 self.state[side] = height < ON_HEIGHT and speed < ON_SPEED and rested
