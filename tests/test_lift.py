@@ -50,3 +50,20 @@ def test_a_planted_foot_is_held_in_the_world_when_the_camera_moves():
     motion[:3, 3] = shift  # this frame's camera from the last frame's
     assert max(_walk_away([True, False], motion, shift)[0]) < 1e-6
     assert _walk_away([True, False], None, shift)[0][-1] > 0.1  # held in the camera frame: off by the camera's motion
+
+
+def test_a_heel_lifting_off_with_its_toes_down_is_held_along_the_line_of_sight():
+    """Heel-off: the heel and ankle rise 3 cm a frame (more than STILL), the toes stay down, the body walks away
+    5 cm a frame and the detector has not called the foot planted. The still toes hold the foot along the line of
+    sight; carried with the root instead, the whole foot drifted 5 cm a frame away and jumped back on the next
+    depth frame."""
+    start = walk(1).camera[0]
+    lifter = Lifter(NAMES)
+    lifter.update(_pixels(start), start)
+    for t in range(1, 5):
+        body = start + np.array([0.0, 0.0, 0.05 * t])
+        body[LEFT_FOOT] = start[LEFT_FOOT]
+        body[LEFT_FOOT[:2]] += np.array([0.0, -0.03 * t, 0.0])  # ankle and heel up (camera y points down)
+        out = lifter.update(_pixels(body), None, None, None, None)
+        assert np.abs(out[LEFT_FOOT[2:]] - body[LEFT_FOOT[2:]]).max() < 1e-6  # the toes where they are
+        assert np.abs(out[LEFT_FOOT[:2]] - body[LEFT_FOOT[:2]]).max() < 0.01  # the heel's rise from the image

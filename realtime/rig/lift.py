@@ -20,9 +20,11 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    on its pixel's ray at the point nearest to where it was on the previous frame (in the world, with
    `camera_motion`). Its motion across the line of sight still follows the image (heel-off shows), its
    motion along it is zero, as a planted foot's is. A foot is held when the contact detector had it
-   planted on the previous frame (`planted`), or when its heel moved less than STILL across the line of
-   sight since then (0.6 m/s: a swinging foot moves 2-4 m/s), which covers the frames between touchdown
-   and the detector's decision. Carried with the root instead, a planted foot of someone walking away
+   planted on the previous frame (`planted`), or when its heel or big toe moved less than STILL across
+   the line of sight since then (0.6 m/s: a swinging foot moves 2-4 m/s), which covers the frames between
+   touchdown and the detector's decision, and heel-off after its release (the toes still down: carried
+   with the root, the foot jumped by the body's travel since the last depth frame, up to 19 cm on
+   bench/world.py's real walks). Carried with the root instead, a planted foot of someone walking away
    from the camera drifts with the hips along the line of sight (3-5 cm a frame) and jumps back on the
    next depth frame: those frames were most of the ankle's slide in true contact (33-68 mm a step
    against 4-6 in truth, CMU walks, bench/rig.py).
@@ -46,7 +48,7 @@ log = logging.getLogger(__name__)
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 MIN_SCORE = 0.3
-STILL = 0.02  # m: a heel that moved less than this across the line of sight since the last frame is held along it
+STILL = 0.02  # m: a foot whose heel or big toe moved less than this across the line of sight is held along it
 
 
 class Intrinsics:
@@ -160,15 +162,15 @@ class Lifter:
         were on the previous frame (step 4 of the module's docstring)."""
         for side, foot in enumerate(self.feet):
             before = self._previous[foot]
-            # the heel on its last pixel's ray (a depth frame's 3D is noisier)
-            heel = rays(self._previous_pixels[foot[1]][None], intrinsics)[0] * before[1, 2]
+            # the heel and big toe on their last pixels' rays (a depth frame's 3D is noisier)
+            last = rays(self._previous_pixels[foot[1:3]], intrinsics) * before[1:3, 2:]
             if camera_motion is not None:
                 before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
-                heel = camera_motion[:3, :3] @ heel + camera_motion[:3, 3]
+                last = last @ camera_motion[:3, :3].T + camera_motion[:3, 3]
             held = nearest_on_rays(before, ray[foot])  # each point of its ray nearest to where it was
-            r = ray[foot[1]] / np.linalg.norm(ray[foot[1]])
-            moved = float(np.linalg.norm(heel - (heel @ r) * r))  # the heel, across the line of sight
-            if (planted is not None and planted[side]) or moved < STILL:
+            r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
+            moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
+            if (planted is not None and planted[side]) or np.nanmin(moved) < STILL:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
 
     def _lift(self, ray: np.ndarray, pixels: np.ndarray) -> np.ndarray:
