@@ -54,6 +54,22 @@ def test_the_anchor_finds_the_world_of_a_walker_seen_by_a_tilted_camera():
     assert np.abs(horizontal(world)[known] - horizontal(expected)[known]).max() < 0.05
 
 
+def test_the_world_is_fixed_once_hips_are_seen_after_the_floor():
+    """The floor fitted from feet alone (the hips not seen: a person cut at the waist) does not keep the world from
+    being fixed when the hips come into view."""
+    truth = walk(300)
+    anchor = WorldAnchor(NAMES)
+    fixed = []
+    for t in range(0, 300, 5):
+        points = truth.camera[t].copy()
+        if t < 200:
+            points[HIPS] = np.nan
+        fixed.append(anchor.add(np.eye(4), points))
+    assert fixed.index(True) == 40 and sum(fixed) == 1 and anchor.frame.grounded  # frame 200: hips first seen
+    origin = transform_points(anchor.frame.world_from_odometry, truth.camera[200, HIPS].mean(axis=0))
+    assert abs(origin[0]) < 1e-9 and abs(origin[2]) < 1e-9
+
+
 def test_bones_move_into_the_world_with_their_root():
     rng = np.random.default_rng(1)
     world_from_camera = rigid(Rotation.from_rotvec([0.3, -1.1, 0.2]).as_matrix(), np.array([1.0, 1.5, -2.0]))

@@ -113,8 +113,9 @@ class WorldAnchor:
             return False
         if floor_up is not None:
             self._scene_up = odometry_from_camera[:3, :3] @ np.asarray(floor_up, np.float64)
-        if self.floors.add(points, self._scene_up) and self._origin is not None:
-            floor = self.floors.floor
+        self.floors.add(points, self._scene_up)
+        floor = self.floors.floor
+        if floor is not None and self._origin is not None:  # the floor may have come first (hips not yet seen)
             self._frame = world_frame(floor.normal, floor.point, self._origin)
             return True
         return False
