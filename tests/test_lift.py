@@ -67,3 +67,19 @@ def test_a_heel_lifting_off_with_its_toes_down_is_held_along_the_line_of_sight()
         out = lifter.update(_pixels(body), None, None, None, None)
         assert np.abs(out[LEFT_FOOT[2:]] - body[LEFT_FOOT[2:]]).max() < 1e-6  # the toes where they are
         assert np.abs(out[LEFT_FOOT[:2]] - body[LEFT_FOOT[:2]]).max() < 0.01  # the heel's rise from the image
+
+
+def test_a_foot_not_seen_is_carried_without_warnings():
+    """Heel and toes below the score threshold (NaN pixels) on a lifted frame: the foot is not held, nothing warns
+    (a live run would print it every frame)."""
+    import warnings
+
+    start = walk(1).camera[0]
+    lifter = Lifter(NAMES)
+    lifter.update(_pixels(start), start)
+    scores = np.full(len(NAMES), 0.9)
+    scores[LEFT_FOOT[1:]] = 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = lifter.update(_pixels(start), None, scores, None, None)
+    assert not np.isfinite(out[LEFT_FOOT[1:]]).all(axis=1).any() and np.isfinite(out[LEFT_FOOT[0]]).all()

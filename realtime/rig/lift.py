@@ -170,7 +170,7 @@ class Lifter:
             held = nearest_on_rays(before, ray[foot])  # each point of its ray nearest to where it was
             r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
             moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
-            if (planted is not None and planted[side]) or np.nanmin(moved) < STILL:
+            if (planted is not None and planted[side]) or np.fmin(*moved) < STILL:  # either one still (NaN: unknown)
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
 
     def _lift(self, ray: np.ndarray, pixels: np.ndarray) -> np.ndarray:
