@@ -59,6 +59,17 @@ def test_a_released_foot_eases_from_where_it_was_held_to_where_it_is_shown():
     np.testing.assert_allclose(eased[-1], _body((0.0, 0.0, 0.08)), atol=1e-9)  # then exactly as shown
 
 
+def test_an_ease_ends_when_the_leg_is_not_seen():
+    lock = FootLock(NAMES)
+    lock.apply(_body(), DOWN)
+    lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
+    lock.apply(_body((0.0, 0.0, 0.08)), UP)  # released: the ease starts
+    unseen = _body((0.0, 0.0, 0.08))
+    unseen[NAMES.index("left_knee")] = np.nan
+    lock.apply(unseen, UP)
+    np.testing.assert_allclose(lock.apply(_body((0.0, 0.0, 0.08)), UP), _body((0.0, 0.0, 0.08)), atol=1e-12)
+
+
 def _frame(index: int, points: np.ndarray, contacts: np.ndarray, track: int = 1) -> Frame:
     person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=track, keypoints=np.zeros((len(NAMES), 2), np.float32),
                     keypoint_scores=np.full(len(NAMES), 0.9, np.float32), keypoints3d=points.astype(np.float32),

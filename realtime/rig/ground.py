@@ -327,7 +327,9 @@ class FootLock:
                 if self._anchor[side] is not None and shown is not None:  # released: ease out from where it was held
                     offset, left = shown - out[ankle], EASE_FRAMES
                 self._anchor[side] = None
-                if left and np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all():
+                if left and not (np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all()):
+                    left = 0  # the leg not seen: the ease ends here rather than resuming later from a stale place
+                if left:
                     target = out[ankle] + offset * left / (EASE_FRAMES + 1)
                     thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
                     out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
