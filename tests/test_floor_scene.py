@@ -9,18 +9,13 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from bench import rig as bench
-from realtime.frames import DenseMaps, Frame, Person
+from realtime.frames import Frame, Person
 from realtime.rig.floor_scene import ScenePlanes, background_points, scene_floor
 from realtime.rig.ground import foot_centres, foot_indices
 from realtime.stages import GroundStage
-from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk
+from tests.ground_synthetic import camera_pose, walk
 from tests.mocap_synthetic import NAMES
-
-HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
-
-
-def _degrees(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
+from tests.scene_person import HIPS, degrees, person_frames, standing_leaning
 
 
 def _feet_and_hips(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -39,7 +34,7 @@ def test_the_floor_is_found_in_a_noisy_pointmap_with_a_wall_and_a_person():
     feet, hips = _feet_and_hips(person * 1.03)
     body_up = person[NAMES.index("neck")] - hips[0]
     floor, inliers = scene_floor(points, body_up, feet, hips, rng)
-    assert _degrees(floor.normal, truth.up) < 0.3
+    assert degrees(floor.normal, truth.up) < 0.3
     assert abs(floor.height(feet[0]).min()) < 0.05  # the plane the feet stand on, on the map's scale
     wall = (bench.scene_background() @ camera_pose()[0])[..., 2] + camera_pose()[1][2] > bench.WALL_Z - 1e-6
     assert wall.sum() > 500 and inliers < len(points) - 500  # the back wall is in view, and not on the floor
@@ -63,7 +58,7 @@ def test_walls_tables_and_ceilings_do_not_win():
     feet = np.array([[[-0.1, 1.47, 3.0], [0.1, 1.47, 3.1]]])
     hips = np.array([[0.0, 0.6, 3.05]])
     found, count = scene_floor(np.concatenate([wall, table, ceiling, floor]), up + [0.1, 0, 0.05], feet, hips, rng)
-    assert _degrees(found.normal, up) < 0.5  # 0.1-0.3 over seeds: the wall's foot, within the band, pulls a little
+    assert degrees(found.normal, up) < 0.5  # 0.1-0.3 over seeds: the wall's foot, within the band, pulls a little
     assert abs(found.height(np.array([0.0, 1.5, 3.0]))) < 0.02
     assert count < 700
     assert scene_floor(np.concatenate([wall, table, ceiling]), up, feet, hips, rng) is None  # no floor in view
@@ -85,52 +80,23 @@ def test_normals_of_a_moving_camera_meet_in_the_current_camera():
     for rotation in rotations:
         planes._normals.append((rotation.T @ up_odometry, rotation))  # what `add` keeps for a found floor
     current = Rotation.from_euler("y", 0.4).as_matrix()
-    assert _degrees(planes.normal(current, moving=True), current.T @ up_odometry) < 1e-6
-    assert _degrees(planes.normal(current, moving=False), up_odometry) > 5  # static: not turned
-
-
-def _standing_leaning(frames: int, lean_deg: float):
-    """The walker's first pose (both feet planted) held still, its upper body leaning `lean_deg` about the
-    line through its ankles (across the feet: the tilt feet in one spot cannot give). Camera metres."""
-    truth = walk(1)
-    world = truth.world[0].copy()
-    ankles = world[[NAMES.index("left_ankle"), NAMES.index("right_ankle")]]
-    axis = (ankles[0] - ankles[1]) * [1, 0, 1]
-    pivot = world[HIPS].mean(axis=0)
-    upper = np.flatnonzero(np.isfinite(world).all(axis=1) & (world[:, 1] > pivot[1] + 1e-6))
-    turn = Rotation.from_rotvec(np.radians(lean_deg) * axis / np.linalg.norm(axis)).as_matrix()
-    world[upper] = (world[upper] - pivot) @ turn.T + pivot
-    rotation, centre = camera_pose()
-    camera = (world - centre) @ rotation.T
-    return np.repeat(camera[None], frames, axis=0), truth.up
+    assert degrees(planes.normal(current, moving=True), current.T @ up_odometry) < 1e-6
+    assert degrees(planes.normal(current, moving=False), up_odometry) > 5  # static: not turned
 
 
 def _run(camera: np.ndarray, background: np.ndarray | None, seed: int = 0) -> GroundStage:
-    """The ground stage over a person (T, K, 3 camera metres; noisy 2D and 3D as bench/rig.py), with a
-    pointmap of `background` (h, w, 3) and the person drawn over it on depth frames (None: no pointmap)."""
-    rng, map_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+    """The ground stage over `tests.scene_person.person_frames`."""
     stage = GroundStage(NAMES)
-    for t in range(len(camera)):
-        depth_frame = t % bench.DEPTH_EVERY == 0
-        scale = 1.0 + rng.normal(0, bench.SCALE_JITTER)
-        points = camera[t] * scale + rng.normal(0, bench.NOISE_M, camera[t].shape)
-        pixels = FOCAL * camera[t, :, :2] / camera[t, :, 2:] + CENTRE + rng.normal(0, bench.NOISE_PX, (len(NAMES), 2))
-        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=pixels.astype(np.float32),
-                        keypoint_scores=np.where(np.isfinite(pixels[:, 0]), 0.9, 0.0).astype(np.float32),
-                        keypoints3d=points.astype(np.float32) if depth_frame else None)
-        dense = None
-        if background is not None and depth_frame:
-            maps = bench.scene_maps(background, camera[t], scale, map_rng)
-            dense = DenseMaps(computed_on=t, seg=maps.seg, pointmap=maps.pointmap)
-        stage.process(Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,), dense=dense))
+    for frame in person_frames(camera, background, seed):
+        stage.process(frame)
     return stage
 
 
 def test_a_leaning_body_standing_still_gets_a_level_floor_from_the_scene():
-    camera, up = _standing_leaning(200, 6.0)  # 40 depth frames: the floor fitted at the 30th
+    camera, up = standing_leaning(200, 6.0)  # 40 depth frames: the floor fitted at the 30th
     feet_only, with_scene = _run(camera, None), _run(camera, bench.scene_background())
-    assert _degrees(feet_only.floor.normal, up) > 4.0  # the body's lean (6 degrees) taken for the floor's tilt: 6.0
-    assert _degrees(with_scene.floor.normal, up) < 0.5  # 0.07
+    assert degrees(feet_only.floor.normal, up) > 4.0  # the body's lean (6 degrees) taken for the floor's tilt: 6.0
+    assert degrees(with_scene.floor.normal, up) < 0.5  # 0.07
     assert with_scene.scene.found == 40
     feet = foot_centres(camera[0], foot_indices(NAMES))
     assert np.abs(with_scene.floor.height(feet)).max() < 0.05  # its height still where the feet stand
@@ -170,7 +136,7 @@ def test_without_a_pointmap_the_floor_and_contacts_are_the_feet_only_ones(scene_
 def test_a_pointmap_without_floor_in_view_leaves_the_feet_only_floor():
     """The pointmap shows only a wall 3 m out (no floor): no frame's background gives a floor, and the
     floor is the feet-only one."""
-    camera, _ = _standing_leaning(160, 3.0)
+    camera, _ = standing_leaning(160, 3.0)
     stage, reference = _run(camera, bench.scene_rays() * 3.0), _run(camera, None)
     assert stage.scene.tried == 32 and stage.scene.found == 0
     np.testing.assert_array_equal(stage.floor.normal, reference.floor.normal)
@@ -212,7 +178,7 @@ def test_a_handheld_camera_keeps_its_floor_frame_by_frame():
             stage.process(frame)
             if stage.floor is not None:
                 up = truth.world_from_camera[frame.index][:3, :3].T @ np.array([0.0, 1.0, 0.0])
-                errors[scene].append(_degrees(stage.floor.normal, up))
+                errors[scene].append(degrees(stage.floor.normal, up))
     assert len(errors[True]) > 20 and frames[-1].camera.world
     assert max(errors[True]) < 0.5  # measured 0.18 (mean 0.13) over the last 30 frames
     assert max(errors[False]) > 2 * max(errors[True])  # measured 1.42 (mean 0.79)

@@ -9,17 +9,12 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from bench import rig as bench
-from realtime.frames import DenseMaps, Frame, Person
+from realtime.frames import Frame
 from realtime.rig.world import WorldAnchor, rigid, transform_points
 from realtime.stages import EgomotionStage, GroundStage, WorldStage
-from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk
+from tests.ground_synthetic import walk
 from tests.mocap_synthetic import NAMES
-
-HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
-
-
-def _degrees(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.degrees(np.arccos(np.clip(a @ b / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
+from tests.scene_person import degrees, person_frames, standing_leaning
 
 
 def _world_up(frame: Frame) -> np.ndarray:
@@ -27,41 +22,11 @@ def _world_up(frame: Frame) -> np.ndarray:
     return frame.camera.world_from_camera[1, :3]
 
 
-def _standing_leaning(frames: int, lean_deg: float):
-    """The walker's first pose (both feet planted) held still, its upper body leaning `lean_deg` about the
-    line through its ankles (across the feet: the tilt feet in one spot cannot give). Camera metres."""
-    truth = walk(1)
-    world = truth.world[0].copy()
-    ankles = world[[NAMES.index("left_ankle"), NAMES.index("right_ankle")]]
-    axis = (ankles[0] - ankles[1]) * [1, 0, 1]
-    pivot = world[HIPS].mean(axis=0)
-    upper = np.flatnonzero(np.isfinite(world).all(axis=1) & (world[:, 1] > pivot[1] + 1e-6))
-    turn = Rotation.from_rotvec(np.radians(lean_deg) * axis / np.linalg.norm(axis)).as_matrix()
-    world[upper] = (world[upper] - pivot) @ turn.T + pivot
-    rotation, centre = camera_pose()
-    camera = (world - centre) @ rotation.T
-    return np.repeat(camera[None], frames, axis=0), truth.up
-
-
 def _chain(camera: np.ndarray, background: np.ndarray | None, scene_floor: bool = True, seed: int = 0) -> list[Frame]:
-    """A person (T, K, 3 camera metres; noisy 2D and 3D as bench/rig.py) with a pointmap of `background`
-    (the person drawn over it) on depth frames, through egomotion (static camera) -> ground -> world."""
-    rng, map_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+    """`tests.scene_person.person_frames` through egomotion (static camera) -> ground -> world."""
     stages = [EgomotionStage(camera="static"), GroundStage(NAMES, scene_floor=scene_floor), WorldStage(NAMES, camera="static")]
     out = []
-    for t in range(len(camera)):
-        depth_frame = t % bench.DEPTH_EVERY == 0
-        scale = 1.0 + rng.normal(0, bench.SCALE_JITTER)
-        points = camera[t] * scale + rng.normal(0, bench.NOISE_M, camera[t].shape)
-        pixels = FOCAL * camera[t, :, :2] / camera[t, :, 2:] + CENTRE + rng.normal(0, bench.NOISE_PX, (len(NAMES), 2))
-        person = Person(box=np.array([0, 0, 10, 10], np.float32), track_id=1, keypoints=pixels.astype(np.float32),
-                        keypoint_scores=np.where(np.isfinite(pixels[:, 0]), 0.9, 0.0).astype(np.float32),
-                        keypoints3d=points.astype(np.float32) if depth_frame else None)
-        dense = None
-        if depth_frame:
-            maps = bench.scene_maps(background, camera[t], scale, map_rng)
-            dense = DenseMaps(computed_on=t, seg=maps.seg, pointmap=maps.pointmap)
-        frame = Frame(index=t, timestamp=t / 30, image=np.zeros((2, 2, 3), np.uint8), people=(person,), dense=dense)
+    for frame in person_frames(camera, background, seed):
         for stage in stages:
             frame = stage.process(frame)
         out.append(frame)
@@ -71,12 +36,12 @@ def _chain(camera: np.ndarray, background: np.ndarray | None, scene_floor: bool 
 def test_a_leaning_performer_gets_a_level_world_from_the_scene():
     """Standing still, the upper body leaning 6 degrees across the feet: the feet-only world takes the lean
     for the floor's tilt; with the scene's floor (the bench's room behind the person) the world is level."""
-    camera, up = _standing_leaning(200, 6.0)  # 40 depth frames: the world fixed at the 30th
+    camera, up = standing_leaning(200, 6.0)  # 40 depth frames: the world fixed at the 30th
     feet_only = _chain(camera, bench.scene_background(), scene_floor=False)
     with_scene = _chain(camera, bench.scene_background())
     assert feet_only[-1].camera.grounded and with_scene[-1].camera.grounded
-    assert _degrees(_world_up(feet_only[-1]), up) > 4.0
-    assert _degrees(_world_up(with_scene[-1]), up) < 0.2
+    assert degrees(_world_up(feet_only[-1]), up) > 4.0
+    assert degrees(_world_up(with_scene[-1]), up) < 0.2
     assert all(f.floor_up is None for f in feet_only) and with_scene[-1].floor_up is not None
 
 
@@ -98,7 +63,7 @@ def _turned_walk(floor_up: bool):
 def test_the_anchor_turns_each_frames_floor_up_into_the_odometry_frame():
     anchor, truth = _turned_walk(floor_up=True)
     assert anchor.frame.grounded
-    assert _degrees(anchor.frame.up_in_odometry, truth.up) < 1e-9  # the up given, exactly
+    assert degrees(anchor.frame.up_in_odometry, truth.up) < 1e-9  # the up given, exactly
     feet = np.concatenate(anchor.floors._candidates)
     heights = (feet - anchor.floor.point) @ anchor.floor.normal
     assert abs(np.median(heights)) < 0.02  # the feet still set the floor's height
@@ -129,7 +94,7 @@ def test_a_handheld_camera_gets_the_scenes_up_through_its_moving_frames():
     for scene in (True, False):
         ground, world = GroundStage(WORLD_NAMES, scene_floor=scene), WorldStage(WORLD_NAMES, camera="auto")
         out = [world.process(ground.process(frame)) for frame in frames]
-        errors[scene] = [_degrees(_world_up(f), truth.world_from_camera[f.index][1, :3]) for f in out if f.camera.grounded]
+        errors[scene] = [degrees(_world_up(f), truth.world_from_camera[f.index][1, :3]) for f in out if f.camera.grounded]
     assert len(errors[True]) == len(errors[False]) > 20 and frames[-1].camera.world
     assert np.mean(errors[True]) < 0.2 and max(errors[True]) < 0.3  # measured 0.15 (max 0.19)
     assert np.mean(errors[False]) > 2 * np.mean(errors[True])  # measured 0.46: the feet's tilt
@@ -147,7 +112,7 @@ def _frame_lines(frames: list[Frame], path) -> list[str]:
 def test_without_a_floor_in_view_the_world_and_the_tracks_are_the_feet_only_ones(tmp_path):
     """A pointmap that shows only a wall 3 m out (no floor): no frame has a floor_up, and every frame line
     of the tracks (the world's camera, contacts, heights) is byte for byte that of `scene_floor=False`."""
-    camera, _ = _standing_leaning(200, 3.0)
+    camera, _ = standing_leaning(200, 3.0)
     wall, feet_only = _chain(camera, bench.scene_rays() * 3.0), _chain(camera, bench.scene_rays() * 3.0, scene_floor=False)
     assert all(f.floor_up is None for f in wall) and wall[-1].camera.grounded
     lines = _frame_lines(wall, tmp_path / "wall.jsonl")
@@ -164,7 +129,7 @@ def test_floor_up_round_trips_through_the_tracks_and_a_replay(tmp_path):
     from realtime.export.jsonl import read_tracks
     from realtime.replay import read_frames
 
-    camera, _ = _standing_leaning(60, 6.0)
+    camera, _ = standing_leaning(60, 6.0)
     frames = _chain(camera, bench.scene_background())
     path = tmp_path / "t.jsonl"
     _frame_lines(frames, path)
