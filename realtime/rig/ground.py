@@ -230,20 +230,18 @@ class ContactDetector:
         dt = times - times.mean()
         return (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
 
-    def _speed(self, history: deque, camera: np.ndarray) -> float:
-        """m/s across the line of sight of the positions in `history` (infinite from a single position:
-        unknown, so no contact starts on a track's first frame)."""
-        velocity = self._velocity(history)
+    def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
+        """m/s of the heel's `velocity` across the line of sight (infinite without one, from a single
+        position: unknown, so no contact starts on a track's first frame)."""
         if velocity is None:
             return np.inf
-        return float(np.linalg.norm(self._across(velocity, history[-1][1] - camera)))
+        return float(np.linalg.norm(self._across(velocity, heel - camera)))
 
-    def _lifting(self, heel: np.ndarray, stance: list, history: deque, camera: np.ndarray) -> bool:
+    def _lifting(self, heel: np.ndarray, stance: list, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
         """The heel risen more than OFF_RISE above its stance position and rising faster than OFF_RISE_SPEED,
         both along the floor's up less its component along the line of sight (what the image shows of it)."""
         up = self._across(self.floor.normal, heel - camera)
         up = up / max(float(np.linalg.norm(up)), 1e-9)
-        velocity = self._velocity(history)
         rise = float((heel - np.median(stance, axis=0)) @ up)
         return velocity is not None and rise > OFF_RISE and float(velocity @ up) > OFF_RISE_SPEED
 
@@ -264,7 +262,8 @@ class ContactDetector:
             while timestamp - history[0][0] > SPEED_WINDOW + 1e-9:
                 history.popleft()
             height = float(self.floor.height(heel))  # not the foot's centre: mid-swing toes pass 1-2 cm over the floor
-            speed = self._speed(history, camera)
+            velocity = self._velocity(history)  # the heel's, over SPEED_WINDOW
+            speed = self._speed(velocity, heel, camera)
             if self.state[side]:  # off once the heel has moved or left its place for OFF_FRAMES frames in a row
                 stance = self._stance[side]
                 if len(stance) < STANCE_FRAMES:
@@ -273,7 +272,7 @@ class ContactDetector:
                 if drift > OFF_DRIFT:
                     self._leaving[side] += DRIFT_WEIGHT
                 else:
-                    moved = speed > OFF_SPEED or height > OFF_HEIGHT or self._lifting(heel, stance, history, camera)
+                    moved = speed > OFF_SPEED or height > OFF_HEIGHT or self._lifting(heel, stance, velocity, camera)
                     self._leaving[side] = self._leaving[side] + 1 if moved else 0
                 self.state[side] = self._leaving[side] < OFF_FRAMES
                 if not self.state[side]:
