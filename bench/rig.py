@@ -17,9 +17,11 @@ Reported: joint error (mean over the 24 body and foot points) of the stage's 3D 
 without depth against the truth and against depth-every-frame; the per-frame scale error (std of
 each depth frame's least-squares scale against the truth, from the second second on) of the raw
 pointmap and of the stage's output; the floor normal's angle to the true up when first fitted
-(5 s) and at the end; contact precision / recall against the planted frames once the floor is
-known; foot sliding during the true contacts (the ankle's travel along the floor per frame, mm,
-and per contact, cm) before and after locking, on the same frames.
+(5 s) and at the end, and the fitted floor's height above the true one at the planted heels (cm:
+their true height above the true floor less their height above the fitted one); contact precision /
+recall against the planted frames once the floor is known; foot sliding during the true contacts
+(the ankle's travel along the floor per frame, mm, and per contact, cm) before and after locking, on
+the same frames.
 Scene: on depth frames the camera's view as a pointmap (MAP_WH, rays through the camera's intrinsics:
 the true floor, and a back wall WALL_Z metres out where the floor is further; the person drawn over
 it as limbs at their depth and marked in the seg) with the keypoints' noise: the frame's scale
@@ -197,6 +199,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
 
     truth_contacts = truth.contacts & grounded[:, None]
     tp = (contacts & truth_contacts).sum()
+    heels = truth.camera[:, [NAMES.index("left_heel"), NAMES.index("right_heel")]][truth_contacts]
+    heel_heights = truth.world[:, [NAMES.index("left_heel"), NAMES.index("right_heel")], 1][truth_contacts]
     slide_before, per_contact_before = _sliding(filtered, truth_contacts, stage.floor.normal)
     slide_after, per_contact_after = _sliding(locked, truth_contacts, stage.floor.normal)
     return {
@@ -207,6 +211,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "scale_error_stabilised_pct": scale_error(lifted),
         "floor_up_error_5s_deg": angle(floor_first),
         "floor_up_error_end_deg": angle(stage.floor),
+        # the fitted floor above the true one (cm, at the planted heels: their true height less the fitted one)
+        "floor_height_error_cm": 100 * float(np.median(heel_heights - stage.floor.height(heels))),
         "contact_precision": float(tp / max(contacts.sum(), 1)),
         "contact_recall": float(tp / max(truth_contacts.sum(), 1)),
         "slide_before_mm_per_frame": slide_before,

@@ -71,13 +71,16 @@ def test_the_anchor_turns_each_frames_floor_up_into_the_odometry_frame():
 
 def test_without_floor_up_the_anchor_is_the_feet_only_one_of_before():
     """No floor_up: the world frame is the feet's fit, to the bit, as before the scene's up (the numbers
-    of this very input on the code before it)."""
+    of this very input on the code before it), but for the floor's height: set by the feet's lowest points
+    since, not their centres (the up and the origin across the floor unchanged)."""
     anchor, _ = _turned_walk(floor_up=False)
     before = [[0.9999997555245267, -0.0006992502321859537, 2.710505431213761e-20, 1.2100098362186602],
               [-0.0006744610436844587, -0.9645486662003916, -0.2639041788857204, 1.512932700908618],
               [0.00018453505836068344, 0.2639041143676213, -0.9645489020089411, 3.9936339502744382],
               [0.0, 0.0, 0.0, 1.0]]
-    np.testing.assert_array_equal(anchor.frame.world_from_odometry, np.array(before))
+    np.testing.assert_array_equal(anchor.frame.world_from_odometry[:3, :3], np.array(before)[:3, :3])
+    np.testing.assert_allclose(anchor.frame.world_from_odometry[[0, 2], 3], np.array(before)[[0, 2], 3], atol=1e-12)
+    assert 0.005 < anchor.frame.world_from_odometry[1, 3] - before[1][3] < 0.01  # the soles' level: 7 mm down
 
 
 def test_a_handheld_camera_gets_the_scenes_up_through_its_moving_frames():
