@@ -199,21 +199,23 @@ class FloorEstimator:
     def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None) -> bool:
         """One depth frame's (K, 3) camera metres; True when the floor was (re)fitted. normal: (3,) the
         floor's up in this camera, measured from the scene, or None (the tilt from the feet and body)."""
-        body_up = points3d[self._neck] - np.mean(points3d[self._hips], axis=0)
-        if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
-            self._up += body_up / np.linalg.norm(body_up)
-        up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
         centres = foot_centres(points3d, self.feet)
         if not np.isfinite(centres).all(axis=1).any():
             return False
         self._candidates.append(centres)
+        body_up = points3d[self._neck] - np.mean(points3d[self._hips], axis=0)
+        if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
+            self._up += body_up / np.linalg.norm(body_up)
+        up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
         self._soles.append(lowest_points(points3d, self.feet, up if normal is None else np.asarray(normal, np.float64)))
         self._since_fit += 1
         if len(self._candidates) < self.min_frames or (self.floor is not None and self._since_fit < self.refit_every):
             return False
-        if normal is None:  # the tilt from the centres (the lowest point jumps between heel and toe: 0.3 -> 0.45 deg)
-            normal = fit_floor(np.concatenate(self._candidates), up).normal
-        self.floor = fit_floor(np.concatenate(self._soles), up, normal=normal)  # the height from the soles
+        # the tilt from the centres (a tilt from the lowest points jumps between heel and toe: 0.30 -> 0.45 deg
+        # on a walk), the height from the lowest points
+        tilt = None if normal is not None else fit_floor(np.concatenate(self._candidates), up).normal
+        soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt)
+        self.floor = soles if tilt is None else Floor(tilt, soles.point)  # the fitted tilt to the bit
         self._since_fit = 0
         return True
 
