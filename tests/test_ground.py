@@ -55,6 +55,33 @@ def test_the_floor_of_a_tilted_plane_with_feet_in_the_air():
     assert abs(floor.height(ground).max()) < 1e-6
 
 
+def test_the_floor_lies_under_the_soles_not_through_the_feet():
+    """Planted feet whose toes sit 3 cm above the heel (a real stance: CMU 07_04's toes 1-3 cm up, 08_11's 6): the
+    floor's height from each foot's lowest point, so the heels stand on it (through the feet's centres it was 2 cm
+    above them, the feet sunk into it)."""
+    from realtime.rig.ground import FloorEstimator
+
+    rng = np.random.default_rng(3)
+    up, a, b = _tilted_floor_axes()
+    index = {n: i for i, n in enumerate(NAMES)}
+    estimator, heels = FloorEstimator(NAMES), []
+    for _ in range(40):
+        points = np.full((len(NAMES), 3), np.nan)
+        hips = np.array([0, 1.5, 4.0]) + rng.uniform(-1, 1) * a + rng.uniform(-1, 1) * b + 0.9 * up
+        points[index["left_hip"]], points[index["right_hip"]] = hips + 0.1 * a, hips - 0.1 * a
+        points[index["neck"]] = hips + 0.5 * up
+        for side, across in (("left", 0.1), ("right", -0.1)):
+            heel = hips - 0.9 * up + across * a + rng.normal(0, 0.005, 3)
+            points[index[f"{side}_heel"]] = heel
+            points[index[f"{side}_big_toe"]] = heel + 0.22 * b + 0.03 * up
+            points[index[f"{side}_small_toe"]] = heel + 0.2 * b + 0.05 * a * np.sign(across) + 0.03 * up
+            heels.append(heel)
+        estimator.add(points)
+    assert estimator.floor is not None
+    assert np.degrees(np.arccos(estimator.floor.normal @ up)) < 0.5
+    assert abs(np.median(estimator.floor.height(np.array(heels)))) < 0.005
+
+
 def test_feet_kept_in_one_spot_take_the_unknown_tilt_from_the_body():
     rng = np.random.default_rng(2)
     up, a, b = _tilted_floor_axes()
