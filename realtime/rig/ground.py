@@ -258,12 +258,12 @@ class ContactDetector:
             return np.inf
         return float(np.linalg.norm(self._across(velocity, heel - camera)))
 
-    def _lifting(self, heel: np.ndarray, stance: list, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
-        """The heel risen more than OFF_RISE above its stance position and rising faster than OFF_RISE_SPEED,
+    def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
+        """The heel risen more than OFF_RISE above its stance position `place` and rising faster than OFF_RISE_SPEED,
         both along the floor's up less its component along the line of sight (what the image shows of it)."""
         up = self._across(self.floor.normal, heel - camera)
         up = up / max(float(np.linalg.norm(up)), 1e-9)
-        rise = float((heel - np.median(stance, axis=0)) @ up)
+        rise = float((heel - place) @ up)
         return velocity is not None and rise > OFF_RISE and float(velocity @ up) > OFF_RISE_SPEED
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
@@ -289,11 +289,12 @@ class ContactDetector:
                 stance = self._stance[side]
                 if len(stance) < STANCE_FRAMES:
                     stance.append(heel)
-                drift = float(np.linalg.norm(self._across(heel - np.median(stance, axis=0), heel - camera)))
+                place = np.median(stance, axis=0)  # the stance position
+                drift = float(np.linalg.norm(self._across(heel - place, heel - camera)))
                 if drift > OFF_DRIFT:
                     self._leaving[side] += DRIFT_WEIGHT
                 else:
-                    moved = speed > OFF_SPEED or height > OFF_HEIGHT or self._lifting(heel, stance, velocity, camera)
+                    moved = speed > OFF_SPEED or height > OFF_HEIGHT or self._lifting(heel, place, velocity, camera)
                     self._leaving[side] = self._leaving[side] + 1 if moved else 0
                 self.state[side] = self._leaving[side] < OFF_FRAMES
                 if not self.state[side]:
@@ -335,6 +336,14 @@ class FootLock:
         self._anchor, self._shown = dict.fromkeys(SIDES, None), dict.fromkeys(SIDES, None)
         self._ease = dict.fromkeys(SIDES, (None, 0))
 
+    def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
+        """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent
+        to it in `out`, in place)."""
+        hip, knee, ankle = self.legs[side]
+        thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
+        out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
+        return reached
+
     def apply(self, points3d: np.ndarray, contacts: np.ndarray) -> np.ndarray:
         """(K, 3) camera metres, (2,) contacts -> (K, 3) with the feet in contact held."""
         out = np.array(points3d, dtype=np.float64)
@@ -350,9 +359,7 @@ class FootLock:
                 if left and not (np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all()):
                     left = 0  # the leg not seen: the ease ends here rather than resuming later from a stale place
                 if left:
-                    target = out[ankle] + offset * left / (EASE_FRAMES + 1)
-                    thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
-                    out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
+                    reached = self._reach(out, side, out[ankle] + offset * left / (EASE_FRAMES + 1))
                     out[foot] = points3d[foot] + (reached - points3d[ankle])
                     left -= 1
                 self._ease[side] = (offset, left) if left else (None, 0)
@@ -363,8 +370,7 @@ class FootLock:
                 known = shown is not None and np.isfinite(shown).all()
                 self._anchor[side] = (shown if known else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
-            thigh, shin = np.linalg.norm(out[knee] - out[hip]), np.linalg.norm(out[ankle] - out[knee])
-            out[knee], reached = solve_leg(out[hip], out[knee], self._anchor[side], thigh, shin)
+            reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
                 reached = self._anchor[side]
             else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
