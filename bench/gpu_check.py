@@ -3,6 +3,7 @@
     python bench/gpu_check.py                 # tests, SDPA rates, fps per mode, the detector (< 8 min on an H100)
     python bench/gpu_check.py --no-compile    # skip the compiled modes (their first frames take minutes)
     python bench/gpu_check.py --budget 300    # seconds: modes that would not fit are skipped, and said so
+    python bench/gpu_check.py --no-tests --modes compile+graphs+cudnn+fp8   # one mode's timing alone
 
 Needs only PyTorch, NumPy, safetensors and OpenCV (and pytest for step 1): no PyAV,
 pyqtgraph or filterpy, no network. tests/test_gpu_standin.py runs its import path with those
@@ -185,6 +186,8 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=50)
     parser.add_argument("--no-tests", action="store_true")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
+                        help=f"the modes to time, of {', '.join(MODES)} (default all)")
     parser.add_argument("--budget", type=float, default=450, help="seconds the whole check may take (default 450)")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
     args = parser.parse_args()
@@ -212,6 +215,8 @@ def main() -> int:
           f"live default, does while behind)")
     bad_graphs = 0
     for mode, opts in MODES.items():
+        if mode not in args.modes:
+            continue
         left = args.budget - (time.perf_counter() - began)
         if opts.get("fp8") and torch.cuda.get_device_capability() < (8, 9):
             print(f"  {mode:<25}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")

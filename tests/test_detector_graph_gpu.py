@@ -17,15 +17,15 @@ def test_graphed_detector_equals_eager_and_syncs_only_its_wait(rtmdet_fixtures_d
     weights = rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"
     eager = load_detector(weights, widen=0.25, device="cuda")
     graphed = load_detector(weights, widen=0.25, device="cuda", cuda_graphs=True)
-    graphed(image)  # captures
+    graphed(image, rgb=False)  # captures (the fixture is BGR)
     other = np.ascontiguousarray(image[::-1])
     torch.cuda.set_sync_debug_mode("error")
     try:
-        got = [graphed.raw(image), graphed.raw(other)]  # only each call's final event wait
+        got = [graphed.raw(image, rgb=False), graphed.raw(other, rgb=False)]  # only each call's final event wait
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert graphed._graphs.captured() == [(image.shape, False)]
     for (boxes, scores), im in zip(got, (image, other)):
-        want_boxes, want_scores = eager.raw(im)
+        want_boxes, want_scores = eager.raw(im, rgb=False)
         np.testing.assert_allclose(boxes, want_boxes, atol=1e-3)
         np.testing.assert_allclose(scores, want_scores, atol=1e-5)
