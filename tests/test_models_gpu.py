@@ -94,5 +94,6 @@ def test_predictor_frame_makes_no_hidden_host_sync(fixtures_dir, flip):
             torch.cuda.set_sync_debug_mode("default")
         want = cpu.predict(image, boxes[:n])
         sure = want.keypoint_scores > 0.3
-        assert_keypoints_agree(got.keypoints, want.keypoints, sure)  # near-flat random heatmaps: most, not all
+        # GPU and CPU crops differ by up to one level (above) and near-flat random heatmaps amplify it: most, not all
+        assert_keypoints_agree(got.keypoints, want.keypoints, sure, share=0.85, median_px=0.1)
         assert (got.seg == want.seg).mean() > 0.99
