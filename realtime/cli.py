@@ -208,8 +208,8 @@ def _add_model_options(p) -> None:
     m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
                    "(Ada, Hopper); needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
-                   help="the attention kernel (default: PyTorch's choice; cudnn is faster on Hopper, see "
-                        "docs/gpu-performance.md)")
+                   help="the attention kernel (default: PyTorch's choice, the fastest or tied on an H200; "
+                        "`python bench/gpu_sdpa.py` times each on yours; see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count, and one for the "
                    "detector (CUDA only; each is captured the first time it is needed; see docs/gpu-performance.md)")
     m.add_argument("--crop-sampling", default="official", choices=["official", "bilinear", "bicubic"],
