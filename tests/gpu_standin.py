@@ -589,6 +589,8 @@ class _Mode(TorchDispatchMode):
         device = on_device or to_device or self.rec.forced > 0
         capture = self.rec.capturing if device else None
         out = func(*cpu_args, **cpu_kwargs)
+        if not device and any(isinstance(t, torch.Tensor) and t.is_mkldnn for t in tree_flatten((cpu_args, out))[0]):
+            return out  # oneDNN's packed weights of a CPU model beside the stand-in: host work with no storage to order
         reads, writes = _tensor_args(func, cpu_args, cpu_kwargs)
         given = {id(t.untyped_storage()) for t in reads + writes}
         made = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in given]
