@@ -27,9 +27,22 @@ CASES = {  # name -> (test function, its fixtures, its parameters)
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_gpu_test_runs_on_the_standin(name, request, monkeypatch):
+    """The test passes on the stand-in, and where it turns the GPU's sync checker on
+    (`set_sync_debug_mode("error")`, which a CPU build lacks) the stand-in's log shows no host
+    wait but an event's, as the checker allows."""
     test, fixtures, params = CASES[name]
     args = {fixture: request.getfixturevalue(fixture) for fixture in fixtures}
-    with StandinGPU():
-        # the real GPU's sync checker; the stand-in logs syncs itself, and a CPU build has no such mode
-        monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda mode: None)
+    checked: list[list[int]] = []  # [start, end] in the stand-in's log of each checked stretch
+    with StandinGPU() as gpu:
+        def sync_debug_mode(mode):
+            if mode == "error":
+                checked.append([len(gpu.rec.log)])
+            else:
+                checked[-1].append(len(gpu.rec.log))
+
+        monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", sync_debug_mode)
         test(**args, **params)
+    waits = [e.what for start, end in checked for e in gpu.rec.log[start:end] if e.kind == "sync"]
+    assert all(what.startswith("event ") for what in waits), waits
+    if "sync" in test.__name__:
+        assert checked and waits  # the checked calls ran, and each waited once, on its event
