@@ -112,6 +112,16 @@ def test_export_and_smooth_refuse_the_same_lines_with_their_number(take, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.jsonl"]
 
 
+def test_stream_checks_its_file_and_options_without_importing_pytorch():
+    """`sapiens-rt stream` replays tracks, no model: the replay and the stages it runs import no
+    PyTorch (1.5 s of a 2.2 s start on the 2-core VM), so a bad file or option is answered at once;
+    the task table brings it in when the senders are made."""
+    code = "import sys, realtime.cli, realtime.replay; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout[-2000:], done.stderr[-2000:])
+
+
 @pytest.mark.parametrize("speed", ["1e-300", "1e-4", "5000"])
 def test_stream_refuses_a_speed_whose_waits_cannot_be_slept(take, speed):
     _one_error(_cli("stream", take, "--osc", "127.0.0.1:9", "--speed", speed), f"--speed {float(speed):g} is outside")

@@ -17,7 +17,6 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.frames import Frame
 from realtime.sinks.osc import (
@@ -38,6 +37,7 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
                  vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
                  osc: Optional[str] = None, tasks: Sequence[str] = ("pose",)) -> list:
     """The senders that `--vmc` (repeatable) / `--osc` ask for (an empty list when neither does); checks the options first."""
+    from realtime import tasks as task_table
     from realtime.data import keypoint_names
     from realtime.stages.motion import rest_bones
 
