@@ -12,7 +12,8 @@ three made unimportable.
 1. Runs the GPU tests (GPU_TESTS, by file: collecting the whole tests folder would import
    modules that need PyAV), among them the ones that run `Predictor.predict` and the detector
    under `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
-2. Times each attention kernel (`--sdpa`) on the 0.4B backbone's shapes (bench/gpu_sdpa.py).
+2. Times each attention kernel (`--sdpa`) on the 0.4B backbone's shapes (bench/gpu_sdpa.py), and
+   its linear layers in bf16 and FP8 (bench/gpu_gemm.py): the rates the estimate assumes.
 3. Pose + seg at 1024x768 network input, 1 person, random 0.4B weights (speed does not depend
    on weight values), per mode (MODES: eager, --cuda-graphs, --compile --cuda-graphs, and that
    with --sdpa cudnn --fp8): frames per second pipelined (frame N+1 launched before frame N is
@@ -79,6 +80,7 @@ def imports() -> None:
     """Import everything the check uses (what tests/test_gpu_standin.py runs with PyAV,
     pyqtgraph and filterpy blocked)."""
     import bench.gpu_estimate  # noqa: F401
+    import bench.gpu_gemm  # noqa: F401
     import bench.gpu_sdpa  # noqa: F401
     import realtime.infer  # noqa: F401
     import realtime.models  # noqa: F401
@@ -201,7 +203,7 @@ def main() -> int:
               "Run this on a machine with an NVIDIA GPU and a CUDA build of torch.")
         return 0
     imports()
-    from bench import gpu_sdpa
+    from bench import gpu_gemm, gpu_sdpa
     from realtime.infer import default_dtype
 
     name = torch.cuda.get_device_name()
@@ -214,6 +216,9 @@ def main() -> int:
     torch.backends.cudnn.benchmark = True
     print(f"== SDPA backends (TFLOP/s measured; the estimate assumes {gpu.attention})", flush=True)
     print("\n".join(gpu_sdpa.rates()), flush=True)
+    print(f"== the 0.4B's linear layers (TFLOP/s measured; the estimate assumes bf16 {gpu.gemm_bf16:g}, fp8 {gpu.gemm_fp8:g})",
+          flush=True)
+    print("\n".join(gpu_gemm.rates()), flush=True)
     print(f"== pose + seg, 1024x768 network input, 1 person, 0.4B models, 720p frames, {args.frames} frames pipelined; "
           f"seg schedule: every frame (--seg-every 1, files), then every other frame (--seg-every 2: what auto, the "
           f"live default, does while behind)")
