@@ -10,9 +10,9 @@ World: metres, y up, the floor at y = 0. A capture's world need not be level wit
 07_04's stance feet rise 5 cm over its 3.5 m walk, 0.8 degrees), so `_level` fits a plane to the
 feet where they touch down (the lower envelope of each frame's lowest foot point) and turns the clip
 so that plane is y = 0: the true up is the floor's normal. True contacts, from the clean motion: a
-foot's centre (heel and toes) within CONTACT_HEIGHT of the floor and moving slower than CONTACT_SPEED
-along it (the slope of a line through its positions over CONTACT_WINDOW frames: a foot rolling from
-heel to toe moves its centre by a few centimetres, as a planted foot does).
+heel within CONTACT_HEIGHT of its lowest point in the clip (its 2nd percentile) and moving slower than
+CONTACT_SPEED along the floor (the slope of a line through its positions over CONTACT_WINDOW frames)
+(`_contacts`).
 """
 
 from __future__ import annotations
