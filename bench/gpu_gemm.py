@@ -30,22 +30,9 @@ LAYERS = {"qkv": (EMBED, 3 * EMBED), "proj": (EMBED, EMBED), "w12": (EMBED, 2 * 
 TOKENS = 9 + 64 * 48  # 1024x768 input: 64 x 48 patches and the prefix tokens
 
 
-def _tflops(call, flop: float, calls: int = 50) -> float:
-    """TFLOP/s of `call()` (CUDA events, after 5 warm-up calls)."""
-    with torch.inference_mode():
-        for _ in range(5):
-            call()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            call()
-        end.record()
-        end.synchronize()
-    return flop / (start.elapsed_time(end) / 1e3 / calls) / 1e12
-
-
 def time_layer(kind: str, tokens: int, fan_in: int, fan_out: int) -> float:
     """TFLOP/s of one linear layer: `kind` "bf16" (nn.Linear) or "fp8" (the E4M3 GEMM of `--fp8`)."""
+    from bench.gpu_sdpa import tflops
     from realtime.models.fp8 import quantize
 
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -53,12 +40,12 @@ def time_layer(kind: str, tokens: int, fan_in: int, fan_out: int) -> float:
     linear = torch.nn.Linear(fan_in, fan_out, device="cuda", dtype=torch.bfloat16)
     flop = 2.0 * tokens * fan_in * fan_out
     if kind == "bf16":
-        return _tflops(lambda: linear(x), flop)
+        return tflops(lambda: linear(x), flop)
     q, scale = quantize(x)
     weight, weight_scale = quantize(linear.weight.detach())
     bias = linear.bias.detach()
-    return _tflops(lambda: F.scaled_mm(q, weight.t(), scale, F.ScalingType.TensorWise, weight_scale,
-                                       F.ScalingType.TensorWise, bias=bias, output_dtype=torch.bfloat16), flop)
+    return tflops(lambda: F.scaled_mm(q, weight.t(), scale, F.ScalingType.TensorWise, weight_scale,
+                                      F.ScalingType.TensorWise, bias=bias, output_dtype=torch.bfloat16), flop)
 
 
 def rates(tokens: int = TOKENS) -> list[str]:

@@ -27,25 +27,29 @@ HEADS, HEAD_DIM = 16, 64  # Sapiens2 0.4B
 TOKENS = {"1024x768": 9 + 64 * 48, "768x576": 9 + 48 * 36}
 
 
-def time_backend(backend: str, tokens: int, kv_heads: int, dtype=torch.bfloat16, calls: int = 50) -> float:
-    """TFLOP/s of `attention(q, k, v, backend)` at these shapes (CUDA events, after 5 warm-up calls)."""
+def tflops(call, flop: float, calls: int = 50) -> float:
+    """TFLOP/s of `call()` doing `flop` FLOP (CUDA events, after 5 warm-up calls)."""
+    with torch.inference_mode():
+        for _ in range(5):
+            call()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            call()
+        end.record()
+        end.synchronize()
+    return flop / (start.elapsed_time(end) / 1e3 / calls) / 1e12
+
+
+def time_backend(backend: str, tokens: int, kv_heads: int, dtype=torch.bfloat16) -> float:
+    """TFLOP/s of `attention(q, k, v, backend)` at these shapes."""
     from realtime.models.sapiens2 import attention
 
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(1, HEADS, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
     k = torch.randn(1, kv_heads, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
     v = torch.randn(1, kv_heads, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
-    with torch.inference_mode():
-        for _ in range(5):
-            attention(q, k, v, backend)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            attention(q, k, v, backend)
-        end.record()
-        end.synchronize()
-    seconds = start.elapsed_time(end) / 1e3 / calls
-    return 4.0 * HEADS * tokens * tokens * HEAD_DIM / seconds / 1e12
+    return tflops(lambda: attention(q, k, v, backend), 4.0 * HEADS * tokens * tokens * HEAD_DIM)
 
 
 def rates(tokens_by_name: dict[str, int] = TOKENS) -> list[str]:

@@ -154,9 +154,10 @@ def foot_indices(keypoint_names: Sequence[str]) -> dict[str, np.ndarray]:
 
 def lowest_points(points3d: np.ndarray, feet: dict[str, np.ndarray], up: np.ndarray) -> np.ndarray:
     """(K, 3) -> (2, 3): each foot's known heel or toe point lowest along `up` (NaN if none)."""
+    points3d = np.asarray(points3d, dtype=np.float64)
     out = np.full((len(SIDES), 3), np.nan)
     for row, side in enumerate(SIDES):
-        pts = np.asarray(points3d, dtype=np.float64)[feet[side]]
+        pts = points3d[feet[side]]
         pts = pts[np.isfinite(pts).all(axis=1)]
         if len(pts):
             out[row] = pts[np.argmin(pts @ up)]
