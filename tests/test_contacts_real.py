@@ -68,8 +68,8 @@ def test_a_third_walk_loads_level_and_straight():
 @pytest.mark.parametrize("heading", [45.0, 90.0])
 def test_contacts_and_locking_meet_the_goals_on_a_real_walk(walk, heading):
     results = bench.evaluate_walk(walk, heading, SEEDS)
-    # measured: 45 deg P 0.91, R 0.98, slide 0.43 mm, floor 0.06 deg; 90 deg 0.90 / 0.97 / 0.21 mm / 0.06 deg
-    assert _mean(results, "contact_precision") >= 0.88  # the goal 0.90: met at 45, 0.896 at 90 (0.890 before round 6)
+    # measured: 45 deg P 0.91, R 0.98, slide 0.24 mm, floor 0.06 deg; 90 deg 0.906 / 0.97 / 0.25 mm / 0.06 deg
+    assert _mean(results, "contact_precision") >= PRECISION  # the goal: met at both since round 9 (90 deg: 0.896 before)
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "slide_after_mm_per_frame") < 0.1 * _mean(results, "slide_before_mm_per_frame")
@@ -84,9 +84,9 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
     """As captured the walk heads straight away from the camera: between depth frames the lifted feet's motion
     along the line of sight is not measured, so a late swing descending along it looks planted (precision)."""
     results = bench.evaluate_walk(walk, 0.0, SEEDS)
-    # measured: precision 0.87, recall 0.96, slide 1.66 mm/frame (1.43 before round 6's lifting release), floor 0.06 deg
+    # measured: precision 0.86, recall 0.97, slide 0.50 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.8
+    assert _mean(results, "contact_precision") >= 0.85
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -95,12 +95,12 @@ def test_a_second_walk_locks_its_feet_but_misses_the_precision_goal():
     """CMU 07_06 (same subject): recall and the lock hold, precision does not reach the goal. Its right heel
     rises slowly from initial contact (8-frame heel stances against 13-15 on the left) and the detector
     releases it 0-5 frames after the truth's heel-off (most of its false contacts: bench/contact_errors.py).
-    The lifting release (a heel 2 cm above its stance position and rising, round 6) ends some of them sooner:
-    precision 0.775 before it."""
+    The lifting release (a heel 2 cm above its stance position and rising, round 6; rising at 0.15 m/s, not 0.2,
+    round 9) ends some of them sooner: precision 0.775 before it, 0.794 before round 9."""
     results = bench.evaluate_walk(load_clip(WALKS[1]), 45.0, SEEDS)
-    # measured: precision 0.79, recall 0.96, slide 0.23 mm/frame, floor 0.06 deg
+    # measured: precision 0.813 (0.794 before round 9), recall 0.96, slide 0.23 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.79
+    assert _mean(results, "contact_precision") >= 0.80
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -111,9 +111,9 @@ def test_a_second_walk_straight_away_lands_without_waiting():
     3-5 frames later (recall 0.89, slide 1.66 mm/frame). Only a stance's release (STANCE_FRAMES) is followed
     by the refractory now."""
     results = bench.evaluate_walk(load_clip(WALKS[1]), 0.0, SEEDS)
-    # measured: precision 0.74, recall 0.98, slide 0.00 mm/frame, floor 0.06 deg
+    # measured: precision 0.762 (0.748 before round 9), recall 0.98, slide 0.00 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= 0.95
-    assert _mean(results, "contact_precision") >= 0.72
+    assert _mean(results, "contact_precision") >= 0.75
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -147,13 +147,14 @@ def _heel_off(rise_per_frame: float, top: float = np.inf) -> list[bool]:
 
 
 def test_a_heel_rising_from_its_stance_is_released_once_it_is_lifting():
-    """Heel-off seen in the image: 8 mm a frame (0.24 m/s, slower than OFF_SPEED) is past OFF_RISE (2 cm) on
-    its third frame and rising; two such frames end the contact one frame before the drift rule (2.8 cm)
-    would. A heel that crept up as far at 0.09 m/s and stays there is not rising: still in contact."""
-    assert ground.OFF_RISE == 0.02 and ground.OFF_RISE_SPEED == 0.2 and ground.OFF_DRIFT == 0.028
-    lifting = _heel_off(0.008)
-    assert lifting[1:12] == [True] * 11 and not any(lifting[12:])  # the drift alone: released on frame 13
-    assert all(_heel_off(0.003, top=0.025)[1:])
+    """Heel-off seen in the image: 6 mm a frame (0.18 m/s, slower than OFF_SPEED) is past OFF_RISE (2 cm) on
+    its fourth frame and rising; two such frames end the contact one frame before the drift rule (2.8 cm)
+    would (round 9: rising at 0.15 m/s counts; at the 0.2 m/s before, only the drift released this heel).
+    A heel that crept up as far at 0.12 m/s and stays there is not rising: still in contact."""
+    assert ground.OFF_RISE == 0.02 and ground.OFF_RISE_SPEED == 0.15 and ground.OFF_DRIFT == 0.028
+    lifting = _heel_off(0.006)
+    assert lifting[1:13] == [True] * 12 and not any(lifting[13:18])  # the drift alone: released on frame 14
+    assert all(_heel_off(0.004, top=0.025)[1:])
 
 
 def _heel_along(xs) -> list[bool]:
