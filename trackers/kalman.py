@@ -27,7 +27,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from filterpy.common import Q_continuous_white_noise
 
 from trackers.regions import per_keypoint, smoothness_factor
 
@@ -69,6 +68,9 @@ def _taylor_table(dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=None)
 def _unit_process_noise(dim: int) -> np.ndarray:
+    # imported here: filterpy loads scipy.stats (0.3 s), which a run whose smoother is not Kalman never needs
+    from filterpy.common import Q_continuous_white_noise
+
     return Q_continuous_white_noise(dim, dt=1.0, spectral_density=1.0)
 
 
