@@ -9,7 +9,7 @@ import pytest
 
 from realtime.rig.lift import Lifter
 from realtime.rig.robust import nanmedian
-from realtime.rig.scale import ScaleFilter
+from realtime.rig.scale import FloorDistanceScale, ScaleFilter
 from tests.ground_synthetic import CENTRE, FOCAL, walk
 from tests.mocap_synthetic import NAMES
 
@@ -113,3 +113,17 @@ def test_bone_length_medians_are_nanmedians():  # the (frames, bones) windows Sc
         with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):
             expected = np.nanmedian(values, axis=0)
         np.testing.assert_allclose(nanmedian(values), expected, equal_nan=True)
+
+
+def test_a_still_cameras_frame_scale_is_its_floor_distance_against_the_frames_before():
+    """The floor's distance from a still camera changes only with the frame's scale: from the fourth
+    frame on each frame's scale is its distance over the median of the ones before (clipped to +-30 %)."""
+    floor = FloorDistanceScale()
+    jitter = 1 + np.random.default_rng(5).normal(0, JITTER, 12)
+    scales = [floor.update(1.5 * s) for s in jitter]
+    assert scales[:3] == [1.0, 1.0, 1.0]
+    for t in range(3, 12):
+        assert scales[t] == pytest.approx(jitter[t] / np.median(jitter[:t]), rel=1e-12)
+    assert floor.update(1.5 * 2.0 * np.median(jitter)) == pytest.approx(1.3)
+    floor.reset()
+    assert floor.update(3.0) == 1.0

@@ -19,6 +19,11 @@ when the rays are given (the image fixes a bone's extent across the view to abou
 only its extent along the view comes from the pointmap), else on the 3D points as they are.
 Bones that point more than STEEP_DEG into the view are left out of a frame (their length is
 mostly depth noise), and a frame's scale is taken only from at least MIN_BONES bones.
+
+A still camera's floor says the same sooner (`FloorDistanceScale`, run by the ground stage before the
+lifter): the camera's distance to the floor plane found in the background changes with nothing but the
+frame's scale, is measured on thousands of pixels, and holds for every person in the frame from their first
+depth frame on (a fresh track's bone lengths say nothing for MIN_HISTORY frames).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ MAX_CORRECTION = 0.3  # a frame's scale is clipped to 1 +- this
 HUBER = 1.5  # robust deviations: bones further off count less
 SHARED_JOINTS = 2.0  # most joints end two bones, so their errors are not independent: the variance is about twice
 MIN_HISTORY = 10  # measured depth frames before any scale is taken out
+MIN_FLOOR_FRAMES = 3  # frames whose floor was found before FloorDistanceScale says anything
 
 
 class ScaleFilter:
@@ -100,6 +106,28 @@ class ScaleFilter:
         if spread <= 0:
             return 0.0
         return float(np.clip(1.0 - SHARED_JOINTS * float(np.median(noise)) / spread ** 2, 0.0, 1.0))
+
+
+class FloorDistanceScale:
+    """A still camera's pointmap scale per frame from the floor in its background: the camera's distance to
+    the floor plane found among thousands of background pixels (`realtime.rig.floor_scene`) is the same on
+    every frame but for the frame's scale, so its ratio to the median of the frames before is that scale,
+    the same for everyone in the frame and known from a person's first depth frame on (a person's own bone
+    lengths need MIN_HISTORY depth frames first). 1.0 until MIN_FLOOR_FRAMES frames measured it."""
+
+    def __init__(self, window: int = WINDOW):
+        self._distances: deque = deque(maxlen=window)
+
+    def reset(self) -> None:
+        self._distances.clear()
+
+    def update(self, distance: float) -> float:
+        """This frame's distance from the camera to the floor (its pointmap's metres) -> the frame's scale."""
+        scale = 1.0
+        if len(self._distances) >= MIN_FLOOR_FRAMES:
+            scale = float(np.clip(distance / np.median(self._distances), 1 - MAX_CORRECTION, 1 + MAX_CORRECTION))
+        self._distances.append(distance)
+        return scale
 
 
 def huber_mean(values: np.ndarray, weights: np.ndarray, *, iterations: int = 5) -> tuple[float, float]:

@@ -12,6 +12,7 @@ from realtime.rig.floor_scene import ScenePlanes, grid_shape
 from realtime.rig.ground import ContactDetector, Floor, FloorEstimator, foot_centres
 from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter
+from realtime.rig.scale import FloorDistanceScale
 from realtime.stages.egomotion import fresh_map, person_mask
 
 
@@ -19,8 +20,9 @@ class GroundStage:
     """Pipeline stage after smooth: each tracked person's 3D keypoints on every frame, on a steady
     metric scale, and their foot contact.
 
-    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale against the
-    person's own bone lengths (`realtime.rig.scale`), each on its keypoint's ray; between depth frames lifted from the 2D
+    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale (with a still camera
+    first against the floor's distance in the background, `FloorDistanceScale`, then against the person's
+    own bone lengths, `realtime.rig.scale`), each on its keypoint's ray; between depth frames lifted from the 2D
     keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
     contact detector had planted on the last frame (or that stands still in the image) is held along
     the line of sight. Left None before the person's first depth frame. Once the egomotion stage (run
@@ -48,6 +50,8 @@ class GroundStage:
         self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
         self.scene = ScenePlanes() if scene_floor else None
         self._normal: Optional[np.ndarray] = None  # the scene's floor normal in the last frame's camera
+        self._floor_scale = FloorDistanceScale()  # a still camera's frame scale from its floor's distance
+        self._frame_scale = 1.0  # this frame's, by which its people's measured 3D are divided
         index = {n: i for i, n in enumerate(self.keypoint_names)}
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
@@ -74,7 +78,8 @@ class GroundStage:
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
             lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
             planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
-            points = lifter.update(person.best_keypoints, person.keypoints3d, person.keypoint_scores, planted,
+            measured = None if person.keypoints3d is None else np.asarray(person.keypoints3d, np.float64) / self._frame_scale
+            points = lifter.update(person.best_keypoints, measured, person.keypoint_scores, planted,
                                    self._camera_motion(frame, person.track_id))
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points, normal)
@@ -95,10 +100,15 @@ class GroundStage:
 
     def _scene_normal(self, frame: Frame) -> Optional[np.ndarray]:
         """The floor's up in this frame's camera from the backgrounds seen so far (this frame's too when
-        it has a pointmap of its own and people with 3D), or None (the feet's tilt)."""
+        it has a pointmap of its own and people with 3D), or None (the feet's tilt). With a still camera the
+        floor found in this frame's background also sets `_frame_scale` (its distance: `FloorDistanceScale`)."""
+        self._frame_scale = 1.0
         if self.scene is None:
             return None
         camera = frame.camera  # the egomotion stage's: odometry_from_camera
+        still = camera is None or not camera.world
+        if not still:  # a moving camera's distance to the floor changes: start again once it is still
+            self._floor_scale.reset()
         rotation = None if camera is None else camera.world_from_camera[:3, :3]
         pointmap = fresh_map(frame, "pointmap")
         measured = [np.asarray(p.keypoints3d, np.float64) for p in frame.people if p.keypoints3d is not None]
@@ -109,7 +119,9 @@ class GroundStage:
             ups = [u / np.linalg.norm(u) for u in ups if np.isfinite(u).all() and np.linalg.norm(u) > 0]
             if ups:
                 mask = person_mask(frame, grid_shape(pointmap.shape))
-                self.scene.add(pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
+                found = self.scene.add(pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
+                if found is not None and still and self.stabilise_scale:
+                    self._frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
         return self.scene.normal(rotation, moving=camera is not None and camera.world)
 
     def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
