@@ -117,13 +117,16 @@ def test_bone_length_medians_are_nanmedians():  # the (frames, bones) windows Sc
 
 def test_a_still_cameras_frame_scale_is_its_floor_distance_against_the_frames_before():
     """The floor's distance from a still camera changes only with the frame's scale: from the fourth
-    frame on each frame's scale is its distance over the median of the ones before (clipped to +-30 %)."""
+    frame on each frame's scale is its distance over the median of the ones before; a distance 20 % off is
+    another surface (a step): no scale from it, and it does not move the usual distance."""
     floor = FloorDistanceScale()
     jitter = 1 + np.random.default_rng(5).normal(0, JITTER, 12)
     scales = [floor.update(1.5 * s) for s in jitter]
     assert scales[:3] == [1.0, 1.0, 1.0]
     for t in range(3, 12):
         assert scales[t] == pytest.approx(jitter[t] / np.median(jitter[:t]), rel=1e-12)
-    assert floor.update(1.5 * 2.0 * np.median(jitter)) == pytest.approx(1.3)
+    usual = np.median(jitter)
+    assert floor.update(1.5 * 1.2 * usual) == 1.0
+    assert floor.update(1.5 * 1.05 * usual) == pytest.approx(1.05, rel=1e-12)  # the step left no trace
     floor.reset()
     assert floor.update(3.0) == 1.0
