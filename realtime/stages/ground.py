@@ -51,7 +51,6 @@ class GroundStage:
         self.scene = ScenePlanes() if scene_floor else None
         self._normal: Optional[np.ndarray] = None  # the scene's floor normal in the last frame's camera
         self._floor_scale = FloorDistanceScale()  # a still camera's frame scale from its floor's distance
-        self._frame_scale = 1.0  # this frame's, by which its people's measured 3D are divided
         index = {n: i for i, n in enumerate(self.keypoint_names)}
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
@@ -69,7 +68,8 @@ class GroundStage:
         return Floor(self._normal, floor.point)
 
     def process(self, frame: Frame) -> Frame:
-        normal = self._normal = self._scene_normal(frame)
+        normal, frame_scale = self._read_scene(frame)
+        self._normal = normal
         people = []
         for person in frame.people:
             if person.track_id is None or person.keypoints is None:
@@ -78,7 +78,7 @@ class GroundStage:
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
             lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
             planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
-            measured = None if person.keypoints3d is None else np.asarray(person.keypoints3d, np.float64) / self._frame_scale
+            measured = None if person.keypoints3d is None else np.asarray(person.keypoints3d, np.float64) / frame_scale
             points = lifter.update(person.best_keypoints, measured, person.keypoint_scores, planted,
                                    self._camera_motion(frame, person.track_id))
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
@@ -98,13 +98,14 @@ class GroundStage:
         floor_up = None if normal is None else np.round(normal, FLOOR_UP_DECIMALS)  # the tracks file's numbers
         return frame.replace(people=tuple(people), floor_up=floor_up)
 
-    def _scene_normal(self, frame: Frame) -> Optional[np.ndarray]:
-        """The floor's up in this frame's camera from the backgrounds seen so far (this frame's too when
-        it has a pointmap of its own and people with 3D), or None (the feet's tilt). With a still camera the
-        floor found in this frame's background also sets `_frame_scale` (its distance: `FloorDistanceScale`)."""
-        self._frame_scale = 1.0
+    def _read_scene(self, frame: Frame) -> tuple[Optional[np.ndarray], float]:
+        """(the floor's up in this frame's camera from the backgrounds seen so far, this frame's too when
+        it has a pointmap of its own and people with 3D, or None: the feet's tilt; the frame's scale, by which
+        its people's measured 3D are divided: with a still camera from the distance of the floor found in this
+        frame's background, `FloorDistanceScale`, else 1)."""
+        frame_scale = 1.0
         if self.scene is None:
-            return None
+            return None, frame_scale
         camera = frame.camera  # the egomotion stage's: odometry_from_camera
         still = camera is None or not camera.world
         if not still:  # a moving camera's distance to the floor changes: start again once it is still
@@ -121,8 +122,8 @@ class GroundStage:
                 mask = person_mask(frame, grid_shape(pointmap.shape))
                 found = self.scene.add(pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
                 if found is not None and still and self.stabilise_scale:
-                    self._frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
-        return self.scene.normal(rotation, moving=camera is not None and camera.world)
+                    frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
+        return self.scene.normal(rotation, moving=camera is not None and camera.world), frame_scale
 
     def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
         """(4, 4) this frame's camera from the one of the person's last frame, while the egomotion stage
