@@ -39,16 +39,20 @@ between the two performers' `Person.bones` roots against the truth, each perform
 truth: eye height / 0.936), the ground stage's
 world slide (its ankle and heel of each foot in true contact on a frame and the one before, in the
 world of the world stage's cameras, once the world is fixed: mm/frame on the lifted frames, and on
-all frames with the depth frames' re-measuring), and each stage's cost per frame. `--hold camera`:
-the ground stage is not shown the egomotion stage's camera (as before round 5, when it ran before the
-egomotion), so its lifter holds planted feet in the camera frame.
+all frames with the depth frames' re-measuring), the world roots the run hands on (`Person.bones`, from
+the first frame in the world, aligned there: % of the distance travelled, the worst performer), and each
+stage's cost per frame. `--hold camera`: the ground stage is not shown the egomotion stage's camera (as
+before round 5, when it ran before the egomotion), so its lifter holds planted feet in the camera frame.
+`--no-background-scale`: the ground stage is not shown the egomotion's `Camera.pointmap_scale` (as before
+round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
 Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks]
-     [--pipeline [--hold world|camera]]
+     [--pipeline [--hold world|camera] [--no-background-scale]]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -222,17 +226,22 @@ def main() -> None:
                         help="through the run's stages (egomotion -> ground -> world -> motion)")
     parser.add_argument("--hold", choices=("world", "camera"), default="world",
                         help="--pipeline: camera = the ground stage not shown the camera (feet held in the camera frame)")
+    parser.add_argument("--no-background-scale", action="store_true",
+                        help="--pipeline: the ground stage not shown the egomotion's pointmap scale (before round 11)")
     args = parser.parse_args()
     cv2.setNumThreads(1)  # the cost on one core
     if args.pipeline:
-        rows = [pipeline_run(path, seed, args.frames, hold=args.hold) for path in args.paths for seed in args.seeds]
+        rows = [pipeline_run(path, seed, args.frames, hold=args.hold, background_scale=not args.no_background_scale)
+                for path in args.paths for seed in args.seeds]
         for path in args.paths:
             lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
             every = [r["slide_all_mm"] for r in rows if r["path"] == path]
             ups = [r.get("world_up_deg", float("nan")) for r in rows if r["path"] == path]
+            roots = [r["root_world_pct"] for r in rows if r["path"] == path and "root_world_pct" in r]
+            root = f"; world root {np.mean(roots):.2f} % of distance ({min(roots):.2f}-{max(roots):.2f})" if roots else ""
             print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
                   f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f}); "
-                  f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f})")
+                  f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f}){root}")
         return
 
     def motions_for(frames: int, seed: int) -> list[Motion]:
@@ -270,9 +279,10 @@ def main() -> None:
           f"{max(d[1] for d in drifts):.3f} deg")
 
 
-def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict:
+def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", background_scale: bool = True) -> dict:
     """One scene through EgomotionStage -> GroundStage -> WorldStage -> MotionStage (see the module's
-    docstring); hold 'camera': the ground stage does not see the egomotion stage's camera."""
+    docstring); hold 'camera': the ground stage does not see the egomotion stage's camera;
+    background_scale False: nor its pointmap scale."""
     from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage
     from tests.world_tracks import scene_frames
 
@@ -284,6 +294,8 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict
             start = time.perf_counter()
             if hold == "camera" and stage.name == "ground":
                 frame = stage.process(frame.replace(camera=None)).replace(camera=frame.camera)
+            elif not background_scale and stage.name == "ground":
+                frame = stage.process(frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None)))
             else:
                 frame = stage.process(frame)
             cost[stage.name].append(time.perf_counter() - start)
@@ -302,6 +314,8 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict
         ups = [np.degrees(np.arccos(np.clip(f.camera.world_from_camera[1, :3] @ pose[1, :3], -1.0, 1.0)))
                for f, pose in zip(out[grounded:], truth.world_from_camera[grounded:])]
         result["world_up_deg"] = round(float(np.mean(ups)), 3)
+    if world:  # the run's world roots (`Person.bones`) from the first frame in the world, aligned there
+        result["root_world_pct"] = round(world_root_error(truth, out, world), 2)
     rows = [i for i in world if all(p.bones is not None and not p.bones.root_held for p in out[i].people)]
     if rows:
         est = np.array([np.linalg.norm(out[i].people[0].bones.root_position - out[i].people[1].bones.root_position)
@@ -318,6 +332,23 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world") -> dict
                          for name, v in cost.items()}
     print(result, flush=True)
     return result
+
+
+def world_root_error(truth, out: list, world: list[int]) -> float:
+    """The worst performer's mean error of the world roots the run hands on (`Person.bones.root_position` on
+    the frames in the world), both tracks in the camera of the first such frame and aligned there, as % of the
+    distance travelled (the measure of `root*` in `run`, on the stages' own output)."""
+    first = world[0]
+    est_camera, true_camera = np.linalg.inv(out[first].camera.world_from_camera), np.linalg.inv(truth.world_from_camera[first])
+    errors = []
+    for p in range(len(out[first].people)):
+        est = np.array([transform_points(est_camera, out[i].people[p].bones.root_position) if out[i].people[p].bones is not None
+                        else np.full(3, np.nan) for i in world])
+        ref = transform_points(true_camera, truth.joints[p, world][:, HIPS].mean(axis=1))
+        est, ref = est - est[0], ref - ref[0]
+        travelled = np.linalg.norm(np.diff(ref, axis=0), axis=1).sum()
+        errors.append(100 * float(np.nanmean(np.linalg.norm(est - ref, axis=1))) / travelled)
+    return max(errors)
 
 
 def ground_slide(truth, out: list) -> tuple[np.ndarray, np.ndarray]:

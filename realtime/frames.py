@@ -154,7 +154,7 @@ def rounded_bones(names, offsets, root_position, rotations, held, root_held: boo
 
 
 # Decimals of `Camera` (and of the tracks file's "camera"): 0.01 mm, 1e-6 of a unit quaternion, 0.01 px.
-CAMERA_DECIMALS = {"position": 5, "rotation": 6, "intrinsics": 2}
+CAMERA_DECIMALS = {"position": 5, "rotation": 6, "intrinsics": 2, "pointmap_scale": 6}
 HEIGHT_DECIMALS = 3  # Person.height: mm and 0.001 of confidence
 FLOOR_UP_DECIMALS = 6  # Frame.floor_up (and the tracks file's "floor_up"): 1e-6 of a unit vector, 0.00006 degrees
 CAMERA_STATUS = ("waiting", "static", "tracking", "lost")
@@ -182,6 +182,11 @@ class Camera:
                 was seen to move (`--camera auto`) or is said to (`--camera moving`) and the floor is
                 known; False: they are camera-relative, as without a world stage.
     grounded:   False while the world frame is provisional (the floor not fitted yet).
+    pointmap_scale: on a frame with a pointmap of its own, that pointmap's metric scale against the
+                camera path's metres, measured on the background by the egomotion stage (1.02: its points
+                are 2 % too far); the ground stage divides a moving camera's people's measured 3D by it, so
+                they share the camera path's metres and lose the pointmap's per-frame scale jitter. None on
+                other frames and without egomotion (`--camera static`).
 
     Numbers are rounded to `CAMERA_DECIMALS`, so a frame read back from a tracks file holds the
     very same values (`world_from_camera` is computed from them).
@@ -193,6 +198,7 @@ class Camera:
     status: str = "static"
     world: bool = False
     grounded: bool = False
+    pointmap_scale: Optional[float] = None
 
     def __post_init__(self) -> None:
         if np.shape(self.position) != (3,) or np.shape(self.rotation) != (4,):
@@ -201,6 +207,8 @@ class Camera:
             raise ValueError(f"Camera.intrinsics must be (4,) fx, fy, cx, cy, got {np.shape(self.intrinsics)}")
         if self.status not in CAMERA_STATUS:
             raise ValueError(f"Camera.status must be one of {CAMERA_STATUS}, got {self.status!r}")
+        if self.pointmap_scale is not None and not (np.isfinite(self.pointmap_scale) and self.pointmap_scale > 0):
+            raise ValueError(f"Camera.pointmap_scale must be a positive number or None, got {self.pointmap_scale!r}")
 
     @property
     def world_from_camera(self) -> np.ndarray:
@@ -231,13 +239,14 @@ def _quaternion(m: np.ndarray) -> np.ndarray:
 
 
 def rounded_camera(world_from_camera: np.ndarray, intrinsics: Optional[np.ndarray], status: str, world: bool,
-                   grounded: bool) -> Camera:
+                   grounded: bool, pointmap_scale: Optional[float] = None) -> Camera:
     """A `Camera` from a (4, 4) pose, its numbers rounded to `CAMERA_DECIMALS` (the quaternion with w >= 0)."""
     quat = _quaternion(np.asarray(world_from_camera, np.float64)[:3, :3])
     return Camera(np.round(np.asarray(world_from_camera, np.float64)[:3, 3], CAMERA_DECIMALS["position"]),
                   np.round(quat, CAMERA_DECIMALS["rotation"]),
                   None if intrinsics is None else np.round(np.asarray(intrinsics, np.float64), CAMERA_DECIMALS["intrinsics"]),
-                  status, bool(world), bool(grounded))
+                  status, bool(world), bool(grounded),
+                  None if pointmap_scale is None else round(float(pointmap_scale), CAMERA_DECIMALS["pointmap_scale"]))
 
 
 class DenseMaps:

@@ -78,7 +78,8 @@ def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, 
 def _frame(record: FrameRecord, bone_names: Optional[tuple[str, ...]]) -> Frame:
     camera = record.camera
     if camera is not None:
-        camera = Camera(camera.position, camera.rotation, camera.intrinsics, camera.status, camera.world, camera.grounded)
+        camera = Camera(camera.position, camera.rotation, camera.intrinsics, camera.status, camera.world, camera.grounded,
+                        camera.pointmap_scale)
     return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, camera=camera, floor_up=record.floor_up,
                  people=tuple(_person(p, bone_names) for p in record.people))
 

@@ -109,6 +109,10 @@ def test_a_camera_rounds_to_what_the_tracks_file_keeps():
     np.testing.assert_allclose(camera.world_from_camera, pose, atol=2e-6)
     with pytest.raises(ValueError):
         Camera(np.zeros(3), np.array([0, 0, 0, 1.0]), status="moving")
+    assert rounded_camera(pose, None, "tracking", True, True, 1.0123456789).pointmap_scale == 1.012346
+    for scale in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError):
+            Camera(np.zeros(3), np.array([0, 0, 0, 1.0]), pointmap_scale=scale)
 
 
 def test_the_tracks_keep_camera_floor_up_and_height_and_a_stream_sends_the_same_bytes(pan, tmp_path):
@@ -123,6 +127,7 @@ def test_the_tracks_keep_camera_floor_up_and_height_and_a_stream_sends_the_same_
     assert len(replayed) == len(frames)
     for a, b in zip(frames, replayed):
         assert (a.camera.status, a.camera.world, a.camera.grounded) == (b.camera.status, b.camera.world, b.camera.grounded)
+        assert a.camera.pointmap_scale == b.camera.pointmap_scale
         np.testing.assert_array_equal(a.camera.world_from_camera, b.camera.world_from_camera)
         assert (a.floor_up is None) == (b.floor_up is None)
         if a.floor_up is not None:
@@ -140,6 +145,10 @@ def test_the_tracks_keep_camera_floor_up_and_height_and_a_stream_sends_the_same_
     assert tracks.camera is not None and tracks.camera.moved and tracks.camera.known.all()
     np.testing.assert_allclose(tracks.camera.world_from_camera()[-1], frames[-1].camera.world_from_camera, atol=1e-12)
     assert tracks.camera.status[-1] == frames[-1].camera.status
+    scales = [f.camera.pointmap_scale for f in frames]  # the egomotion's, on the depth frames (every 5th) only
+    assert [f.index for f in frames if f.camera.pointmap_scale is not None] == list(range(0, len(frames), 5))
+    np.testing.assert_array_equal(tracks.camera.pointmap_scale, [np.nan if s is None else s for s in scales])
+    assert 0.93 < np.nanmin(tracks.camera.pointmap_scale) and np.nanmax(tracks.camera.pointmap_scale) < 1.07  # 2 % jitter
     np.testing.assert_array_equal(tracks.floor_up[-1], frames[-1].floor_up)  # the scene's floor, in the last camera
     assert tracks.people[1].stature == frames[-1].people[0].height
 

@@ -4,6 +4,7 @@ output, and a tracks file of it."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +40,16 @@ def scene_frames(path: str, frames: int, seed: int = 0):
         yield truth, Frame(index=t, timestamp=float(truth.times[t]), image=image, people=tuple(people), dense=dense)
 
 
-def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True):
-    """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only)."""
+def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True):
+    """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only;
+    background_scale False: the ground stage not shown the egomotion's `Camera.pointmap_scale`)."""
     stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES)]
               + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
     out, truth = [], None
     for truth, frame in scene_frames(path, frames):  # noqa: B007 (the last truth is returned)
         for stage in stages:
+            if stage.name == "ground" and not background_scale and frame.camera is not None:
+                frame = frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None))
             frame = stage.process(frame)
         out.append(frame)
     return truth, out, stages

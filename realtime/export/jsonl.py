@@ -17,7 +17,8 @@ Schema version 3, one JSON object per line:
                    "offsets": [[x, y, z] x B]}  (the solved skeleton, rig axes, "bone_names" order),
          "height": [metres, confidence]  (stature, once measured)}],
      "camera": {"position": [x, y, z], "rotation": [x, y, z, w], "intrinsics": [fx, fy, cx, cy] | null,
-                "status": "waiting"|"static"|"tracking"|"lost", "world": 0|1, "grounded": 0|1}
+                "status": "waiting"|"static"|"tracking"|"lost", "world": 0|1, "grounded": 0|1,
+                "pointmap_scale": s  (on frames with a pointmap of their own, from the egomotion)}
                 (world_from_camera, when the world stage ran: pose + depth),
      "floor_up": [x, y, z]  (the floor's up in this frame's camera, from the pointmap's background,
                  when the ground stage measured it)}
@@ -28,8 +29,11 @@ facing +Z, +X its left): local quaternions relative to the T-pose, each bone's r
 its parent, the root's position, and held marks for bones whose points were not seen (they
 kept their last rotation); on frames whose "camera" says "world": 1 the bones' root is in the
 world frame (y up, floor at 0). `camera` is the camera's pose in the world (metres, y up, origin
-on the floor) and its intrinsics in pixels; `floor_up` a unit vector in camera axes. Version 1 files (no
-lips, no bones) and version 2 files (no floor_up) read as before; a value that is not known is `null`.
+on the floor) and its intrinsics in pixels, and `pointmap_scale` that frame's pointmap's metric scale against
+the camera path's metres, measured on the background (1.02: its points 2 % too far; the ground stage took it out
+of a moving camera's people); `floor_up` a unit vector in camera axes. Version 1 files (no lips, no bones),
+version 2 files (no floor_up) and version 3 files (no pointmap_scale) read as before; a value that is not known
+is `null`.
 Every input frame gets a line, also frames with nobody. The file is append-only
 and flushed after every frame, so a crashed run loses at most the frame in flight.
 Readers skip unknown fields and unknown line types, and a cut-off last line.
@@ -52,8 +56,9 @@ from realtime.frames import CAMERA_STATUS
 
 log = logging.getLogger(__name__)
 
-# 2: lips, bones and bone_names, camera and height; 3: floor_up (Frame.floor_up). Versions 1 and 2 still read.
-SCHEMA_VERSION = 3
+# 2: lips, bones and bone_names, camera and height; 3: floor_up (Frame.floor_up); 4: the camera's pointmap_scale
+# (Camera.pointmap_scale). Versions 1-3 still read.
+SCHEMA_VERSION = 4
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D
@@ -192,7 +197,8 @@ class PersonRecord:
 @dataclass(frozen=True)
 class CameraRecord:
     """A frame's "camera": position (3,), rotation (4,) x, y, z, w, intrinsics (4,) or None, status,
-    world (people in the world frame), grounded (the world frame fixed by the floor)."""
+    world (people in the world frame), grounded (the world frame fixed by the floor), pointmap_scale (the
+    frame's pointmap's scale against the camera path's metres) or None."""
 
     position: np.ndarray
     rotation: np.ndarray
@@ -200,6 +206,7 @@ class CameraRecord:
     status: str
     world: bool
     grounded: bool
+    pointmap_scale: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -266,8 +273,11 @@ def _check_camera(value) -> CameraRecord:
     if not np.isfinite(rotation).all() or np.linalg.norm(rotation) < 0.5:
         raise ValueError(f"camera's rotation is {_short(value.get('rotation'))}, not a unit quaternion")
     intrinsics = None if value.get("intrinsics") is None else _numbers(value["intrinsics"], "camera's intrinsics", (4,))
+    scale = value.get("pointmap_scale")
+    if scale is not None and not (_is_number(scale) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"camera's pointmap_scale is {_short(scale)}, not a positive number")
     return CameraRecord(_numbers(value.get("position"), "camera's position", (3,)), rotation, intrinsics, status, flags["world"],
-                        flags["grounded"])
+                        flags["grounded"], None if scale is None else float(scale))
 
 
 def _check_person(person: dict, num_keypoints: int, n: int, num_bones: Optional[int] = None) -> PersonRecord:
@@ -490,7 +500,7 @@ def _camera_track(cameras: list[Optional[CameraRecord]]) -> Optional[CameraTrack
         return None
     T = len(cameras)
     position, rotation, intrinsics = np.full((T, 3), np.nan), np.full((T, 4), np.nan), np.full((T, 4), np.nan)
-    world, grounded = np.zeros(T, bool), np.zeros(T, bool)
+    world, grounded, scale = np.zeros(T, bool), np.zeros(T, bool), np.full(T, np.nan)
     status = []
     for row, camera in enumerate(cameras):
         status.append("none" if camera is None else camera.status)
@@ -500,7 +510,9 @@ def _camera_track(cameras: list[Optional[CameraRecord]]) -> Optional[CameraTrack
         if camera.intrinsics is not None:
             intrinsics[row] = camera.intrinsics
         world[row], grounded[row] = camera.world, camera.grounded
-    return CameraTrack(position, rotation, intrinsics, tuple(status), world, grounded)
+        if camera.pointmap_scale is not None:
+            scale[row] = camera.pointmap_scale
+    return CameraTrack(position, rotation, intrinsics, tuple(status), world, grounded, scale)
 
 
 def _unidentified(unseen: list[tuple[int, PersonRecord]], num_keypoints: int) -> Optional[Unidentified]:

@@ -111,6 +111,9 @@ class CameraTrack:
     status:     (T,) 'waiting', 'static', 'tracking', 'lost' or 'none' (no camera on that frame).
     world:      (T,) bool: that frame's bones and contacts are in the world frame.
     grounded:   (T,) bool: the world frame was fixed by the floor.
+    pointmap_scale: (T,) float64 each depth frame's pointmap scale against the camera path's metres,
+                measured on the background (NaN on frames without a pointmap of their own, and in files
+                before schema 4).
     """
 
     position: np.ndarray
@@ -119,6 +122,11 @@ class CameraTrack:
     status: tuple[str, ...]
     world: np.ndarray
     grounded: np.ndarray
+    pointmap_scale: Optional[np.ndarray] = None
+
+    def __post_init__(self) -> None:
+        if self.pointmap_scale is None:  # built without it: NaN on every frame
+            object.__setattr__(self, "pointmap_scale", np.full(len(self.status), np.nan))
 
     @property
     def known(self) -> np.ndarray:

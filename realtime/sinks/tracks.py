@@ -94,12 +94,13 @@ def _person_json(person: Person, num_keypoints: int) -> str:
 
 
 def _camera_json(camera: Camera) -> str:
-    """{"position":[x,y,z],"rotation":[x,y,z,w],"intrinsics":[fx,fy,cx,cy]|null,"status":"...","world":0|1,"grounded":0|1}
-    at `CAMERA_DECIMALS`, which `Camera` already holds (so they read back the same)."""
+    """{"position":[x,y,z],"rotation":[x,y,z,w],"intrinsics":[fx,fy,cx,cy]|null,"status":"...","world":0|1,"grounded":0|1
+    [,"pointmap_scale":s]} at `CAMERA_DECIMALS`, which `Camera` already holds (so they read back the same)."""
     intrinsics = "null" if camera.intrinsics is None else _rows_json(camera.intrinsics, _CAMERA_K, 1)[1:-1]
+    scale = "" if camera.pointmap_scale is None else f',"pointmap_scale":{float(camera.pointmap_scale)!r}'
     return (f'{{"position":{_rows_json(camera.position, _CAMERA_XYZ, 1)[1:-1]},'
             f'"rotation":{_rows_json(camera.rotation, _CAMERA_QUAT, 1)[1:-1]},"intrinsics":{intrinsics},'
-            f'"status":"{camera.status}","world":{int(camera.world)},"grounded":{int(camera.grounded)}}}')
+            f'"status":"{camera.status}","world":{int(camera.world)},"grounded":{int(camera.grounded)}{scale}}}')
 
 
 def _flags(values) -> str:

@@ -14,8 +14,10 @@ else the person boxes filled) and the pointmap on the frames it was computed on.
 
 What it hands on (`realtime.frames.Camera`): position and rotation = odometry_from_camera (the first
 pointmap frame's camera; not the world yet, so `grounded` is False), the intrinsics in pixels of the
-original image, the tracker's status, and `world` = the camera moves (as above): the frames on which
-the ground stage holds feet in the world and the world stage may put the people in it. The world
+original image, the tracker's status, `world` = the camera moves (as above): the frames on which
+the ground stage holds feet in the world and the world stage may put the people in it, and on a frame
+with its own pointmap that pointmap's scale against the odometry's metres (measured on the background
+corners at re-anchoring), by which the ground stage divides a moving camera's people's 3D. The world
 stage replaces this camera with its pose in the world.
 """
 
@@ -84,17 +86,19 @@ class EgomotionStage:
         self._intrinsics_sum, self._intrinsics_count = np.zeros(4), 0  # static: fitted to the pointmaps
 
     def process(self, frame: Frame) -> Frame:
-        odometry_from_camera, status, intrinsics = self._track(frame, fresh_map(frame, "pointmap"))
+        odometry_from_camera, status, intrinsics, scale = self._track(frame, fresh_map(frame, "pointmap"))
         if self.mode == "auto" and not self.moved and status == "tracking":
             self.moved = _moved(odometry_from_camera)
         # Not rounded: the world stage rounds the pose it hands on (the tracks file's numbers).
         rotation = Rotation.from_matrix(odometry_from_camera[:3, :3]).as_quat()
-        camera = Camera(odometry_from_camera[:3, 3].copy(), rotation, intrinsics, status, self.moved, grounded=False)
+        camera = Camera(odometry_from_camera[:3, 3].copy(), rotation, intrinsics, status, self.moved, grounded=False,
+                        pointmap_scale=scale)
         return frame.replace(camera=camera)
 
-    def _track(self, frame: Frame, pointmap: Optional[np.ndarray]) -> tuple[np.ndarray, str, Optional[np.ndarray]]:
-        """(odometry_from_camera (4, 4), status, intrinsics in original pixels or None); `pointmap`:
-        this frame's, None when it has none of its own."""
+    def _track(self, frame: Frame, pointmap: Optional[np.ndarray]
+               ) -> tuple[np.ndarray, str, Optional[np.ndarray], Optional[float]]:
+        """(odometry_from_camera (4, 4), status, intrinsics in original pixels or None, the pointmap's scale
+        against the odometry's metres or None); `pointmap`: this frame's, None when it has none of its own."""
         if self.tracker is None:  # static: the camera is the odometry frame; intrinsics from the pointmaps
             if pointmap is not None:
                 try:
@@ -103,7 +107,7 @@ class EgomotionStage:
                 except ValueError:  # a pointmap with too few valid points
                     pass
             intrinsics = self._intrinsics_sum / self._intrinsics_count if self._intrinsics_count else None
-            return np.eye(4), "static", intrinsics
+            return np.eye(4), "static", intrinsics, None
         scale = min(1.0, self.max_side / max(frame.width, frame.height))
         gray = cv2.cvtColor(frame.image, cv2.COLOR_RGB2GRAY)
         if scale < 1.0:
@@ -115,7 +119,7 @@ class EgomotionStage:
             sx, sy = frame.width / gray.shape[1], frame.height / gray.shape[0]
             intrinsics = np.array([intrinsics[0] * sx, intrinsics[1] * sy, (intrinsics[2] + 0.5) * sx - 0.5,
                                    (intrinsics[3] + 0.5) * sy - 0.5])
-        return pose.world_from_camera, pose.status, intrinsics
+        return pose.world_from_camera, pose.status, intrinsics, pose.pointmap_scale
 
     def close(self) -> None:
         pass

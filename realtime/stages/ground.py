@@ -20,9 +20,10 @@ class GroundStage:
     """Pipeline stage after smooth: each tracked person's 3D keypoints on every frame, on a steady
     metric scale, and their foot contact.
 
-    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale (with a still camera
-    first against the floor's distance in the background, `FloorDistanceScale`, then against the person's
-    own bone lengths, `realtime.rig.scale`), each on its keypoint's ray; between depth frames lifted from the 2D
+    `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale (first the background's:
+    with a still camera against the floor's distance, `FloorDistanceScale`, with a moving one the egomotion
+    stage's `Camera.pointmap_scale`; then against the person's own bone lengths, `realtime.rig.scale`), each on
+    its keypoint's ray; between depth frames lifted from the 2D
     keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
     contact detector had planted on the last frame (or that stands still in the image) is held along
     the line of sight. Left None before the person's first depth frame. Once the egomotion stage (run
@@ -102,14 +103,18 @@ class GroundStage:
         """(the floor's up in this frame's camera from the backgrounds seen so far, this frame's too when
         it has a pointmap of its own and people with 3D, or None: the feet's tilt; the frame's scale, by which
         its people's measured 3D are divided: with a still camera from the distance of the floor found in this
-        frame's background, `FloorDistanceScale`, else 1)."""
+        frame's background, `FloorDistanceScale`; with a moving one the egomotion stage's
+        `Camera.pointmap_scale` (its background corners' depths against its map, so the people share the
+        camera path's metres); else 1)."""
         frame_scale = 1.0
-        if self.scene is None:
-            return None, frame_scale
         camera = frame.camera  # the egomotion stage's: odometry_from_camera
         still = camera is None or not camera.world
         if not still:  # a moving camera's distance to the floor changes: start again once it is still
             self._floor_scale.reset()
+            if camera.pointmap_scale is not None and self.stabilise_scale:  # measured on the background corners
+                frame_scale = camera.pointmap_scale
+        if self.scene is None:
+            return None, frame_scale
         rotation = None if camera is None else camera.world_from_camera[:3, :3]
         pointmap = fresh_map(frame, "pointmap")
         measured = [np.asarray(p.keypoints3d, np.float64) for p in frame.people if p.keypoints3d is not None]

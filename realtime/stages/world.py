@@ -70,7 +70,8 @@ class WorldStage:
         people = tuple(self._person(frame, p, world_from_camera, world.grounded, in_world, depth_frame) for p in frame.people)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]
-        camera = rounded_camera(world_from_camera, frame.camera.intrinsics, frame.camera.status, in_world, world.grounded)
+        camera = rounded_camera(world_from_camera, frame.camera.intrinsics, frame.camera.status, in_world, world.grounded,
+                                frame.camera.pointmap_scale)
         return frame.replace(people=people, camera=camera)
 
     def _person(self, frame: Frame, person: Person, world_from_camera: np.ndarray, grounded: bool, in_world: bool,
