@@ -214,3 +214,16 @@ def test_an_older_version_file_still_reads(tmp_path, version):
     assert sorted(before.people) == sorted(new.people)
     for track in new.people:
         np.testing.assert_array_equal(before.people[track].keypoints, new.people[track].keypoints)
+
+
+def test_a_cameras_pointmap_scale_is_read_and_a_bad_one_refused():
+    """Schema 4's camera "pointmap_scale": a positive number, or absent (frames without a pointmap, older files)."""
+    from realtime.export.jsonl import check_frame
+
+    camera = {"position": [0.0, 1.5, 4.0], "rotation": [0.0, 0.0, 0.0, 1.0], "intrinsics": None, "status": "tracking",
+              "world": 1, "grounded": 1}
+    assert check_frame({"frame": 0, "camera": camera}, K).camera.pointmap_scale is None
+    assert check_frame({"frame": 0, "camera": {**camera, "pointmap_scale": 1.012}}, K).camera.pointmap_scale == 1.012
+    for bad in (0, -1.0, "1.01", True, [1.0]):
+        with pytest.raises(ValueError, match="camera's pointmap_scale is .*, not a positive number"):
+            check_frame({"frame": 0, "camera": {**camera, "pointmap_scale": bad}}, K)
