@@ -30,7 +30,7 @@ Reported per camera path and seed (the last line: the worst of each over all of 
 - static drift over `--static-seconds` (60 s) of a static camera with the performers walking:
   the largest camera translation (cm) and rotation (deg) reported;
 - egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
-With `--pipeline`: the same scenes (two walkers) through the run's own stages instead, egomotion ->
+With `--pipeline`: the same scenes (the walkers, or `--motion walks|mocap`) through the run's own stages instead, egomotion ->
 ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
 would hand on (image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world,
 the camera's rotation error after it, the world up error (the angle between the world frame's y and
@@ -40,8 +40,9 @@ truth: eye height / 0.936), the ground stage's
 world slide (its ankle and heel of each foot in true contact on a frame and the one before, in the
 world of the world stage's cameras, once the world is fixed: mm/frame on the lifted frames, and on
 all frames with the depth frames' re-measuring), the world roots the run hands on (`Person.bones`, from
-the first frame in the world, aligned there: % of the distance travelled, the worst performer), and each
-stage's cost per frame. `--hold camera`: the ground stage is not shown the egomotion stage's camera (as
+the first frame in the world, aligned there: % of the distance travelled, the worst performer), the
+stages' foot contacts against the truth (`Person.contacts`: the world stage's once in the world, else the
+ground stage's; precision and recall over the frames that have them), and each stage's cost per frame. `--hold camera`: the ground stage is not shown the egomotion stage's camera (as
 before round 5, when it ran before the egomotion), so its lifter holds planted feet in the camera frame.
 `--no-background-scale`: the ground stage is not shown the egomotion's `Camera.pointmap_scale` (as before
 round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
@@ -230,20 +231,6 @@ def main() -> None:
                         help="--pipeline: the ground stage not shown the egomotion's pointmap scale (before round 11)")
     args = parser.parse_args()
     cv2.setNumThreads(1)  # the cost on one core
-    if args.pipeline:
-        rows = [pipeline_run(path, seed, args.frames, hold=args.hold, background_scale=not args.no_background_scale)
-                for path in args.paths for seed in args.seeds]
-        for path in args.paths:
-            lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
-            every = [r["slide_all_mm"] for r in rows if r["path"] == path]
-            ups = [r.get("world_up_deg", float("nan")) for r in rows if r["path"] == path]
-            roots = [r["root_world_pct"] for r in rows if r["path"] == path and "root_world_pct" in r]
-            root = f"; world root {np.mean(roots):.2f} % of distance ({min(roots):.2f}-{max(roots):.2f})" if roots else ""
-            print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
-                  f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f}); "
-                  f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f}){root}")
-        return
-
     def motions_for(frames: int, seed: int) -> list[Motion]:
         if args.motion == "walks":
             return walk_motions(frames, seed)
@@ -252,6 +239,24 @@ def main() -> None:
             reps = -(-frames // min(len(m.joints) for m in clips))
             return clips if reps == 1 else [Motion(*_loop(m, frames)) for m in clips]
         return walkers(2, frames, seed)
+
+    if args.pipeline:
+        rows = [pipeline_run(path, seed, args.frames, hold=args.hold, background_scale=not args.no_background_scale,
+                             motions=None if args.motion == "walkers" else motions_for(args.frames, seed))
+                for path in args.paths for seed in args.seeds]
+        for path in args.paths:
+            lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
+            every = [r["slide_all_mm"] for r in rows if r["path"] == path]
+            ups = [r.get("world_up_deg", float("nan")) for r in rows if r["path"] == path]
+            roots = [r["root_world_pct"] for r in rows if r["path"] == path and "root_world_pct" in r]
+            precision = np.mean([r.get("contact_precision", np.nan) for r in rows if r["path"] == path])
+            recall = np.mean([r.get("contact_recall", np.nan) for r in rows if r["path"] == path])
+            root = f"; world root {np.mean(roots):.2f} % of distance ({min(roots):.2f}-{max(roots):.2f})" if roots else ""
+            print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
+                  f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f}); "
+                  f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f}){root}; "
+                  f"contacts P {precision:.2f} R {recall:.2f}")
+        return
 
     timing: list[float] = []
     rows = []
@@ -279,17 +284,18 @@ def main() -> None:
           f"{max(d[1] for d in drifts):.3f} deg")
 
 
-def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", background_scale: bool = True) -> dict:
+def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", background_scale: bool = True,
+                 motions: list[Motion] | None = None) -> dict:
     """One scene through EgomotionStage -> GroundStage -> WorldStage -> MotionStage (see the module's
     docstring); hold 'camera': the ground stage does not see the egomotion stage's camera;
-    background_scale False: nor its pointmap scale."""
+    background_scale False: nor its pointmap scale; motions: the performers (default two walkers)."""
     from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage
     from tests.world_tracks import scene_frames
 
     stages = [EgomotionStage(camera="auto"), GroundStage(NAMES), WorldStage(NAMES, camera="auto"), MotionStage(NAMES)]
     cost = {stage.name: [] for stage in stages}
     out, truth = [], None
-    for truth, frame in scene_frames(path, frames, seed):  # noqa: B007 (the last truth is read after the loop)
+    for truth, frame in scene_frames(path, frames, seed, motions):  # noqa: B007 (the last truth is read after the loop)
         for stage in stages:
             start = time.perf_counter()
             if hold == "camera" and stage.name == "ground":
@@ -325,6 +331,12 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", backgro
     eyes = [NAMES.index("left_eye"), NAMES.index("right_eye")]
     result["height"] = [p.height for p in out[-1].people]
     result["height_truth"] = [round(float(np.nanmedian(truth.joints[p, :, eyes, 1].mean(axis=0))) / 0.936, 3) for p in range(2)]
+    known = [(f.index, p, person.contacts) for f in out for p, person in enumerate(f.people) if person.contacts is not None]
+    if known:  # the stages' contacts (the world stage's once in the world, else the ground stage's) against the truth
+        detected = np.array([c for _, _, c in known], bool)
+        true = np.array([truth.contacts[p, t] for t, p, _ in known], bool)
+        result["contact_precision"] = round(float((detected & true).sum() / max(detected.sum(), 1)), 3)
+        result["contact_recall"] = round(float((detected & true).sum() / max(true.sum(), 1)), 3)
     lifted, every = ground_slide(truth, out)
     result["slide_lifted_mm"] = round(1000 * float(lifted.mean()), 2)
     result["slide_all_mm"] = round(1000 * float(every.mean()), 2)

@@ -18,10 +18,11 @@ NAMES = keypoint_names()
 DEPTH_EVERY = 5
 
 
-def scene_frames(path: str, frames: int, seed: int = 0):
+def scene_frames(path: str, frames: int, seed: int = 0, motions=None):
     """The scene as the collect stage would hand it on: image, seg (every frame), pointmap (every
-    DEPTH_EVERY), two tracked people with 2D keypoints and, on depth frames, 3D keypoints."""
-    truth = scene_truth(walkers(2, frames, seed), path, seed=seed)
+    DEPTH_EVERY), two tracked people with 2D keypoints and, on depth frames, 3D keypoints. `motions`:
+    the two performers (`synthetic.world_scene.Motion`), by default two synthetic walkers."""
+    truth = scene_truth(walkers(2, frames, seed) if motions is None else motions, path, seed=seed)
     renderer, rng = SceneRenderer(seed), np.random.default_rng(seed)
     scores = np.full(len(NAMES), 0.9, np.float32)
     for t in range(frames):
