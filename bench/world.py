@@ -42,8 +42,9 @@ world of the world stage's cameras, once the world is fixed: mm/frame on the lif
 all frames with the depth frames' re-measuring), the world roots the run hands on (`Person.bones`, from
 the first frame in the world, aligned there: % of the distance travelled, the worst performer), the
 stages' foot contacts against the truth (`Person.contacts`: the world stage's once in the world, else the
-ground stage's; precision and recall over the frames that have them), and each stage's cost per frame. `--hold camera`: the ground stage is not shown the egomotion stage's camera (as
-before round 5, when it ran before the egomotion), so its lifter holds planted feet in the camera frame.
+ground stage's; precision and recall over the frames that have them), and each stage's cost per frame.
+`--hold camera`: the ground stage is not shown the egomotion stage's camera (as before round 5, when it
+ran before the egomotion), so its lifter holds planted feet in the camera frame.
 `--no-background-scale`: the ground stage is not shown the egomotion's `Camera.pointmap_scale` (as before
 round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
 Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks]
