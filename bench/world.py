@@ -173,12 +173,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
     true_hips = transform_points(np.linalg.inv(truth.world_from_camera[0]), truth.joints[:, :, HIPS].mean(axis=2))
     def root_error(first: int) -> float:
         """The worst performer's mean root error from frame `first` on, both tracks aligned there, / distance."""
-        errors = []
-        for p in range(people):
-            est, ref = hips[p, first:] - hips[p, first], true_hips[p, first:] - true_hips[p, first]
-            travelled = np.linalg.norm(np.diff(true_hips[p, first:], axis=0), axis=1).sum()
-            errors.append(np.nanmean(np.linalg.norm(est - ref, axis=1)) / travelled)
-        return max(errors)
+        return max(aligned_error(hips[p, first:], true_hips[p, first:]) for p in range(people))
 
     steps = []
     for p in range(people):
@@ -358,10 +353,15 @@ def world_root_error(truth, out: list, world: list[int]) -> float:
         est = np.array([transform_points(est_camera, out[i].people[p].bones.root_position) if out[i].people[p].bones is not None
                         else np.full(3, np.nan) for i in world])
         ref = transform_points(true_camera, truth.joints[p, world][:, HIPS].mean(axis=1))
-        est, ref = est - est[0], ref - ref[0]
-        travelled = np.linalg.norm(np.diff(ref, axis=0), axis=1).sum()
-        errors.append(100 * float(np.nanmean(np.linalg.norm(est - ref, axis=1))) / travelled)
+        errors.append(100 * aligned_error(est, ref))
     return max(errors)
+
+
+def aligned_error(est: np.ndarray, ref: np.ndarray) -> float:
+    """(T, 3) estimated and true positions, both moved to start at their first: the mean distance between them
+    over the distance the truth travelled."""
+    travelled = np.linalg.norm(np.diff(ref, axis=0), axis=1).sum()
+    return float(np.nanmean(np.linalg.norm((est - est[0]) - (ref - ref[0]), axis=1))) / travelled
 
 
 def ground_slide(truth, out: list) -> tuple[np.ndarray, np.ndarray]:

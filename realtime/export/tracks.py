@@ -122,11 +122,7 @@ class CameraTrack:
     status: tuple[str, ...]
     world: np.ndarray
     grounded: np.ndarray
-    pointmap_scale: Optional[np.ndarray] = None
-
-    def __post_init__(self) -> None:
-        if self.pointmap_scale is None:  # built without it: NaN on every frame
-            object.__setattr__(self, "pointmap_scale", np.full(len(self.status), np.nan))
+    pointmap_scale: np.ndarray
 
     @property
     def known(self) -> np.ndarray:
