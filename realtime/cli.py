@@ -7,22 +7,31 @@ that imports what it needs lazily, so `--help` stays fast.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 
-# Before anything else is imported: a Ctrl+C / SIGTERM from here on is remembered, and `main`
-# ends with 130 / 143 as soon as it starts, instead of a KeyboardInterrupt traceback from an import.
+# Before anything else is imported, when this is the `sapiens-rt` command (not a program importing the module):
+# a Ctrl+C / SIGTERM from here on is remembered, and `main` ends with 130 / 143 as soon as it starts, instead
+# of a KeyboardInterrupt traceback from an import.
 _early: list[int] = []
-if threading.current_thread() is threading.main_thread():
+_before_import: dict = {}  # the process's own handlers, given back when an in-process `main(argv)` returns
+
+
+def _remember_early(signum, _frame) -> None:
+    _early.append(signum)
+
+
+_COMMAND = __name__ == "__main__" or os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0] == "sapiens-rt"
+if _COMMAND and threading.current_thread() is threading.main_thread():
     for _sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_sig, lambda signum, _frame: _early.append(signum))
+        _before_import[_sig] = signal.signal(_sig, _remember_early)
 
 import argparse  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
-import os  # noqa: E402
 import re  # noqa: E402
-import sys  # noqa: E402
 from typing import Optional  # noqa: E402
 
 # E402: these come after the signal handlers above on purpose (an early Ctrl+C must not raise from an import).
@@ -564,21 +573,45 @@ def _raise_on_signal(signum, _frame) -> None:
 def _stopped(stop: KeyboardInterrupt) -> int:
     if threading.current_thread() is threading.main_thread():  # stopping now: a further signal only waits its turn
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda signum, _frame: _early.append(signum))
+            signal.signal(sig, _remember_early)
     print("terminated" if isinstance(stop, Terminated) else "interrupted", file=sys.stderr)
     return stop_exit_code(stop)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The `sapiens-rt` command. With `argv` None (the real command line) a run stopped by a
-    signal leaves the process at once with 130 / 143 (`_exit_now`)."""
+    signal leaves the process at once with 130 / 143 (`_exit_now`). Called from Python with `argv`,
+    it returns the exit status and gives the caller's Ctrl+C and SIGTERM handlers back (while it
+    runs they are its own), so a later Ctrl+C still stops the caller's program."""
+    callers = _callers_handlers() if argv is not None else {}
     try:
         code = _main(argv)
     except KeyboardInterrupt as err:  # a second signal inside the first one's handling
         code = _stopped(err)
+    finally:
+        if callers:  # a signal held while this call was stopping was this call's (it returns 130 / 143)
+            _early.clear()
+        for sig, handler in callers.items():
+            signal.signal(sig, handler)
     if argv is None:
         _exit_now(code)
     return code
+
+
+def _callers_handlers() -> dict:
+    """The SIGINT / SIGTERM handlers to give back after an in-process `main`: those in place now, or
+    the ones this module's import replaced (`_remember_early` is for the command's own start only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    out = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler is _remember_early:
+            handler = _before_import.get(sig)
+        if handler is None:  # not set from Python: Python's own default
+            handler = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+        out[sig] = handler
+    return out
 
 
 def _exit_now(code: int) -> None:
