@@ -259,9 +259,9 @@ def _serve_frame_indices(sending) -> None:
 
 def _burn() -> None:
     """Keep a core busy until the test ends it, for at most 5 minutes, and never past the test's process.
-    SIGTERM ends it: the forked burner inherits the test process's handlers, and importing realtime.cli
-    there makes SIGTERM a signal it remembers for later (the burners then ran their whole 5 minutes
-    on, under the rest of the suite)."""
+    SIGTERM ends it whatever handler the forked burner inherits from the test process (the CLI's
+    early-signal catcher, when importing realtime.cli still set it, let the burners run their whole
+    5 minutes on under the rest of the suite)."""
     import os
     import time
 
