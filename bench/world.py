@@ -54,7 +54,6 @@ Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motio
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -285,23 +284,11 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", backgro
     """One scene through EgomotionStage -> GroundStage -> WorldStage -> MotionStage (see the module's
     docstring); hold 'camera': the ground stage does not see the egomotion stage's camera;
     background_scale False: nor its pointmap scale; motions: the performers (default two walkers)."""
-    from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage
-    from tests.world_tracks import scene_frames
+    from tests.world_tracks import run_chain
 
-    stages = [EgomotionStage(camera="auto"), GroundStage(NAMES), WorldStage(NAMES, camera="auto"), MotionStage(NAMES)]
-    cost = {stage.name: [] for stage in stages}
-    out, truth = [], None
-    for truth, frame in scene_frames(path, frames, seed, motions):  # noqa: B007 (the last truth is read after the loop)
-        for stage in stages:
-            start = time.perf_counter()
-            if hold == "camera" and stage.name == "ground":
-                frame = stage.process(frame.replace(camera=None)).replace(camera=frame.camera)
-            elif not background_scale and stage.name == "ground":
-                frame = stage.process(frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None)))
-            else:
-                frame = stage.process(frame)
-            cost[stage.name].append(time.perf_counter() - start)
-        out.append(frame)
+    cost: dict[str, list[float]] = {}
+    truth, out, _ = run_chain(path, frames, background_scale=background_scale, hold=hold, seed=seed, motions=motions,
+                              cost=cost)
     world = [f.index for f in out if f.camera.world]
     grounded = next((f.index for f in out if f.camera.grounded), None)
     result = {"path": path, "seed": seed, "world_from": world[0] if world else None, "grounded_from": grounded}

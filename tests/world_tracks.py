@@ -5,6 +5,7 @@ output, and a tracks file of it."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,20 +42,28 @@ def scene_frames(path: str, frames: int, seed: int = 0, motions=None):
         yield truth, Frame(index=t, timestamp=float(truth.times[t]), image=image, people=tuple(people), dense=dense)
 
 
-def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True):
-    """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only;
-    background_scale False: the ground stage not shown the egomotion's `Camera.pointmap_scale`)."""
+def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True,
+              hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None):
+    """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only).
+    background_scale False: the ground stage not shown the egomotion's `Camera.pointmap_scale`; hold 'camera':
+    not shown the egomotion's camera at all (its lifter holds planted feet in the camera frame); `motions`: the
+    performers (`scene_frames`); `cost`: filled with each stage's seconds per frame, by stage name."""
     stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES)]
               + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
     out, truth = [], None
-    for truth, frame in scene_frames(path, frames):  # noqa: B007 (the last truth is returned)
+    for truth, frame in scene_frames(path, frames, seed, motions):  # noqa: B007 (the last truth is returned)
         for stage in stages:
-            if stage.name == "ground" and not background_scale and frame.camera is not None:
-                frame = frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None))
-            frame = stage.process(frame)
+            start = time.perf_counter()
+            if stage.name == "ground" and hold == "camera":
+                frame = stage.process(frame.replace(camera=None)).replace(camera=frame.camera)
+            elif stage.name == "ground" and not background_scale and frame.camera is not None:
+                frame = stage.process(frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None)))
+            else:
+                frame = stage.process(frame)
+            if cost is not None:
+                cost.setdefault(stage.name, []).append(time.perf_counter() - start)
         out.append(frame)
     return truth, out, stages
-
 
 
 def write_tracks(frames: list[Frame], bone_names, path: Path) -> Path:

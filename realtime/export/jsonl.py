@@ -1,9 +1,9 @@
 """The tracks JSONL file: its schema and the reader every exporter uses (the live
 writer is `realtime.sinks.tracks.TrackWriter`).
 
-Schema version 3, one JSON object per line:
+Schema version 4, one JSON object per line:
 
-    {"type": "header", "version": 3, "keypoint_names": [...K], "image_size": [W, H],
+    {"type": "header", "version": 4, "keypoint_names": [...K], "image_size": [W, H],
      "fps": float, "source": str, "model": {...}, "software": {...},
      "bone_names": [...B]  (when the run solved bones: pose + depth)}
     {"type": "frame", "frame": int, "t": seconds, "people": [
