@@ -4,6 +4,8 @@
     python bench/gpu_check.py --no-compile    # skip the compiled modes (their warm-up: 22 s on an H200)
     python bench/gpu_check.py --budget 300    # seconds: modes that would not fit are skipped, and said so
     python bench/gpu_check.py --no-tests --modes compile+graphs+cudnn+fp8   # one mode's timing alone
+    python bench/gpu_check.py --no-tests --input-size 768x576 --modes graphs compile+graphs   # the lighter preset
+    python bench/gpu_check.py --no-tests --people 3 --modes graphs   # three people in the frame
 
 Needs only PyTorch, NumPy, safetensors and OpenCV (and pytest for step 1): no PyAV,
 pyqtgraph or filterpy, no network. tests/test_gpu_standin.py runs its import path with those
@@ -14,7 +16,7 @@ three made unimportable.
    under `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
 2. Times each attention kernel (`--sdpa`) on the 0.4B backbone's shapes (bench/gpu_sdpa.py), and
    its linear layers in bf16 and FP8 (bench/gpu_gemm.py): the rates the estimate assumes.
-3. Pose + seg at 1024x768 network input, 1 person, random 0.4B weights (speed does not depend
+3. Pose + seg at 1024x768 network input (`--input-size`), 1 person (`--people`), random 0.4B weights (speed does not depend
    on weight values), per mode (MODES: eager, --cuda-graphs, --compile --cuda-graphs, and that
    with --sdpa cudnn --fp8): frames per second pipelined (frame N+1 launched before frame N is
    collected, as the run's stages do), host launches per frame (CUDA runtime launch and copy
@@ -76,6 +78,17 @@ def peak_tflops(name: str) -> float | None:
     return None
 
 
+def parse_hw(text: str) -> tuple[int, int]:
+    """'768x576' -> (768, 576), as `run --input-size` takes it (multiples of 16)."""
+    try:
+        h, w = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not HEIGHTxWIDTH; write it like 1024x768 or 768x576") from None
+    if h < 32 or w < 32 or h % 16 or w % 16:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 32x32 and a multiple of 16 on both sides")
+    return h, w
+
+
 def imports() -> None:
     """Import everything the check uses (what tests/test_gpu_standin.py runs with PyAV,
     pyqtgraph and filterpy blocked)."""
@@ -106,13 +119,22 @@ def estimate_gpu(name: str):
     return GPUS["h100"], f" (estimate for an H100; this is {name})"
 
 
-def estimate_for(mode: str, gpu, seg_every: int = 1):
+def estimate_for(mode: str, gpu, seg_every: int = 1, input_hw: tuple[int, int] = (1024, 768), people: int = 1):
     from bench.gpu_estimate import Config, estimate
 
     opts = MODES[mode]
-    config = Config(mode, graphs=opts.get("cuda_graphs", False), compiled=opts.get("compile", False),
-                    fp8="static" if opts.get("fp8") else "", sdpa=opts.get("sdpa", "default"), seg_every=seg_every)
+    config = Config(mode, input_hw=input_hw, graphs=opts.get("cuda_graphs", False), compiled=opts.get("compile", False),
+                    fp8="static" if opts.get("fp8") else "", sdpa=opts.get("sdpa", "default"), seg_every=seg_every,
+                    people=people)
     return estimate(config, gpu)
+
+
+def person_boxes(people: int, width: int = 1280, height: int = 720) -> np.ndarray:
+    """`people` side-by-side boxes across a 720p frame (one person: the centred 480x640 box)."""
+    if people == 1:
+        return np.array([[400, 60, 880, 700]], np.float32)
+    step = (width - 80) / people
+    return np.array([[40 + i * step, 60, 40 + (i + 1) * step, height - 20] for i in range(people)], np.float32)
 
 
 def pipelined_fps(predictor, image: np.ndarray, boxes: np.ndarray, frames: int, seg_every: int = 1) -> float:
@@ -142,16 +164,18 @@ def host_launches(fn) -> int:
     return sum(1 for e in prof.events() if e.name in LAUNCH_CALLS)
 
 
-def time_mode(mode: str, frames: int, dtype: torch.dtype) -> dict:
-    """Pose + seg on a 720p frame with one person: fps pipelined, launches per frame and the graph keys."""
-    from realtime.infer import Predictor
+def time_mode(mode: str, frames: int, dtype: torch.dtype, input_hw: tuple[int, int] = (1024, 768), people: int = 1) -> dict:
+    """Pose + seg on a 720p frame with `people` people: fps pipelined, launches per frame and the graph keys."""
+    from realtime.infer import BATCH_BUCKETS, Predictor
     from realtime.models import build_model
 
     tasks = ("pose", "seg")
     models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
-    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=(1024, 768), max_batch=1, **MODES[mode])
+    bucket = min(b for b in BATCH_BUCKETS if b >= people)  # the crops are padded to it, as in `run` (3 people: 4)
+    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=input_hw,
+                          max_batch=bucket, **MODES[mode])
     image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
-    boxes = np.array([[400, 60, 880, 700]], np.float32)
+    boxes = person_boxes(people)
     start = time.perf_counter()
     predictor.warm_up(image.shape[:2])  # compiles and captures every key here
     warm_s = time.perf_counter() - start
@@ -194,6 +218,9 @@ def main() -> int:
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
                         help=f"the modes to time, of {', '.join(MODES)} (default all)")
+    parser.add_argument("--input-size", type=parse_hw, default=(1024, 768), metavar="HxW",
+                        help="the network input, as `run --input-size` (default 1024x768, the released size)")
+    parser.add_argument("--people", type=int, default=1, help="people in the frame (pose crops per frame; default 1)")
     parser.add_argument("--budget", type=float, default=450, help="seconds the whole check may take (default 450)")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
     args = parser.parse_args()
@@ -219,7 +246,9 @@ def main() -> int:
     print(f"== the 0.4B's linear layers (TFLOP/s measured; the estimate assumes bf16 {gpu.gemm_bf16:g}, fp8 {gpu.gemm_fp8:g})",
           flush=True)
     print("\n".join(gpu_gemm.rates()), flush=True)
-    print(f"== pose + seg, 1024x768 network input, 1 person, 0.4B models, 720p frames, {args.frames} frames pipelined; "
+    (h, w), people = args.input_size, args.people
+    print(f"== pose + seg, {h}x{w} network input, {people} {'person' if people == 1 else 'people'}, 0.4B models, "
+          f"720p frames, {args.frames} frames pipelined; "
           f"seg schedule: every frame (--seg-every 1, files), then every other frame (--seg-every 2: what auto, the "
           f"live default, does while behind)")
     bad_graphs = 0
@@ -235,19 +264,19 @@ def main() -> int:
             print(f"  {mode:<25}: skipped ({why})", flush=True)
             continue
         try:
-            got = time_mode(mode, args.frames, dtype)
+            got = time_mode(mode, args.frames, dtype, args.input_size, people)
         except Exception as error:  # a mode this GPU or build cannot run (e.g. FP8 before sm_89): say so, go on
             print(f"  {mode:<25}: FAILED: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}", flush=True)
             failed += 1
             continue
-        want = estimate_for(mode, gpu)
+        want = estimate_for(mode, gpu, input_hw=args.input_size, people=people)
         bad_graphs += len(got["failed"]) + len(got["late"])
         keys = ""
         if opts.get("cuda_graphs"):
             keys = (f", graph keys {got['captured']} captured in warm-up / {len(got['failed'])} eager (failed) / "
                     f"{len(got['late'])} captured later")
             keys += "".join(f"\n      failed {key}: {reason}" for key, reason in got["failed"].items())
-        halved = estimate_for(mode, gpu, seg_every=2)
+        halved = estimate_for(mode, gpu, seg_every=2, input_hw=args.input_size, people=people)
         print(f"  {mode:<25}: {got['fps']:7.1f} fps (estimate {want.fps:6.1f}); seg every other frame {got['fps_seg2']:7.1f} "
               f"(estimate {halved.fps:6.1f}); {got['launches']:5d} host launches per frame (estimate {want.launches:5.0f} "
               f"kernels), warm-up {got['warm_s']:5.1f} s{keys}", flush=True)

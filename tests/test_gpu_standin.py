@@ -309,3 +309,25 @@ def test_gpu_check_knows_the_peaks_of_common_gpus():
     assert gpu_check.peak_tflops("NVIDIA GeForce RTX 4090") == 165
     assert gpu_check.peak_tflops("NVIDIA L4") == 121 and gpu_check.peak_tflops("NVIDIA L40S") == 362
     assert gpu_check.peak_tflops("Some Future GPU") is None
+
+
+def test_gpu_check_times_other_input_sizes_and_people_with_their_estimates():
+    """`--input-size` and `--people`: the boxes lie side by side inside the 720p frame, and the
+    estimate printed beside the time is that configuration's (the lighter preset is faster, more
+    people slower)."""
+    import argparse
+
+    import bench.gpu_check as check
+    from bench.gpu_estimate import GPUS
+
+    assert check.parse_hw("768x576") == (768, 576)
+    for bad in ("768", "770x576", "16x16"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            check.parse_hw(bad)
+    boxes = check.person_boxes(3)
+    assert boxes.shape == (3, 4) and (boxes[:, 0] >= 0).all() and (boxes[:, 2] <= 1280).all() and (boxes[:, 3] <= 720).all()
+    assert (boxes[1:, 0] >= boxes[:-1, 2]).all()  # side by side, not overlapping
+    gpu = GPUS["h100"]
+    base = check.estimate_for("graphs", gpu).fps
+    assert check.estimate_for("graphs", gpu, input_hw=(768, 576)).fps > 1.5 * base
+    assert check.estimate_for("graphs", gpu, people=3).fps < 0.6 * base
