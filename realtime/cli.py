@@ -219,8 +219,10 @@ def _add_model_options(p) -> None:
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
                    help="the attention kernel (default: PyTorch's choice, the fastest or tied on an H200; "
                         "`python bench/gpu_sdpa.py` times each on yours; see docs/gpu-performance.md)")
-    m.add_argument("--cuda-graphs", action="store_true", help="replay one CUDA graph per task and person count, and one for the "
-                   "detector (CUDA only; each is captured the first time it is needed; see docs/gpu-performance.md)")
+    m.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                   help="replay one CUDA graph per task and person count, and one for the detector, all captured in "
+                        "the warm-up (default: on when the run is on CUDA; --no-cuda-graphs runs eagerly; see "
+                        "docs/gpu-performance.md)")
     m.add_argument("--crop-sampling", default="official", choices=["official", "bilinear", "bicubic"],
                    help="how person crops are interpolated: official = bilinear for large people, bicubic for small ones "
                         "(the official demo's, what the models were trained with; default), or one kind for every crop")

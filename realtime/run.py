@@ -95,6 +95,13 @@ def parse_size(text: str, option: str = "--input-size") -> tuple[int, int]:
     return h, w
 
 
+def cuda_graphs_for(options: RunOptions, device: str) -> bool:
+    """Whether the run replays CUDA graphs: `--cuda-graphs` / `--no-cuda-graphs`, else on when it runs
+    on CUDA (every key is captured in the warm-up; on an H200, 36 against 30 fps for one person and
+    the detector 3.7 against 10-15 ms a call, for about 4 GiB more GPU memory reserved)."""
+    return device.startswith("cuda") if options.cuda_graphs is None else bool(options.cuda_graphs)
+
+
 def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
     """The checks of the options that need no source and no model: one sentence (exit 2) for
     an option this machine or these tasks cannot honour. `run` and `batch` (before any worker
@@ -275,7 +282,8 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={**({"pointmap": options.pointmap_hw} if options.pointmap_hw else {}), **options.task_sizes},
                           flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=options.cuda_graphs, crop_sampling=options.crop_sampling,
+                          compile=options.compile, cuda_graphs=cuda_graphs_for(options, device),
+                          crop_sampling=options.crop_sampling,
                           fp8=options.fp8, sdpa=options.sdpa)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
     if hasattr(box_finder, "warm_up"):
@@ -452,7 +460,7 @@ def _box_finder(options: RunOptions, device: str, mode: RunMode):
     """Stills are detected one by one: no boxes carried from the previous image."""
     return make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
                            detect_every=options.detect_every if mode.follows_people else 1, max_people=options.max_people,
-                           half=device.startswith("cuda"), cuda_graphs=options.cuda_graphs)
+                           half=device.startswith("cuda"), cuda_graphs=cuda_graphs_for(options, device))
 
 
 def _viewer(options, info, device, layers, write: WriteStage, outputs, models):

@@ -264,3 +264,42 @@ def test_a_graphed_run_captures_every_graph_before_the_first_frame(tmp_path, tas
     captures = [e.thread for e in log if e.what == CAPTURE]
     assert set(captures) == {"MainThread"} and len(captures) == 1 + 8  # the detector, pose's 8 buckets
     assert finder.detector._graphs.late == [] and not any("CUDA graph" in line for line in summary.lines)
+
+
+@pytest.mark.parametrize("graphs,captured", [(None, 1 + 8), (False, 0)])
+def test_cuda_runs_replay_graphs_unless_told_not_to(tmp_path, task_models, rtmdet_fixtures_dir, graphs, captured,
+                                                    monkeypatch):
+    """CUDA graphs are the default on CUDA: a run given no graph option captures the detector's and
+    pose's graphs in the warm-up and replays them; `cuda_graphs=False` (`--no-cuda-graphs`) runs
+    every frame eagerly. On the CPU the default is off."""
+    import functools
+
+    import realtime.run
+    from media import gaussian_marker, write_video
+    from realtime.cli import build_parser
+    from realtime.detect import make_box_finder
+    from realtime.run import RunOptions, cuda_graphs_for, run
+
+    # the run's own box finder, with the fixture's tiny detector (widen 0.25, not the released 0.75)
+    monkeypatch.setattr(realtime.run, "make_box_finder", functools.partial(make_box_finder, widen=None))
+
+    frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(3)]
+    src = write_video(tmp_path / "clip.mp4", frames, fps=25)
+    chosen = {} if graphs is None else {"cuda_graphs": graphs}
+    options = RunOptions(source=str(src), tracks=str(tmp_path / "t.jsonl"), device="cuda", dtype="fp32",
+                         input_hw=(128, 96), tasks=("pose",), smooth="none", progress=False,
+                         detector=str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"), **chosen)
+    assert cuda_graphs_for(options, "cuda") is (graphs is None) and not cuda_graphs_for(options, "cpu")
+    with StandinGPU() as gpu:
+        models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}
+        summary = run(options, models=models)
+        log = gpu.rec.log
+    assert summary.result.exit_code == 0, summary.result.message
+    assert not gpu.rec.races
+    assert sum(e.what == CAPTURE for e in log) == captured
+    replays = [e.thread for e in log if e.kind == "op" and e.what.startswith("graph replay")]
+    assert replays.count("stage-infer") == (3 if captured else 0) and replays.count("stage-detect") == (3 if captured else 0)
+    parse = build_parser().parse_args
+    assert parse(["run", "clip.mp4"]).cuda_graphs is None
+    assert parse(["run", "clip.mp4", "--no-cuda-graphs"]).cuda_graphs is False
+    assert parse(["run", "clip.mp4", "--cuda-graphs"]).cuda_graphs is True

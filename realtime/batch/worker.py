@@ -52,7 +52,7 @@ class UnitRunner:
 
     def __init__(self, options: RunOptions, output_dir: str, exports: tuple[str, ...], device: str, worker: str):
         from realtime.detect import make_box_finder
-        from realtime.run import _dtype, _load_models
+        from realtime.run import _dtype, _load_models, cuda_graphs_for
 
         self.options = replace(options, device=device, view=False, progress=False)
         self.output_dir = Path(output_dir)
@@ -63,7 +63,7 @@ class UnitRunner:
         # The detector is loaded once; each video gets a fresh box finder (it keeps per-video state).
         finder = make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
                                  detect_every=options.detect_every, max_people=options.max_people,
-                                 half=device.startswith("cuda"), cuda_graphs=options.cuda_graphs)
+                                 half=device.startswith("cuda"), cuda_graphs=cuda_graphs_for(options, device))
         self._detector = finder.detector
 
     def _box_finder(self):
