@@ -303,3 +303,34 @@ def test_cuda_runs_replay_graphs_unless_told_not_to(tmp_path, task_models, rtmde
     assert parse(["run", "clip.mp4"]).cuda_graphs is None
     assert parse(["run", "clip.mp4", "--no-cuda-graphs"]).cuda_graphs is False
     assert parse(["run", "clip.mp4", "--cuda-graphs"]).cuda_graphs is True
+
+
+def test_a_gpu_short_of_memory_for_the_large_buckets_still_warms_up_graphed(task_models):
+    """CUDA graphs are on by default, so the warm-up captures every person bucket up to 16 crops even
+    for one person: on a GPU without the memory for the large ones, the capture's out-of-memory error
+    lowers the batch (as a frame with many people does eagerly), the warm-up ends with the buckets that
+    fit captured, and later frames of any people count replay them with nothing captured mid-run."""
+
+    class OutOfMemoryAbove(torch.nn.Module):
+        def __init__(self, inner, limit):
+            super().__init__()
+            self.inner, self.limit = inner, limit
+
+        def forward(self, x):
+            if len(x) > self.limit:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
+            return self.inner(x)
+
+    want = Predictor({"pose": copy.deepcopy(task_models["pose"])}, input_hw=(128, 96), pad_batches=True,
+                     channels_last=True, max_batch=3).predict(IMAGE, _people(7))
+    with StandinGPU() as gpu:
+        pose = OutOfMemoryAbove(copy.deepcopy(task_models["pose"]).to("cuda"), limit=4)
+        predictor = Predictor({"pose": pose}, device="cuda", input_hw=(128, 96), cuda_graphs=True)
+        predictor.warm_up(IMAGE.shape[:2])
+        warmed = {key[1] for key in predictor._graphs.captured()}
+        got = [predictor.predict(IMAGE, _people(n)) for n in (1, 7, 16, 2)]
+        races = list(gpu.rec.races)
+    assert predictor.max_batch == 3  # bucket 6 ran out: 6 crops halved to 3, which fit
+    assert warmed == {1, 2, 3, 4} and predictor._graphs.failed == {} and predictor._graphs.late == []  # 4 before 6 failed
+    assert [len(g.keypoints) for g in got] == [1, 7, 16, 2] and not races
+    np.testing.assert_allclose(got[1].keypoints, want.keypoints, atol=1e-3)
