@@ -171,9 +171,8 @@ def time_mode(mode: str, frames: int, dtype: torch.dtype, input_hw: tuple[int, i
 
     tasks = ("pose", "seg")
     models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
-    bucket = min(b for b in BATCH_BUCKETS if b >= people)  # the crops are padded to it, as in `run` (3 people: 4)
-    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=input_hw,
-                          max_batch=bucket, **MODES[mode])
+    bucket = min(b for b in BATCH_BUCKETS if b >= people)  # the crops are padded to it, as in `run` (5 people: 6)
+    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=input_hw, max_batch=bucket, **MODES[mode])
     image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
     boxes = person_boxes(people)
     start = time.perf_counter()
