@@ -30,8 +30,9 @@ printout adds the floor measured feet-only (no pointmap, as before) for comparis
 Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion walks` only its everyday
 walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
 after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
-camera, the case the lifted frames measure worst; 45 and 90 across the view).
-Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks]
+camera, the case the lifted frames measure worst; 45 and 90 across the view); `--motion held-out` the same for
+the everyday walk added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, another subject).
+Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out]
      [--floor both|scene|feet]
 """
 
@@ -247,9 +248,9 @@ def main() -> None:
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
                         help="the everyday walks turned this many degrees about the vertical (0: as captured)")
-    parser.add_argument("--motion", choices=("walker", "mocap", "walks"), default="walker",
+    parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out"), default="walker",
                         help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
-                             "only its everyday walks")
+                             "only its everyday walks; held-out: the everyday walk added after the tuning (CMU 35_05)")
     parser.add_argument("--floor", choices=("both", "scene", "feet"), default="both",
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
@@ -270,14 +271,14 @@ def main() -> None:
     if args.motion == "walker":
         print_per_seed(measured(lambda seed, scene: evaluate(args.frames, seed, scene=scene, **options)), args.seeds, 36)
         return
-    from tests.mocap_clips import CLIPS, WALKS, clip_walk, load_clips
+    from tests.mocap_clips import CLIPS, HELD_OUT, WALKS, clip_walk, load_clips
 
     for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
         print(clip.name)
         truth = clip_walk(clip, args.frames)
         print_per_seed(measured(lambda seed, scene, truth=truth: evaluate(args.frames, seed, truth=truth, scene=scene,
                                                                           **options)), args.seeds, 36)
-    for clip in load_clips(WALKS):
+    for clip in load_clips(HELD_OUT if args.motion == "held-out" else WALKS):
         for heading in args.headings:
             results = measured(lambda seed, scene, clip=clip, heading=heading: evaluate_walk(
                 clip, heading, [seed], args.frames, scene=scene, **options)[0])

@@ -41,6 +41,12 @@ turns across it (the square of the share of the hips' speed along the floor that
 once the hips move faster than WALKING): there the heel's speed across the line of sight is all of its speed, and
 a landing heel still slowing, at 0.3-0.4 m/s with the image's noise, is down (CMU 08_11 seen from the side: recall
 0.87 -> 0.91).
+While the body walks, a foot coming down from a swing (its heel higher than OFF_HEIGHT within LANDING_RECENT)
+does not plant behind the hips along the walk: a landing heel comes down ahead of them. A late swing moving along
+the line of sight is shown behind where it is (its depth carried over from the last depth frame) and, descending
+while it moves away, barely moves in the image: it planted there, 61 cm short of its landing on CMU 35_05 walking
+straight away, and the lock then carried it to the landing inside the true stance. A foot already standing when
+first seen, or planting again after a release, has not swung and is not held to this.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where the ankle was shown on the frame before the contact began (the detector needs the heel slow
@@ -88,6 +94,7 @@ OFF_RISE, OFF_RISE_SPEED = 0.02, 0.15  # m above its stance position and m/s upw
 STANCE_FRAMES = 5  # the stance position: the median of the heel over the contact's first frames
 DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
+LANDING_RECENT = 0.3  # s: a heel higher than OFF_HEIGHT this recently is coming down from a swing
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 3  # a released foot goes from where it was held to where it is shown over this many frames
@@ -245,6 +252,7 @@ class ContactDetector:
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel)
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first frames
         self._released = dict.fromkeys(SIDES, -np.inf)
+        self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than OFF_HEIGHT, out of contact
 
     @staticmethod
     def _across(vector: np.ndarray, sight: np.ndarray) -> np.ndarray:
@@ -269,26 +277,38 @@ class ContactDetector:
             return np.inf
         return float(np.linalg.norm(self._across(velocity, heel - camera)))
 
-    def _onset_speed(self, timestamp: float, points: np.ndarray, camera: np.ndarray) -> float:
-        """The onset gate (m/s): ON_SPEED, rising to ON_SPEED_ACROSS with the square of the share of the hips'
-        velocity along the floor that is across the line of sight (see the module docstring)."""
+    def _walk(self, timestamp: float, points: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """The hips' velocity along the floor (m/s, the slope over HIPS_WINDOW) and where they are now, while
+        they move faster than WALKING; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
         if not np.isfinite(hips).all():
             self._hips.clear()
-            return ON_SPEED
+            return None
         self._hips.append((timestamp, hips))
         while timestamp - self._hips[0][0] > HIPS_WINDOW + 1e-9:
             self._hips.popleft()
         velocity = self._velocity(self._hips)
         if velocity is None:
-            return ON_SPEED
+            return None
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
-        walk, sight = velocity - (velocity @ up) * up, hips - camera
-        speed = float(np.linalg.norm(walk))
-        if speed < WALKING:
+        walk = velocity - (velocity @ up) * up
+        return (walk, hips) if float(np.linalg.norm(walk)) >= WALKING else None
+
+    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], camera: np.ndarray) -> float:
+        """The onset gate (m/s): ON_SPEED, rising to ON_SPEED_ACROSS with the square of the share of the hips'
+        velocity along the floor that is across the line of sight (see the module docstring)."""
+        if walk is None:
             return ON_SPEED
-        across = float(np.linalg.norm(self._across(walk, sight - (sight @ up) * up))) / speed
+        velocity, hips = walk
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        sight = hips - camera
+        across = float(np.linalg.norm(self._across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
         return ON_SPEED + (ON_SPEED_ACROSS - ON_SPEED) * across ** 2
+
+    @staticmethod
+    def _behind(heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
+        """The heel behind the hips along the walk (a landing heel comes down ahead of them)."""
+        return walk is not None and float((heel - walk[1]) @ walk[0]) < 0.0
 
     def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
         """The heel risen more than OFF_RISE above its stance position `place` and rising faster than OFF_RISE_SPEED,
@@ -303,7 +323,8 @@ class ContactDetector:
         world (with the floor in the world) and `camera` the camera's centre there (its line of sight)."""
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
-        on_speed = self._onset_speed(timestamp, points, camera)
+        walk = self._walk(timestamp, points)
+        on_speed = self._onset_speed(walk, camera)
         centres = foot_centres(points, self.feet)
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
@@ -336,9 +357,13 @@ class ContactDetector:
                     self._stance[side] = []
             else:
                 rested = timestamp - self._released[side] > REFRACTORY - 1e-9
-                self.state[side] = height < ON_HEIGHT and speed < on_speed and rested
+                landing = timestamp - self._swung[side] < LANDING_RECENT  # down from a swing just now
+                self.state[side] = (height < ON_HEIGHT and speed < on_speed and rested
+                                    and not (landing and self._behind(heel, walk)))
                 self._leaving[side] = 0
                 self._stance[side] = [heel] if self.state[side] else []
+            if not self.state[side] and height > OFF_HEIGHT:
+                self._swung[side] = timestamp
         return np.array([self.state[s] for s in SIDES])
 
 
