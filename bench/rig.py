@@ -31,7 +31,7 @@ Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion 
 walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
 after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
 camera, the case the lifted frames measure worst; 45 and 90 across the view); `--motion held-out` the same for
-the everyday walk added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, another subject).
+the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05 and 16_32, two other subjects).
 Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out]
      [--floor both|scene|feet]
 """
@@ -250,7 +250,7 @@ def main() -> None:
                         help="the everyday walks turned this many degrees about the vertical (0: as captured)")
     parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out"), default="walker",
                         help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
-                             "only its everyday walks; held-out: the everyday walk added after the tuning (CMU 35_05)")
+                             "only its everyday walks; held-out: the everyday walks added after the tuning (CMU 35_05, 16_32)")
     parser.add_argument("--floor", choices=("both", "scene", "feet"), default="both",
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "

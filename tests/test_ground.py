@@ -185,6 +185,26 @@ def test_a_foot_locked_out_of_reach_lands_once_and_holds():
     assert np.linalg.norm(held[1] - held[0]) > 0.2  # landed within reach
     np.testing.assert_allclose(held[2:], np.repeat(held[1:2], 4, axis=0), atol=1e-9)  # and held there
 
+def test_a_foot_planting_again_while_it_eases_out_is_held_where_it_came_in():
+    """Released, a foot eases from its anchor to where it is shown; if it plants again before the ease ends,
+    the new anchor is where the foot came in on the frame before, not where it was shown part of the way
+    from the old anchor (CMU 16_32 straight away: re-anchored 6 cm short in mid-ease, 60 cm short after an
+    early plant)."""
+    truth = walk(60)
+    lock = FootLock(NAMES)
+    ankle = NAMES.index("left_ankle")
+    foot = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
+    shown = []
+    for contact, shift in [(True, 0.0), (True, 0.0), (False, 0.12), (True, 0.12), (True, 0.12)]:
+        points = truth.camera[0].copy()
+        points[foot] += [shift, 0.0, 0.0]  # the foot comes in 12 cm further from frame 2 on
+        shown.append(lock.apply(points, np.array([contact, False]))[ankle])
+    came = truth.camera[0][ankle] + [0.12, 0.0, 0.0]
+    assert 0.0 < shown[2][0] - shown[0][0] < 0.12 - 1e-3  # released: part of the way, easing
+    np.testing.assert_allclose(shown[3], came, atol=1e-9)  # planted again: where it came in on frame 2
+    np.testing.assert_allclose(shown[4], came, atol=1e-9)
+
+
 SEEDS = (0, 1, 2, 3, 4, 5)
 # bench/RESULTS.md, measured on these seeds: lifted <= 72.3 mm and <= 1.04 x depth every frame, scale error
 # 0.84-1.13 % (raw 1.67-2.17 %), floor <= 0.88 deg at 5 s, precision >= 0.87, recall >= 0.85, slide after <= 0.29 x before

@@ -95,6 +95,7 @@ STANCE_FRAMES = 5  # the stance position: the median of the heel over the contac
 DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 LANDING_RECENT = 0.3  # s: a heel higher than OFF_HEIGHT this recently is coming down from a swing
+LANDING_AHEAD = 0.0  # m: such a heel plants only this far ahead of the hips along the walk, or further
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 3  # a released foot goes from where it was held to where it is shown over this many frames
@@ -307,8 +308,11 @@ class ContactDetector:
 
     @staticmethod
     def _behind(heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
-        """The heel behind the hips along the walk (a landing heel comes down ahead of them)."""
-        return walk is not None and float((heel - walk[1]) @ walk[0]) < 0.0
+        """The heel less than LANDING_AHEAD ahead of the hips along the walk (a landing heel comes down ahead)."""
+        if walk is None:
+            return False
+        velocity, hips = walk
+        return float((heel - hips) @ velocity) / float(np.linalg.norm(velocity)) < LANDING_AHEAD
 
     def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
         """The heel risen more than OFF_RISE above its stance position `place` and rising faster than OFF_RISE_SPEED,
@@ -374,12 +378,13 @@ def two_bone_ik(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np
 
 
 class FootLock:
-    """Holds a foot in contact where it was shown on the frame before the contact began (the detector
-    decides from the heel's speed over its last frames, so the foot was already down then: held where
-    it was shown, it does not move once down; held where the contact is decided, it moved by that
-    frame's noise, the live filter's lag behind the swing, or a depth frame's re-measuring); the knee
-    follows by two-bone IK; released, it eases to where it is shown over EASE_FRAMES frames. Call `reset`
-    when frames of the person were missed."""
+    """Holds a foot in contact where it came in on the frame before the contact began (the detector
+    decides from the heel's speed over its last frames, so the foot was already down then: held there,
+    it does not move once down; held where the contact is decided, it moved by that frame's noise, the
+    live filter's lag behind the swing, or a depth frame's re-measuring). Where it came in, not where it
+    was shown: a foot planting again while it still eases out of its last contact was shown part of the
+    way from that old anchor. The knee follows by two-bone IK; released, the foot eases to where it is
+    shown over EASE_FRAMES frames. Call `reset` when frames of the person were missed."""
 
     def __init__(self, keypoint_names: Sequence[str]):
         index = {n: i for i, n in enumerate(keypoint_names)}
@@ -387,11 +392,13 @@ class FootLock:
         self.feet = {side: np.array([index[f"{side}_ankle"], *foot_indices(keypoint_names)[side]]) for side in SIDES}
         self._anchor: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)
         self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle out
+        self._came: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle in
         self._ease: dict[str, tuple] = dict.fromkeys(SIDES, (None, 0))  # (held - shown at release, frames left)
 
     def reset(self) -> None:
         """Forget the anchors and the last frame's feet (the person was not seen on some frames)."""
         self._anchor, self._shown = dict.fromkeys(SIDES, None), dict.fromkeys(SIDES, None)
+        self._came = dict.fromkeys(SIDES, None)
         self._ease = dict.fromkeys(SIDES, (None, 0))
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
@@ -409,6 +416,8 @@ class FootLock:
             hip, knee, ankle = self.legs[side]
             foot = self.feet[side]
             shown, self._shown[side] = self._shown[side], None
+            came = self._came[side]
+            self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
             if not contact or not np.isfinite(out[[hip, knee, ankle]]).all():
                 offset, left = self._ease[side]
                 if self._anchor[side] is not None and shown is not None:  # released: ease out from where it was held
@@ -424,9 +433,9 @@ class FootLock:
                 self._shown[side] = out[ankle].copy()
                 continue
             self._ease[side] = (None, 0)
-            if self._anchor[side] is None:  # where it was shown on the last frame (see the class docstring)
-                known = shown is not None and np.isfinite(shown).all()
-                self._anchor[side] = (shown if known else out[ankle]).copy()
+            if self._anchor[side] is None:  # where it came in on the last frame (see the class docstring)
+                known = shown is not None and came is not None
+                self._anchor[side] = (came if known else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
