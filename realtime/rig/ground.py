@@ -46,10 +46,10 @@ does not plant behind the hips along the walk: a landing heel comes down ahead o
 the line of sight is shown behind where it is (its depth carried over from the last depth frame) and, descending
 while it moves away, barely moves in the image: it planted there, 61 cm short of its landing on CMU 35_05 walking
 straight away, and the lock then carried it to the landing inside the true stance. A foot already standing when
-first seen, or planting again after a release, has not swung and is not held to this.
+first seen, or planting again without having lifted above OFF_HEIGHT, has not swung and is not held to this.
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
-stay where the ankle was shown on the frame before the contact began (the detector needs the heel slow
+stay where the ankle came in on the frame before the contact began (the detector needs the heel slow
 over SPEED_WINDOW, so the foot was down by then; anchored on the deciding frame instead, it moved by that
 frame's 2D noise, the live filter's lag behind the swing, or a depth frame's re-measuring: 1.0-1.7 mm/frame
 of bench/world.py's slide), and the knee follows by two-bone IK
@@ -434,8 +434,7 @@ class FootLock:
                 continue
             self._ease[side] = (None, 0)
             if self._anchor[side] is None:  # where it came in on the last frame (see the class docstring)
-                known = shown is not None and came is not None
-                self._anchor[side] = (came if known else out[ankle]).copy()
+                self._anchor[side] = (came if came is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
