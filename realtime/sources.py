@@ -164,15 +164,7 @@ class VideoSource(Source):
         # Decode the first frame now: it proves the file is video and gives the
         # upright size (rotation metadata lives on the frames).
         self._decoded = self._container.decode(stream)
-        try:
-            first = next(self._decoded)
-        except StopIteration:
-            self.close()
-            raise UserError(f"{self.uri} contains no decodable video frames; check that the file is complete.") from None
-        except Exception as err:  # corrupt from the first packet on
-            self.close()
-            raise UserError(f"{self.uri} cannot be decoded ({_av_reason(err)}); "
-                            f"check that it is a complete, supported video.") from None
+        first = self._first_frame(stream)
         self._first = first
         w, h = first.width, first.height
         if abs(first.rotation) in (90, 270):
@@ -191,6 +183,28 @@ class VideoSource(Source):
             audio_path=self.uri if has_audio else None,
         )
         return self.info
+
+    def _first_frame(self, stream):
+        """The first decoded frame. A live stream joined part-way (UDP, a camera's RTSP) can begin with data that
+        does not decode, a transport packet cut short or frames without their keyframe: that is skipped for up
+        to `timeout` seconds. A file, or a stream that never decodes, is refused."""
+        import av
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return next(self._decoded)
+            except StopIteration:
+                self.close()
+                raise UserError(f"{self.uri} contains no decodable video frames; check that the file is complete.") from None
+            except Exception as err:  # corrupt from the first packet on
+                if self.live and isinstance(err, av.error.FFmpegError) and time.monotonic() < deadline:
+                    log.info("skipping data that does not decode at the start of %s (%s)", self.uri, _av_reason(err))
+                    self._decoded = self._container.decode(stream)  # the container reads on from where it is
+                    continue
+                self.close()
+                raise UserError(f"{self.uri} cannot be decoded ({_av_reason(err)}); "
+                                f"check that it is a complete, supported video.") from None
 
     def _open_container(self):
         import av
