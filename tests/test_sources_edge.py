@@ -22,11 +22,11 @@ from realtime.sources import ImageFolderSource, VideoSource, open_source
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _mpegts_bytes(path: Path, n: int, fps: int = 25) -> bytes:
+def _mpegts_bytes(path: Path, n: int, fps: int = 25, keyframe_every: int | None = None) -> bytes:
     with av.open(str(path), "w", format="mpegts") as out:
         stream = out.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.options = {"tune": "zerolatency", "preset": "ultrafast"}
+        stream.options = {"tune": "zerolatency", "preset": "ultrafast", **({"g": str(keyframe_every)} if keyframe_every else {})}
         for i, image in enumerate(numbered_frames(n)):
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = i

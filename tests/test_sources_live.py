@@ -61,23 +61,9 @@ def test_a_live_stream_joined_part_way_opens_at_its_next_keyframe(tmp_path):
     frames without their keyframe, which do not decode. A live source skips them (up to --timeout) and starts
     at the next keyframe; before, opening it failed ("Invalid data found when processing input"), which also
     made tests/test_stream.py's UDP test fail now and then on a loaded machine."""
-    import av
+    from test_sources_edge import _mpegts_bytes, _serve_tcp
 
-    from test_sources_edge import _serve_tcp, numbered_frames
-
-    path = tmp_path / "clip.ts"
-    with av.open(str(path), "w", format="mpegts") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.options = {"tune": "zerolatency", "preset": "ultrafast", "g": "10"}  # a keyframe every 10 frames
-        for i, image in enumerate(numbered_frames(60)):
-            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    data = path.read_bytes()
+    data = _mpegts_bytes(tmp_path / "clip.ts", 60, fps=30, keyframe_every=10)
     port, thread = _serve_tcp(data[188 * 20 + 3:], sessions=1)  # joined part-way, inside a transport packet
     source = open_source(f"tcp://127.0.0.1:{port}", timeout=10.0, reconnects=0)
     with source:
