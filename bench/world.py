@@ -144,7 +144,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
                 depth = depth / pose.pointmap_scale  # the frame's scale jitter, measured on the background
             planted = contacts[p, t - 1] if t and grounded[t - 1] else None  # as the ground stage: the last frame's
             motion = np.linalg.inv(poses[t]) @ poses[t - 1] if t else None  # held in the world, not the image
-            lifted = lifters[p].update(pixels, depth, scores, planted, motion)
+            lifted = lifters[p].update(pixels, depth, scores, planted, motion, truth.times[t])
             points.append(lifted)
             if lifted is None:
                 continue

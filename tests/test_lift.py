@@ -83,3 +83,19 @@ def test_a_foot_not_seen_is_carried_without_warnings():
         warnings.simplefilter("error")
         out = lifter.update(_pixels(start), None, scores, None, None)
     assert not np.isfinite(out[LEFT_FOOT[1:]]).all(axis=1).any() and np.isfinite(out[LEFT_FOOT[0]]).all()
+
+
+def test_the_root_follows_the_walk_along_the_line_of_sight_between_depth_frames():
+    """A body walking straight away at 1.2 m/s (4 cm a frame), 1 px of noise on its 2D and 1.5 cm on its 3D, depth
+    every 5th frame: between depth frames the root's depth follows the line through the last depth frames' root
+    depths. From the torso's image size alone (before) it was 5.5 cm off on average and up to 26 cm."""
+    rng = np.random.default_rng(0)
+    start, root = walk(1).camera[0], NAMES.index("left_hip")
+    lifter, errors = Lifter(NAMES), []
+    for t in range(60):
+        body = start + np.array([0.0, 0.0, 0.04 * t])
+        depth = body + rng.normal(0.0, 0.015, body.shape) if t % 5 == 0 else None
+        out = lifter.update(_pixels(body) + rng.normal(0.0, 1.0, (len(NAMES), 2)), depth, timestamp=t / 30)
+        if depth is None and t > 10:  # once three depth frames are in
+            errors.append(abs(out[root, 2] - body[root, 2]))
+    assert np.mean(errors) < 0.025 and max(errors) < 0.08

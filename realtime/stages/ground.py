@@ -81,7 +81,7 @@ class GroundStage:
             planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
             measured = None if person.keypoints3d is None else np.asarray(person.keypoints3d, np.float64) / frame_scale
             points = lifter.update(person.best_keypoints, measured, person.keypoint_scores, planted,
-                                   self._camera_motion(frame, person.track_id))
+                                   self._camera_motion(frame, person.track_id), frame.timestamp)
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points, normal)
             if detector is None and self.floor is not None:
