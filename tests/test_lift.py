@@ -99,3 +99,18 @@ def test_the_root_follows_the_walk_along_the_line_of_sight_between_depth_frames(
         if depth is None and t > 10:  # once three depth frames are in
             errors.append(abs(out[root, 2] - body[root, 2]))
     assert np.mean(errors) < 0.025 and max(errors) < 0.08
+
+
+def test_a_source_that_starts_over_does_not_extend_the_old_walk():
+    """Timestamps going back (a source started over, the body back where it began): the line through the old walk's
+    depth frames is dropped, not extended backwards in time."""
+    start, root = walk(1).camera[0], NAMES.index("left_hip")
+    lifter = Lifter(NAMES)
+    for t in range(30):  # walking away 4 cm a frame for a second
+        body = start + np.array([0.0, 0.0, 0.04 * t])
+        lifter.update(_pixels(body), body if t % 5 == 0 else None, timestamp=t / 30)
+    errors = []
+    for t in range(5):  # from the start again, standing
+        out = lifter.update(_pixels(start), start if t == 0 else None, timestamp=t / 30)
+        errors.append(abs(out[root, 2] - start[root, 2]))
+    assert max(errors) < 0.02

@@ -57,7 +57,7 @@ TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upri
 MIN_SCORE = 0.3
 STILL = 0.02  # m: a foot whose heel or big toe moved less than this across the line of sight is held along it
 ROOT_TRACK = 3  # depth frames: the root's depth between them follows a line through the last this many
-ROOT_TRACK_SECONDS = 0.6  # older depth frames than this (before the newest) say nothing of the body's walk now
+ROOT_TRACK_SECONDS = 0.6  # s: depth frames further apart (or a frame further after the newest) say nothing of the walk now
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
 
 
@@ -161,6 +161,8 @@ class Lifter:
             if ray is not None:
                 points3d = on_rays(points3d, ray)
             self._last3d, self._last_size = points3d.copy(), self._torso_size(pixels)
+            if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
+                self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
             self._previous, self._previous_pixels = points3d.copy(), pixels.copy()
             return points3d
@@ -192,10 +194,10 @@ class Lifter:
 
     def _root_line(self, time: float) -> Optional[float]:
         """The root's depth at `time` on the least-squares line through the last depth frames' root depths
-        over time (None from fewer than two within ROOT_TRACK_SECONDS of the newest)."""
+        over time (None from fewer than two within ROOT_TRACK_SECONDS of the newest, or further than that after it)."""
         newest = self._root_depths[-1][0] if self._root_depths else np.nan
         track = np.array([(t, z) for t, z in self._root_depths if newest - t <= ROOT_TRACK_SECONDS + 1e-9])
-        if len(track) < 2:
+        if len(track) < 2 or not newest < time <= newest + ROOT_TRACK_SECONDS:  # before it: the source started over
             return None
         dt = track[:, 0] - track[:, 0].mean()
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / max(float(dt @ dt), 1e-12)
