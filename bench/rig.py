@@ -31,7 +31,7 @@ Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion 
 walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
 after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
 camera, the case the lifted frames measure worst; 45 and 90 across the view); `--motion held-out` the same for
-the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05 and 16_32, two other subjects).
+the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, 16_32 and 39_03, three other subjects).
 Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out]
      [--floor both|scene|feet]
 """
