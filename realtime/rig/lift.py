@@ -15,8 +15,8 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    (the last depth frame's scaled by z ~ 1 / size: a little of the image's word on starts, stops and
    hops, 1 mm better on CMU 131's clips than the line alone). The image size alone was the estimate
    before: 1 px of noise on a 100 px torso is 1 % of the depth, 5 cm at 5 m, and the lifted frames'
-   joints were 60 mm off on the CMU walks (bench/rig.py), more than the depth frames' own 70-77; on
-   the line, 39.
+   joints were 60 mm off on the CMU walks (bench/rig.py); on the line, 39 (the root 1.8-3.1 cm off,
+   against 1.3-1.9 on the depth frames themselves).
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
