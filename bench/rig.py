@@ -31,8 +31,13 @@ Real motion: `--motion mocap` runs each CMU clip of tests/data/mocap; `--motion 
 walks (`tests.mocap_clips.WALKS`, 3.7 s each: shorter than the floor's first fit, so each is measured
 after two earlier passes of itself, and at each of `--headings`: 0 = as captured, straight away from the
 camera, the case the lifted frames measure worst; 45 and 90 across the view); `--motion held-out` the same for
-the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, 16_32 and 39_03, three other subjects).
-Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out]
+the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, 16_32 and 39_03, three other subjects);
+`--motion other` the same for the other gaits added after the tuning (`tests.mocap_clips.OTHER_GAITS`: CMU 16_18, a walk
+turning 90 degrees left, and 35_24, a 1.2 s run at 3.5 m/s, measured after five earlier passes of itself).
+`held_foot_up_cm`: on the frames the detector holds a foot, the most its lowest true point (heel or toes) is above
+where that point is lowest in the clip (its 2nd percentile): a foot pinned in the air shows here, a foot on its toes
+after heel-off does not.
+Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out|other]
      [--floor both|scene|feet]
 """
 
@@ -56,6 +61,8 @@ from tests.mocap_synthetic import NAMES  # noqa: E402
 DEPTH_EVERY = 5
 NOISE_PX, NOISE_M, SCALE_JITTER = 1.0, 0.015, 0.02
 FPS = 30.0
+FOOT_PARTS = ("heel", "big_toe", "small_toe")  # a foot is on the floor where the lowest of these is
+WARMUP_FRAMES = 180  # earlier frames of a short clip before it is measured: 36 depth frames, past the floor's first fit (30)
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
 MAP_WH = (80, 45)  # the scene's pointmap: the 1280 x 720 camera at 1/16
 WALL_Z = 8.0  # m: the back wall (world z) the camera sees beyond the floor
@@ -202,6 +209,11 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     tp = (contacts & truth_contacts).sum()
     heels = truth.camera[:, [NAMES.index("left_heel"), NAMES.index("right_heel")]][truth_contacts]
     heel_heights = truth.world[:, [NAMES.index("left_heel"), NAMES.index("right_heel")], 1][truth_contacts]
+    held_up = []  # each held frame's foot: its lowest point above where that point is lowest in the clip
+    for s, side in enumerate(("left", "right")):
+        low = truth.world[:, [NAMES.index(f"{side}_{part}") for part in FOOT_PARTS], 1].min(axis=1)
+        held_up.append(low[contacts[:, s]] - np.nanpercentile(low, 2))
+    held_up = np.concatenate(held_up)
     slide_before, per_contact_before = _sliding(filtered, truth_contacts, stage.floor.normal)
     slide_after, per_contact_after = _sliding(locked, truth_contacts, stage.floor.normal)
     return {
@@ -220,6 +232,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "slide_after_mm_per_frame": slide_after,
         "slide_before_cm_per_contact": per_contact_before,
         "slide_after_cm_per_contact": per_contact_after,
+        "held_foot_up_cm": 100 * float(held_up.max()) if len(held_up) else 0.0,
     }
 
 
@@ -248,9 +261,10 @@ def main() -> None:
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
                         help="the everyday walks turned this many degrees about the vertical (0: as captured)")
-    parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out"), default="walker",
+    parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out", "other"), default="walker",
                         help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
-                             "only its everyday walks; held-out: the everyday walks added after the tuning (CMU 35_05, 16_32)")
+                             "only its everyday walks; held-out: the everyday walks added after the tuning (CMU 35_05, "
+                             "16_32, 39_03); other: the other gaits added after the tuning (CMU 16_18 turning, 35_24 running)")
     parser.add_argument("--floor", choices=("both", "scene", "feet"), default="both",
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
@@ -271,31 +285,37 @@ def main() -> None:
     if args.motion == "walker":
         print_per_seed(measured(lambda seed, scene: evaluate(args.frames, seed, scene=scene, **options)), args.seeds, 36)
         return
-    from tests.mocap_clips import CLIPS, HELD_OUT, WALKS, clip_walk, load_clips
+    from tests.mocap_clips import CLIPS, HELD_OUT, OTHER_GAITS, WALKS, clip_walk, load_clips
 
     for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
         print(clip.name)
         truth = clip_walk(clip, args.frames)
         print_per_seed(measured(lambda seed, scene, truth=truth: evaluate(args.frames, seed, truth=truth, scene=scene,
                                                                           **options)), args.seeds, 36)
-    for clip in load_clips(HELD_OUT if args.motion == "held-out" else WALKS):
+    for clip in load_clips({"held-out": HELD_OUT, "other": OTHER_GAITS}.get(args.motion, WALKS)):
         for heading in args.headings:
             results = measured(lambda seed, scene, clip=clip, heading=heading: evaluate_walk(
                 clip, heading, [seed], args.frames, scene=scene, **options)[0])
-            print(f"{clip.name} turned {heading:g} deg (everyday walk; the floor learnt from two earlier passes)")
+            print(f"{clip.name} turned {heading:g} deg (the floor learnt from {warmup_passes(clip)} earlier passes)")
             print_per_seed(results, args.seeds, 36)
 
 
 def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True,
                   depth_every: int = DEPTH_EVERY) -> list[dict]:
-    """A short everyday walk (`tests.mocap_clips.WALKS`) turned `heading` degrees about the vertical (0: as
-    captured, straight away from the camera; 90: across the view), after two earlier passes of the
-    same walk (tracks of their own, their own noise: >= 30 depth frames, so the floor is known)."""
+    """A short real clip (`tests.mocap_clips.WALKS`, ...) turned `heading` degrees about the vertical (0: as
+    captured, straight away from the camera; 90: across the view), after earlier passes of the same clip
+    (`warmup_passes`; tracks of their own, their own noise), so the floor is known."""
     from tests.mocap_clips import clip_walk
 
-    earlier = [clip_walk(clip, heading=heading)] * 2
+    earlier = [clip_walk(clip, heading=heading)] * warmup_passes(clip)
     return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier, scene=scene,
                      depth_every=depth_every) for seed in seeds]
+
+
+def warmup_passes(clip) -> int:
+    """Earlier passes of `clip` that give the floor's first fit (30 depth frames) with room to spare: two for the
+    3-4 s walks, five for the 1.2 s run."""
+    return max(2, int(np.ceil(WARMUP_FRAMES / len(clip.joints))))
 
 
 def print_per_seed(results: list[dict], seeds: list[int], width: int) -> None:
