@@ -203,6 +203,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         return 100 * float(np.std((p * q).sum(axis=(1, 2)) / (q * q).sum(axis=(1, 2))))
 
     def angle(floor):
+        if floor is None:
+            return float("nan")
         return float(np.degrees(np.arccos(np.clip(floor.normal @ truth.up, -1, 1))))
 
     truth_contacts = truth.contacts & grounded[:, None]
@@ -214,8 +216,10 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         low = truth.world[:, [NAMES.index(f"{side}_{part}") for part in FOOT_PARTS], 1].min(axis=1)
         held_up.append(low[contacts[:, s]] - np.nanpercentile(low, 2))
     held_up = np.concatenate(held_up)
-    slide_before, per_contact_before = _sliding(filtered, truth_contacts, stage.floor.normal)
-    slide_after, per_contact_after = _sliding(locked, truth_contacts, stage.floor.normal)
+    floor = stage.floor  # None when the clip (and its warm-up) gave too few depth frames for a first fit
+    up = truth.up if floor is None else floor.normal
+    slide_before, per_contact_before = _sliding(filtered, truth_contacts, up)
+    slide_after, per_contact_after = _sliding(locked, truth_contacts, up)
     return {
         "joint_error_lifted_mm": 1000 * joint_error(lifted, truth.camera),
         "joint_error_depth_every_frame_mm": 1000 * joint_error(depth, truth.camera),
@@ -223,9 +227,10 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "scale_error_raw_pct": scale_error(depth),
         "scale_error_stabilised_pct": scale_error(lifted),
         "floor_up_error_5s_deg": angle(floor_first),
-        "floor_up_error_end_deg": angle(stage.floor),
+        "floor_up_error_end_deg": angle(floor),
         # the fitted floor above the true one (cm, at the planted heels: their true height less the fitted one)
-        "floor_height_error_cm": 100 * float(np.median(heel_heights - stage.floor.height(heels))),
+        "floor_height_error_cm": (100 * float(np.median(heel_heights - floor.height(heels))) if floor is not None
+                                  and len(heels) else float("nan")),
         "contact_precision": float(tp / max(contacts.sum(), 1)),
         "contact_recall": float(tp / max(truth_contacts.sum(), 1)),
         "slide_before_mm_per_frame": slide_before,
@@ -251,7 +256,9 @@ def _sliding(points: np.ndarray, contacts: np.ndarray, up: np.ndarray) -> tuple[
             elif contacts[t - 1, side] and not contacts[t, side]:
                 per_contact.append(travel)
                 travel = 0.0
-    return 1000 * float(np.mean(steps)), 100 * float(np.mean(per_contact))
+    if not steps:  # no true contact measured (no floor fitted, or none in the clip)
+        return float("nan"), float("nan")
+    return 1000 * float(np.mean(steps)), 100 * float(np.mean(per_contact)) if per_contact else float("nan")
 
 
 def main() -> None:
