@@ -32,8 +32,7 @@ Reported per camera path and seed (the last line: the worst of each over all of 
   the largest camera translation (cm) and rotation (deg) reported;
 - egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
 With `--pipeline`: the same scenes (the walkers, or `--motion walks|turning|mocap`) through the run's own stages
-instead, egomotion ->
-ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
+instead, egomotion -> ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
 would hand on (image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world,
 the camera's rotation error after it, the world up error (the angle between the world frame's y and
 the true up, both in each frame's camera, mean over the frames from the world's fix on), the distance
