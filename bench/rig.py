@@ -36,7 +36,9 @@ the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU
 turning 90 degrees left, and 35_24, a 1.2 s run at 3.5 m/s, measured after five earlier passes of itself).
 `held_foot_up_cm`: on the frames the detector holds a foot, the most its lowest true point (heel or toes) is above
 where that point is lowest in the clip (its 2nd percentile): a foot pinned in the air shows here, a foot on its toes
-after heel-off does not.
+after heel-off does not. `ankle_in_contact_shown_mm` / `_locked_mm`: the ankle's mean distance from the truth over
+the true contacts, as the live filter shows it and as the lock holds it (the slide counts how far a held foot moves,
+this where it is held).
 Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out|other]
      [--floor both|scene|feet]
 """
@@ -216,6 +218,13 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         low = truth.world[:, [NAMES.index(f"{side}_{part}") for part in FOOT_PARTS], 1].min(axis=1)
         held_up.append(low[contacts[:, s]] - np.nanpercentile(low, 2))
     held_up = np.concatenate(held_up)
+    ankles = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
+
+    def ankle_error(points):  # in true contacts: where the foot is held (or shown), not how far it moves
+        if not truth_contacts.any():
+            return float("nan")
+        return 1000 * float(np.linalg.norm(points[:, ankles] - truth.camera[:, ankles], axis=-1)[truth_contacts].mean())
+
     floor = stage.floor  # None when the clip (and its warm-up) gave too few depth frames for a first fit
     up = truth.up if floor is None else floor.normal
     slide_before, per_contact_before = _sliding(filtered, truth_contacts, up)
@@ -238,6 +247,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "slide_before_cm_per_contact": per_contact_before,
         "slide_after_cm_per_contact": per_contact_after,
         "held_foot_up_cm": 100 * float(held_up.max()) if len(held_up) else 0.0,
+        "ankle_in_contact_shown_mm": ankle_error(filtered),
+        "ankle_in_contact_locked_mm": ankle_error(locked),
     }
 
 
