@@ -58,9 +58,13 @@ anchor is just out of the leg's reach (a straight knee late in stance, with a no
 lengths) by at most STRETCH, the ankle stays on it all the same (the shin stretched by that much)
 rather than being dragged along with the hips; further out (an anchor set between depth frames at a
 depth carried over from the swing) the anchor moves to where the leg lands and holds there. A released
-foot eases from where it was held to where it is shown over EASE_FRAMES frames (a quarter of the way a
-frame) rather than jumping there: the shown ankle has moved from the anchor by heel-off, or by the depth
-frames' re-measuring of a foot anchored a few centimetres off (up to 15-20 cm on bench/world.py's walks).
+foot eases from where it was held to where it is shown over EASE_FRAMES frames rather than jumping there: the
+shown ankle has moved from the anchor by heel-off, or by the depth frames' re-measuring of a foot anchored a few
+centimetres off (up to 15-20 cm on bench/world.py's walks). The ease is a smoothstep (10, 35, 65, 90 % of the way,
+then there): slow at first, because a release can come a frame or two before the foot truly leaves the floor, where
+any motion is skating, and fastest mid-ease, in the swing. Even steps (a quarter a frame over 3 frames) slid
+0.43 mm/frame on the CMU walks (the worst clip and heading 7.38) and 1.97 on bench/world.py's walks; the smoothstep
+0.35 (5.97) and 1.45, for 1 mm more ankle error (bench/RESULTS.md, issue 32 round 18).
 """
 
 from __future__ import annotations
@@ -98,7 +102,7 @@ LANDING_RECENT = 0.3  # s: a heel higher than OFF_HEIGHT this recently is coming
 LANDING_AHEAD = 0.0  # m: such a heel plants only this far ahead of the hips along the walk, or further
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
-EASE_FRAMES = 3  # a released foot goes from where it was held to where it is shown over this many frames
+EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
 
 
 @dataclass(frozen=True)
@@ -371,6 +375,14 @@ class ContactDetector:
         return np.array([self.state[s] for s in SIDES])
 
 
+def _still_to_go(left: int) -> float:
+    """The share of a released foot's offset (held - shown) still applied with `left` of EASE_FRAMES frames to go:
+    smoothstep, so the foot leaves its place slowly (heel-off; an early release is still in stance) and moves most
+    mid-ease, in the swing."""
+    done = (EASE_FRAMES + 1 - left) / (EASE_FRAMES + 1)
+    return 1.0 - done * done * (3.0 - 2.0 * done)
+
+
 def two_bone_ik(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.ndarray) -> np.ndarray:
     """The knee that puts the ankle at `target` with the thigh and shin lengths of (hip, knee, ankle),
     bending in the plane of the current knee (`leg_ik.solve_leg`)."""
@@ -426,7 +438,7 @@ class FootLock:
                 if left and not (np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all()):
                     left = 0  # the leg not seen: the ease ends here rather than resuming later from a stale place
                 if left:
-                    reached = self._reach(out, side, out[ankle] + offset * left / (EASE_FRAMES + 1))
+                    reached = self._reach(out, side, out[ankle] + offset * _still_to_go(left))
                     out[foot] = points3d[foot] + (reached - points3d[ankle])
                     left -= 1
                 self._ease[side] = (offset, left) if left else (None, 0)
