@@ -141,6 +141,10 @@ def test_a_walk_not_tuned_on():
     results = bench.evaluate_walk(clip, 45.0, SEEDS)
     # measured: precision 0.49, recall 0.90, slide 0.17 mm/frame (0.54 at 90 deg), floor 0.06 deg (feet only 4.08)
     assert _mean(results, "contact_recall") >= RECALL - 0.02  # 0.899: seed 0's 0.89
+    # two thirds of the frames held that the truth has lifted (61-71 % per seed) are a foot standing still, its heel
+    # settled 3-5 cm above its heel-strike low; with those counted the precision is 0.83, not 0.49
+    assert _mean(results, "false_contacts_foot_still_pct") >= 55
+    assert _mean(results, "contact_precision_foot_still") >= _mean(results, "contact_precision") + 0.25
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
     feet_only = bench.evaluate_walk(clip, 45.0, SEEDS[:2], scene=False)
