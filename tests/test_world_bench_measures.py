@@ -14,7 +14,7 @@ from bench.world import aligned_error, root_translation_error
 def walk() -> np.ndarray:
     """8 m walked along a gentle curve over 300 frames."""
     s = np.linspace(0.0, 1.0, 300)
-    return np.stack([8.0 * s, 0.9 + 0.0 * s, 1.5 * np.sin(np.pi * s)], axis=1)
+    return np.stack([8.0 * s, np.full_like(s, 0.9), 1.5 * np.sin(np.pi * s)], axis=1)
 
 
 def test_a_track_turned_and_moved_has_no_root_translation_error(walk):
