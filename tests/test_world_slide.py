@@ -2,7 +2,8 @@
 before the contact detector decided (the foot was already down then), so the deciding frame's noise, the live
 filter's lag or a depth frame's re-measuring does not move it; the motion stage forgets those feet when the
 person was missed on a frame; a released foot eases over EASE_FRAMES frames from where it was held to where it is
-shown (a smoothstep), rather than jumping there. bench/world.py measures the slide this removes (bench/RESULTS.md)."""
+shown (a smoothstep), rather than jumping there, after RELEASE_HOLD frames where it was held if it is still on the
+floor. bench/world.py measures the slide this removes (bench/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,39 @@ def test_a_released_foot_eases_from_where_it_was_held_to_where_it_is_shown():
         assert abs(np.linalg.norm(points[knee] - points[hip]) - np.linalg.norm(body[knee] - body[hip])) < 1e-6
         assert abs(np.linalg.norm(points[ANKLE] - points[knee]) - np.linalg.norm(body[ANKLE] - body[knee])) < 1e-6
     np.testing.assert_allclose(eased[-1], _body((0.0, 0.0, 0.08)), atol=1e-9)  # then exactly as shown
+
+
+def _released_after(held_frames: int, shown_after) -> list[float]:
+    """The share of the held-to-shown offset still applied on each frame after a release: the foot held for
+    `held_frames` frames while shown 8 cm off (a stale anchor), then shown at `shown_after` (one shift per frame)."""
+    lock = FootLock(NAMES)
+    held = lock.apply(_body(), DOWN)[ANKLE]
+    for _ in range(held_frames - 1):
+        lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
+    offset = np.linalg.norm(_body((0.0, 0.0, 0.08))[ANKLE] - held)  # where it was held from where it was shown
+    out = []
+    for shift in shown_after:
+        shown = _body((0.0, 0.0, 0.08 + shift))
+        out.append(np.linalg.norm(lock.apply(shown, UP)[ANKLE] - shown[ANKLE]) / offset)
+    return out
+
+
+def test_a_foot_released_from_a_stance_keeps_its_offset_while_still_on_the_floor():
+    """After a stance (HOLD_AFTER frames or more) a released foot that is shown still keeps where it was held for
+    RELEASE_HOLD frames before the ease: an early release (the heel rising, the toes down) does not move a stale
+    anchor inside the stance, where it is slide; the swing then carries the correction."""
+    still = _released_after(6, [0.0] * 8)
+    np.testing.assert_allclose(still, [1.0, 1.0, 1.0, 0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
+
+
+def test_a_released_foot_that_swings_eases_at_once():
+    moving = _released_after(6, [0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12])  # 2 cm a frame from the second frame
+    np.testing.assert_allclose(moving, [1.0, 0.896, 0.648, 0.352, 0.104, 0.0, 0.0], atol=2e-3)
+
+
+def test_a_short_contact_eases_without_waiting():
+    """A contact of fewer than HOLD_AFTER frames (a foot that only passed through) is let go at once."""
+    np.testing.assert_allclose(_released_after(3, [0.0] * 5), [0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
 
 
 def test_an_ease_ends_when_the_leg_is_not_seen():

@@ -64,7 +64,12 @@ centimetres off (up to 15-20 cm on bench/world.py's walks). The ease is a smooth
 then there): slow at first, because a release can come a frame or two before the foot truly leaves the floor, where
 any motion is skating, and fastest mid-ease, in the swing. Even steps (a quarter a frame over 3 frames) slid
 0.43 mm/frame on the CMU walks (the worst clip and heading 7.38) and 1.97 on bench/world.py's walks; the smoothstep
-0.35 (5.97) and 1.45, for 1 mm more ankle error (bench/RESULTS.md, issue 32 round 18).
+0.35 (5.97) and 1.45, for 1 mm more ankle error (bench/RESULTS.md, issue 32 round 18). After a stance (HOLD_AFTER
+frames held or more) the ease waits RELEASE_HOLD frames while the foot is shown still (moving under SWING_STEP a
+frame): an early release leaves the foot on the floor a few frames more (the heel rising, the toes down), and an
+anchor a depth frame found stale moves in the swing rather than inside the stance. On the CMU walks the slide went
+0.35 -> 0.20 mm/frame (the worst clip and heading 5.97 -> 2.78), on bench/world.py's walks 1.45 / 1.66 -> 1.15 / 1.19
+(seeds 0-2 / 3-5); the stylised CMU 131_01 2.00 -> 2.17 (round 20).
 """
 
 from __future__ import annotations
@@ -103,6 +108,8 @@ LANDING_AHEAD = 0.0  # m: such a heel plants only this far ahead of the hips alo
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
+RELEASE_HOLD, HOLD_AFTER = 3, 5  # frames a foot released from a contact of HOLD_AFTER frames or more keeps its offset first
+SWING_STEP = 0.008  # m: an ankle shown moving this far in a frame has left the floor: the hold ends, the ease begins
 
 
 @dataclass(frozen=True)
@@ -379,6 +386,8 @@ def _still_to_go(left: int) -> float:
     """The share of a released foot's offset (held - shown) still applied with `left` of EASE_FRAMES frames to go:
     smoothstep, so the foot leaves its place slowly (heel-off; an early release is still in stance) and moves most
     mid-ease, in the swing."""
+    if left > EASE_FRAMES:  # still in the release's hold
+        return 1.0
     done = (EASE_FRAMES + 1 - left) / (EASE_FRAMES + 1)
     return 1.0 - done * done * (3.0 - 2.0 * done)
 
@@ -396,7 +405,8 @@ class FootLock:
     live filter's lag behind the swing, or a depth frame's re-measuring). Where it came in, not where it
     was shown: a foot planting again while it still eases out of its last contact was shown part of the
     way from that old anchor. The knee follows by two-bone IK; released, the foot eases to where it is
-    shown over EASE_FRAMES frames. Call `reset` when frames of the person were missed."""
+    shown over EASE_FRAMES frames, after RELEASE_HOLD frames where it was held if it stood HOLD_AFTER frames or
+    more and is shown still (see the module docstring). Call `reset` when frames of the person were missed."""
 
     def __init__(self, keypoint_names: Sequence[str]):
         index = {n: i for i, n in enumerate(keypoint_names)}
@@ -406,12 +416,14 @@ class FootLock:
         self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle out
         self._came: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle in
         self._ease: dict[str, tuple] = dict.fromkeys(SIDES, (None, 0))  # (held - shown at release, frames left)
+        self._held = dict.fromkeys(SIDES, 0)  # frames the current contact has been held
 
     def reset(self) -> None:
         """Forget the anchors and the last frame's feet (the person was not seen on some frames)."""
         self._anchor, self._shown = dict.fromkeys(SIDES, None), dict.fromkeys(SIDES, None)
         self._came = dict.fromkeys(SIDES, None)
         self._ease = dict.fromkeys(SIDES, (None, 0))
+        self._held = dict.fromkeys(SIDES, 0)
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent
@@ -433,10 +445,12 @@ class FootLock:
             if not contact or not np.isfinite(out[[hip, knee, ankle]]).all():
                 offset, left = self._ease[side]
                 if self._anchor[side] is not None and shown is not None:  # released: ease out from where it was held
-                    offset, left = shown - out[ankle], EASE_FRAMES
-                self._anchor[side] = None
+                    offset, left = shown - out[ankle], EASE_FRAMES + (RELEASE_HOLD if self._held[side] >= HOLD_AFTER else 0)
+                self._anchor[side], self._held[side] = None, 0
                 if left and not (np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all()):
                     left = 0  # the leg not seen: the ease ends here rather than resuming later from a stale place
+                if left > EASE_FRAMES and came is not None and np.linalg.norm(out[ankle] - came) > SWING_STEP:
+                    left = EASE_FRAMES  # swinging: the ease begins
                 if left:
                     reached = self._reach(out, side, out[ankle] + offset * _still_to_go(left))
                     out[foot] = points3d[foot] + (reached - points3d[ankle])
@@ -445,6 +459,7 @@ class FootLock:
                 self._shown[side] = out[ankle].copy()
                 continue
             self._ease[side] = (None, 0)
+            self._held[side] += 1
             if self._anchor[side] is None:  # where it came in on the last frame (see the class docstring)
                 self._anchor[side] = (came if came is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
