@@ -2,15 +2,15 @@
 before the contact detector decided (the foot was already down then), so the deciding frame's noise, the live
 filter's lag or a depth frame's re-measuring does not move it; the motion stage forgets those feet when the
 person was missed on a frame; a released foot eases over EASE_FRAMES frames from where it was held to where it is
-shown (a smoothstep), rather than jumping there, after RELEASE_HOLD frames where it was held if it is still on the
-floor. bench/world.py measures the slide this removes (bench/RESULTS.md)."""
+shown (a smoothstep), rather than jumping there, once it swings (after a stance: RELEASE_HOLD frames at most).
+bench/world.py measures the slide this removes (bench/RESULTS.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from realtime.frames import Frame, Person
-from realtime.rig.ground import FootLock
+from realtime.rig.ground import HOLD_AFTER, RELEASE_HOLD, FootLock
 from realtime.stages.motion import MotionStage
 from tests.ground_synthetic import walk
 from tests.mocap_synthetic import NAMES
@@ -77,21 +77,21 @@ def _released_after(held_frames: int, shown_after) -> list[float]:
 
 
 def test_a_foot_released_from_a_stance_keeps_its_offset_while_still_on_the_floor():
-    """After a stance (HOLD_AFTER frames or more) a released foot that is shown still keeps where it was held for
-    RELEASE_HOLD frames before the ease: an early release (the heel rising, the toes down) does not move a stale
+    """After a stance (HOLD_AFTER frames or more) a released foot that is shown still keeps where it was held, up to
+    RELEASE_HOLD frames, before the ease: an early release (the heel rising, the toes down) does not move a stale
     anchor inside the stance, where it is slide; the swing then carries the correction."""
-    still = _released_after(6, [0.0] * 8)
-    np.testing.assert_allclose(still, [1.0, 1.0, 1.0, 0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
+    still = _released_after(HOLD_AFTER + 1, [0.0] * (RELEASE_HOLD + 5))
+    np.testing.assert_allclose(still, [1.0] * RELEASE_HOLD + [0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
 
 
 def test_a_released_foot_that_swings_eases_at_once():
-    moving = _released_after(6, [0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12])  # 2 cm a frame from the second frame
+    moving = _released_after(HOLD_AFTER + 1, [0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12])  # 2 cm a frame from the second frame
     np.testing.assert_allclose(moving, [1.0, 0.896, 0.648, 0.352, 0.104, 0.0, 0.0], atol=2e-3)
 
 
 def test_a_short_contact_eases_without_waiting():
     """A contact of fewer than HOLD_AFTER frames (a foot that only passed through) is let go at once."""
-    np.testing.assert_allclose(_released_after(3, [0.0] * 5), [0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
+    np.testing.assert_allclose(_released_after(HOLD_AFTER - 1, [0.0] * 5), [0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
 
 
 def test_an_ease_ends_when_the_leg_is_not_seen():

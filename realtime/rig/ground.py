@@ -65,11 +65,11 @@ then there): slow at first, because a release can come a frame or two before the
 any motion is skating, and fastest mid-ease, in the swing. Even steps (a quarter a frame over 3 frames) slid
 0.43 mm/frame on the CMU walks (the worst clip and heading 7.38) and 1.97 on bench/world.py's walks; the smoothstep
 0.35 (5.97) and 1.45, for 1 mm more ankle error (bench/RESULTS.md, issue 32 round 18). After a stance (HOLD_AFTER
-frames held or more) the ease waits RELEASE_HOLD frames while the foot is shown still (moving under SWING_STEP a
-frame): an early release leaves the foot on the floor a few frames more (the heel rising, the toes down), and an
-anchor a depth frame found stale moves in the swing rather than inside the stance. On the CMU walks the slide went
-0.35 -> 0.20 mm/frame (the worst clip and heading 5.97 -> 2.78), on bench/world.py's walks 1.45 / 1.66 -> 1.15 / 1.19
-(seeds 0-2 / 3-5); the stylised CMU 131_01 2.00 -> 2.17 (round 20).
+frames held or more) the ease waits until the foot is shown moving (SWING_STEP or more a frame: it swings), for
+RELEASE_HOLD frames at most: an early release leaves the foot on the floor a few frames more (the heel rising, the
+toes down), and an anchor a depth frame found stale then moves in the swing rather than inside the stance. On the
+CMU walks the slide went 0.35 -> 0.20 mm/frame (the worst clip and heading 5.97 -> 2.66), on bench/world.py's walks
+1.45 / 1.66 -> 1.15 / 1.19 (seeds 0-2 / 3-5), no clip or heading worse (bench/RESULTS.md, issue 32 round 20).
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ LANDING_AHEAD = 0.0  # m: such a heel plants only this far ahead of the hips alo
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
-RELEASE_HOLD, HOLD_AFTER = 3, 5  # frames a foot released from a contact of HOLD_AFTER frames or more keeps its offset first
+RELEASE_HOLD, HOLD_AFTER = 10, 5  # released after HOLD_AFTER frames or more: held until it swings, RELEASE_HOLD frames at most
 SWING_STEP = 0.008  # m: an ankle shown moving this far in a frame has left the floor: the hold ends, the ease begins
 
 
@@ -405,8 +405,8 @@ class FootLock:
     live filter's lag behind the swing, or a depth frame's re-measuring). Where it came in, not where it
     was shown: a foot planting again while it still eases out of its last contact was shown part of the
     way from that old anchor. The knee follows by two-bone IK; released, the foot eases to where it is
-    shown over EASE_FRAMES frames, after RELEASE_HOLD frames where it was held if it stood HOLD_AFTER frames or
-    more and is shown still (see the module docstring). Call `reset` when frames of the person were missed."""
+    shown over EASE_FRAMES frames, once it swings (RELEASE_HOLD frames at most) if it stood HOLD_AFTER frames or
+    more (see the module docstring). Call `reset` when frames of the person were missed."""
 
     def __init__(self, keypoint_names: Sequence[str]):
         index = {n: i for i, n in enumerate(keypoint_names)}
