@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.frames import DenseMaps, Frame, Person  # noqa: E402
 from realtime.rig.ground import FootLock  # noqa: E402
+from realtime.rig.leg_ik import FOOT_POINTS, SIDES  # noqa: E402
 from realtime.stages import Filter3D, GroundStage  # noqa: E402
 from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
@@ -67,7 +68,8 @@ from tests.mocap_synthetic import NAMES  # noqa: E402
 DEPTH_EVERY = 5
 NOISE_PX, NOISE_M, SCALE_JITTER = 1.0, 0.015, 0.02
 FPS = 30.0
-FOOT_PARTS = ("heel", "big_toe", "small_toe")  # a foot is on the floor where the lowest of these is
+HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
+ANKLES = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
 STILL_SPEED, STILL_HEIGHT = 0.15, 0.05  # m/s, m: a true foot planted and still (`_foot_still`)
 WARMUP_FRAMES = 180  # earlier frames of a short clip before it is measured: 36 depth frames, past the floor's first fit (30)
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
@@ -216,21 +218,20 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
 
     truth_contacts = truth.contacts & grounded[:, None]
     tp = (contacts & truth_contacts).sum()
-    heels = truth.camera[:, [NAMES.index("left_heel"), NAMES.index("right_heel")]][truth_contacts]
-    heel_heights = truth.world[:, [NAMES.index("left_heel"), NAMES.index("right_heel")], 1][truth_contacts]
+    heels = truth.camera[:, HEELS][truth_contacts]
+    heel_heights = truth.world[:, HEELS, 1][truth_contacts]
     held_up = []  # each held frame's foot: its lowest point above where that point is lowest in the clip
-    for s, side in enumerate(("left", "right")):
-        low = truth.world[:, [NAMES.index(f"{side}_{part}") for part in FOOT_PARTS], 1].min(axis=1)
+    for s, side in enumerate(SIDES):  # the foot is on the floor where the lowest of its points is
+        low = truth.world[:, [NAMES.index(f"{side}_{part}") for part in FOOT_POINTS], 1].min(axis=1)
         held_up.append(low[contacts[:, s]] - np.nanpercentile(low, 2))
     held_up = np.concatenate(held_up)
-    ankles = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
-    still = _foot_still(truth, ankles)
+    still = _foot_still(truth)
     false_contacts = contacts & ~truth_contacts & grounded[:, None]
 
     def ankle_error(points):  # in true contacts: where the foot is held (or shown), not how far it moves
         if not truth_contacts.any():
             return float("nan")
-        return 1000 * float(np.linalg.norm(points[:, ankles] - truth.camera[:, ankles], axis=-1)[truth_contacts].mean())
+        return 1000 * float(np.linalg.norm(points[:, ANKLES] - truth.camera[:, ANKLES], axis=-1)[truth_contacts].mean())
 
     floor = stage.floor  # None when the clip (and its warm-up) gave too few depth frames for a first fit
     up = truth.up if floor is None else floor.normal
@@ -261,12 +262,12 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     }
 
 
-def _foot_still(truth, ankles: list[int]) -> np.ndarray:
+def _foot_still(truth) -> np.ndarray:
     """(T, 2) the true foot planted and still, where the truth's heel gate may say lifted: its ankle slower than
     STILL_SPEED (3D, frame to frame) and its heel within STILL_HEIGHT of where it is lowest in the clip."""
     fps = 1.0 / np.median(np.diff(truth.times))
-    speed = np.linalg.norm(np.diff(truth.world[:, ankles], axis=0, prepend=truth.world[:1, ankles]), axis=-1) * fps
-    heels = truth.world[:, [NAMES.index("left_heel"), NAMES.index("right_heel")], 1]
+    speed = np.linalg.norm(np.diff(truth.world[:, ANKLES], axis=0, prepend=truth.world[:1, ANKLES]), axis=-1) * fps
+    heels = truth.world[:, HEELS, 1]
     return (speed < STILL_SPEED) & (heels - np.nanpercentile(heels, 2, axis=0) < STILL_HEIGHT)
 
 
