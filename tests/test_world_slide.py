@@ -94,6 +94,35 @@ def test_a_short_contact_eases_without_waiting():
     np.testing.assert_allclose(_released_after(HOLD_AFTER - 1, [0.0] * 5), [0.896, 0.648, 0.352, 0.104, 0.0], atol=1e-3)
 
 
+def _replanted(shown_after) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A foot held HOLD_AFTER + 1 frames where it came down while shown 8 cm off (a stale anchor), released and shown
+    at `shown_after` (one shift per frame), then planted again: (where it was held, where it was shown on the frame
+    before the new contact, the new contact's ankle)."""
+    lock = FootLock(NAMES)
+    held = lock.apply(_body(), DOWN)[ANKLE]
+    for _ in range(HOLD_AFTER):
+        lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
+    for shift in shown_after:
+        out = lock.apply(_body((0.0, 0.0, 0.08 + shift)), UP)[ANKLE]
+    return held, out, lock.apply(_body((0.0, 0.0, 0.08 + shown_after[-1])), DOWN)[ANKLE]
+
+
+def test_a_foot_planted_again_before_it_swung_stays_where_it_was_held():
+    """Released early (the heel rising, the toes down), the foot never swung and is planted again: it stays where it
+    was held rather than jumping to where it is shown (8 cm inside the stance; CMU 131_01 in bench/world.py's follow
+    shot moved 21 cm in one frame so). The swing that ends this stance carries the correction."""
+    held, before, again = _replanted([0.0] * 3)
+    np.testing.assert_allclose(before, held, atol=1e-9)  # still in the release's hold
+    np.testing.assert_allclose(again, held, atol=1e-9)
+
+
+def test_a_foot_planted_again_after_it_swung_is_held_where_it_came_in():
+    """Once the foot was shown swinging, the ease ran towards where it is shown: a new contact holds it where it came
+    in on the frame before (the measured foot), as any contact."""
+    _, _, again = _replanted([0.0, 0.02, 0.04, 0.04])
+    np.testing.assert_allclose(again, _body((0.0, 0.0, 0.12))[ANKLE], atol=1e-9)
+
+
 def test_an_ease_ends_when_the_leg_is_not_seen():
     lock = FootLock(NAMES)
     lock.apply(_body(), DOWN)

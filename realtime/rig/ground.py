@@ -70,6 +70,9 @@ RELEASE_HOLD frames at most: an early release leaves the foot on the floor a few
 toes down), and an anchor a depth frame found stale then moves in the swing rather than inside the stance. On the
 CMU walks the slide went 0.35 -> 0.20 mm/frame (the worst clip and heading 5.97 -> 2.66), on bench/world.py's walks
 1.45 / 1.66 -> 1.15 / 1.19 (seeds 0-2 / 3-5), no clip or heading worse (bench/RESULTS.md, issue 32 round 20).
+A foot planted again while still in that hold (it never swung) stays where it was held: the same stance, so the
+jump to where it is shown would be slide (21 cm in one frame on CMU 131_01 in bench/world.py's follow shot); the
+swing that ends it carries the correction (issue 32 round 21).
 """
 
 from __future__ import annotations
@@ -404,7 +407,8 @@ class FootLock:
     it does not move once down; held where the contact is decided, it moved by that frame's noise, the
     live filter's lag behind the swing, or a depth frame's re-measuring). Where it came in, not where it
     was shown: a foot planting again while it still eases out of its last contact was shown part of the
-    way from that old anchor. The knee follows by two-bone IK; released, the foot eases to where it is
+    way from that old anchor, unless it never swung: planted again in the release's hold, it stays where it was
+    held. The knee follows by two-bone IK; released, the foot eases to where it is
     shown over EASE_FRAMES frames, once it swings (RELEASE_HOLD frames at most) if it stood HOLD_AFTER frames or
     more (see the module docstring). Call `reset` when frames of the person were missed."""
 
@@ -458,10 +462,11 @@ class FootLock:
                 self._ease[side] = (offset, left) if left else (None, 0)
                 self._shown[side] = out[ankle].copy()
                 continue
+            holding = self._ease[side][1] > EASE_FRAMES and shown is not None  # released, not yet swung
             self._ease[side] = (None, 0)
             self._held[side] += 1
             if self._anchor[side] is None:  # where it came in on the last frame (see the class docstring)
-                self._anchor[side] = (came if came is not None else out[ankle]).copy()
+                self._anchor[side] = (shown if holding else came if came is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= STRETCH:
