@@ -65,11 +65,14 @@ then there): slow at first, because a release can come a frame or two before the
 any motion is skating, and fastest mid-ease, in the swing. Even steps (a quarter a frame over 3 frames) slid
 0.43 mm/frame on the CMU walks (the worst clip and heading 7.38) and 1.97 on bench/world.py's walks; the smoothstep
 0.35 (5.97) and 1.45, for 1 mm more ankle error (bench/RESULTS.md, issue 32 round 18). After a stance (HOLD_AFTER
-frames held or more) the ease waits until the foot is shown moving (SWING_STEP or more a frame: it swings), for
-RELEASE_HOLD frames at most: an early release leaves the foot on the floor a few frames more (the heel rising, the
-toes down), and an anchor a depth frame found stale then moves in the swing rather than inside the stance. On the
-CMU walks the slide went 0.35 -> 0.20 mm/frame (the worst clip and heading 5.97 -> 2.66), on bench/world.py's walks
-1.45 / 1.66 -> 1.15 / 1.19 (seeds 0-2 / 3-5), no clip or heading worse (bench/RESULTS.md, issue 32 round 20).
+frames held or more) the ease waits until the foot is shown moving (it swings), for RELEASE_HOLD frames at most: an
+early release leaves the foot on the floor a few frames more (the heel rising, the toes down), and an anchor a depth
+frame found stale then moves in the swing rather than inside the stance. On the CMU walks the slide went 0.35 -> 0.20
+mm/frame (the worst clip and heading 5.97 -> 2.66), on bench/world.py's walks 1.45 / 1.66 -> 1.15 / 1.19 (seeds 0-2 /
+3-5), no clip or heading worse (bench/RESULTS.md, issue 32 round 20). Swinging is SWING_STEP or more a frame,
+SWING_FRAMES frames in a row: a depth frame re-measuring a foot held off its place moves it so on one frame only, and
+the ease begun there was slide in the stance (CMU 16_32 straight away 2.66 -> 1.79 mm/frame, bench/world.py's turning
+walk 1.92 -> 0.79; issue 32 round 21).
 A foot planted again while still in that hold (it never swung) stays where it was held: the same stance, so the
 jump to where it is shown would be slide (21 cm in one frame on CMU 131_01 in bench/world.py's follow shot); the
 swing that ends it carries the correction (issue 32 round 21).
@@ -112,7 +115,8 @@ REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the 
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
 RELEASE_HOLD, HOLD_AFTER = 10, 5  # released after HOLD_AFTER frames or more: held until it swings, RELEASE_HOLD frames at most
-SWING_STEP = 0.008  # m: an ankle shown moving this far in a frame has left the floor: the hold ends, the ease begins
+SWING_STEP, SWING_FRAMES = 0.008, 2  # m, frames: an ankle shown moving this far a frame, this many frames in a row, has
+# left the floor: the hold ends, the ease begins (a depth frame re-measuring a foot moves it so on one frame only)
 
 
 @dataclass(frozen=True)
@@ -421,6 +425,7 @@ class FootLock:
         self._came: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES, None)  # the last frame's ankle in
         self._ease: dict[str, tuple] = dict.fromkeys(SIDES, (None, 0))  # (held - shown at release, frames left)
         self._held = dict.fromkeys(SIDES, 0)  # frames the current contact has been held
+        self._steps = dict.fromkeys(SIDES, 0)  # frames in a row a released foot in its hold was shown moving
 
     def reset(self) -> None:
         """Forget the anchors and the last frame's feet (the person was not seen on some frames)."""
@@ -428,6 +433,7 @@ class FootLock:
         self._came = dict.fromkeys(SIDES, None)
         self._ease = dict.fromkeys(SIDES, (None, 0))
         self._held = dict.fromkeys(SIDES, 0)
+        self._steps = dict.fromkeys(SIDES, 0)
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent
@@ -453,8 +459,10 @@ class FootLock:
                 self._anchor[side], self._held[side] = None, 0
                 if left and not (np.isfinite(out[[hip, knee, ankle]]).all() and np.isfinite(offset).all()):
                     left = 0  # the leg not seen: the ease ends here rather than resuming later from a stale place
-                if left > EASE_FRAMES and came is not None and np.linalg.norm(out[ankle] - came) > SWING_STEP:
-                    left = EASE_FRAMES  # swinging: the ease begins
+                stepped = left > EASE_FRAMES and came is not None and np.linalg.norm(out[ankle] - came) > SWING_STEP
+                self._steps[side] = self._steps[side] + 1 if stepped else 0
+                if self._steps[side] >= SWING_FRAMES:  # swinging (not one depth frame's re-measuring): the ease begins
+                    left = EASE_FRAMES
                 if left:
                     reached = self._reach(out, side, out[ankle] + offset * _still_to_go(left))
                     out[foot] = points3d[foot] + (reached - points3d[ankle])
