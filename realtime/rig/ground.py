@@ -46,7 +46,12 @@ does not plant behind the hips along the walk: a landing heel comes down ahead o
 the line of sight is shown behind where it is (its depth carried over from the last depth frame) and, descending
 while it moves away, barely moves in the image: it planted there, 61 cm short of its landing on CMU 35_05 walking
 straight away, and the lock then carried it to the landing inside the true stance. A foot already standing when
-first seen, or planting again without having lifted above OFF_HEIGHT, has not swung and is not held to this.
+first seen, or planting again without having lifted above OFF_HEIGHT, has not swung and is not held to this. A
+runner's foot lands under the hips rather than ahead of them, and by the time its heel has been slow for SPEED_WINDOW
+the hips have run on (23 cm at 3.5 m/s): at RUNNING speed or faster the heel is compared with where the hips were
+then (CMU 35_24, a 3.5 m/s run, recall 0.07-0.36 -> 0.50-0.86 and slide 11-43 -> 0.0-3.5 mm/frame except straight
+away, 26; walking, the same rule everywhere cost precision straight away from the camera and the walkers' slide in
+bench/world.py, issue 32 round 21).
 
 Locking, per foot, causal (no added latency): while in contact the ankle, heel and toes
 stay where the ankle came in on the frame before the contact began (the detector needs the heel slow
@@ -111,6 +116,7 @@ DRIFT_WEIGHT = 1  # frames a drift past OFF_DRIFT counts for toward OFF_FRAMES
 OFF_FRAMES = 2  # a contact ends after this many frames in a row off the floor (one noisy frame does not end it)
 LANDING_RECENT = 0.3  # s: a heel higher than OFF_HEIGHT this recently is coming down from a swing
 LANDING_AHEAD = 0.0  # m: such a heel plants only this far ahead of the hips along the walk, or further
+RUNNING = 2.0  # m/s of the hips: running (people change from a walk to a run at about 2 m/s)
 REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the releasing one counted) cannot plant again sooner
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
@@ -326,11 +332,16 @@ class ContactDetector:
 
     @staticmethod
     def _behind(heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
-        """The heel less than LANDING_AHEAD ahead of the hips along the walk (a landing heel comes down ahead)."""
+        """The heel less than LANDING_AHEAD ahead of the hips along the walk (a landing heel comes down ahead); at
+        RUNNING speed ahead of where the hips were SPEED_WINDOW ago (a running foot lands under them, and the hips
+        have run on while its heel was seen slowing)."""
         if walk is None:
             return False
         velocity, hips = walk
-        return float((heel - hips) @ velocity) / float(np.linalg.norm(velocity)) < LANDING_AHEAD
+        speed = float(np.linalg.norm(velocity))
+        if speed >= RUNNING:
+            hips = hips - velocity * SPEED_WINDOW
+        return float((heel - hips) @ velocity) / speed < LANDING_AHEAD
 
     def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
         """The heel risen more than OFF_RISE above its stance position `place` and rising faster than OFF_RISE_SPEED,
