@@ -482,7 +482,7 @@ class FootLock:
                 self._shown[side] = out[ankle].copy()
                 continue
             holding = self._ease[side][1] > EASE_FRAMES and shown is not None  # released, not yet swung
-            self._ease[side] = (None, 0)
+            self._ease[side], self._steps[side] = (None, 0), 0
             self._held[side] += 1
             if self._anchor[side] is None:  # where it came in on the last frame (see the class docstring)
                 self._anchor[side] = (shown if holding else came if came is not None else out[ankle]).copy()
