@@ -30,7 +30,8 @@ FOLDER = Path(__file__).resolve().parent / "data" / "mocap"
 CLIPS = ("cmu_131_01", "cmu_131_02", "cmu_131_03")  # stylised (subject 131): start walk stop x2, start hop stop
 WALKS = ("cmu_07_04", "cmu_07_06", "cmu_08_11")  # everyday walking (subjects 7 and 8), 3.1-3.7 s each
 HELD_OUT = ("cmu_35_05", "cmu_16_32", "cmu_39_03")  # everyday walking (subjects 35, 16, 39), added after the tuning
-OTHER_GAITS = ("cmu_16_18", "cmu_35_24")  # a walk turning 90 degrees left (subject 16), a 3.5 m/s run (35): after the tuning
+OTHER_GAITS = ("cmu_16_18", "cmu_35_24", "cmu_09_03")  # a walk turning 90 degrees left (subject 16), 3.5 m/s runs
+# (subjects 35 and 9): after the tuning of the walks (09_03 held out from the running rules too)
 CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_WINDOW = 0.03, 0.15, 3  # m above the floor, m/s, frames
 ENVELOPE = 15  # frames (0.5 s at 30 fps): longer than a stance, so every window holds one
 ACROSS_SPREAD = 0.08  # m RMS: lowest foot points spread less than this across their path are a straight walk
