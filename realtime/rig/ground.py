@@ -80,7 +80,8 @@ mm/frame (the worst clip and heading 5.97 -> 2.66), on bench/world.py's walks 1.
 3-5), no clip or heading worse (bench/RESULTS.md, issue 32 round 20). Swinging is SWING_STEP or more a frame,
 SWING_FRAMES frames in a row: a depth frame re-measuring a foot held off its place moves it so on one frame only, and
 the ease begun there was slide in the stance (CMU 16_32 straight away 2.66 -> 1.79 mm/frame, bench/world.py's turning
-walk 1.92 -> 0.79; issue 32 round 21).
+walk 1.92 -> 0.79; with SWING_STEP 8 -> 12 mm, past the live filter's tail of such a jump, 1.67 and 0.75, the stylised
+clips' world slide 2.91 -> 2.19; issue 32 round 21).
 A foot planted again while still in that hold (it never swung) stays where it was held: the same stance, so the
 jump to where it is shown would be slide (21 cm in one frame on CMU 131_01 in bench/world.py's follow shot); the
 swing that ends it carries the correction (issue 32 round 21).
@@ -126,8 +127,9 @@ REFRACTORY = 0.2  # s: a foot released from a stance (STANCE_FRAMES frames, the 
 STRETCH = 0.15  # m: FootLock keeps the ankle on an anchor this far out of the leg's reach
 EASE_FRAMES = 4  # a released foot goes from where it was held to where it is shown over this many frames (smoothstep)
 RELEASE_HOLD, HOLD_AFTER = 10, 5  # released after HOLD_AFTER frames or more: held until it swings, RELEASE_HOLD frames at most
-SWING_STEP, SWING_FRAMES = 0.008, 2  # m, frames: an ankle shown moving this far a frame, this many frames in a row, has
-# left the floor: the hold ends, the ease begins (a depth frame re-measuring a foot moves it so on one frame only)
+SWING_STEP, SWING_FRAMES = 0.012, 2  # m, frames: an ankle shown moving this far a frame, this many frames in a row, has
+# left the floor: the hold ends, the ease begins (a depth frame re-measuring a foot moves it so on one frame only, and
+# the live filter's tail of that jump 6-9 mm on the next; a swing moves 70-130 mm a frame)
 
 
 @dataclass(frozen=True)
