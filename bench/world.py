@@ -71,8 +71,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.data import keypoint_names  # noqa: E402
 from realtime.rig.egomotion import CameraTracker  # noqa: E402
-from realtime.rig.floor_scene import ScenePlanes, grid_shape  # noqa: E402
-from realtime.rig.ground import ContactDetector, Floor, FootLock, foot_centres, foot_indices  # noqa: E402
+from realtime.rig.floor_scene import ScenePlanes, body_cues  # noqa: E402
+from realtime.rig.ground import ContactDetector, Floor, FootLock, foot_indices  # noqa: E402
 from realtime.rig.lift import Lifter  # noqa: E402
 from realtime.rig.world import WorldAnchor, transform_points  # noqa: E402
 from realtime.stages.motion import Filter3D  # noqa: E402
@@ -211,18 +211,12 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
 
 def scene_up(scene: ScenePlanes, seen, rotation: np.ndarray) -> np.ndarray | None:
     """The floor's up in this frame's camera from the backgrounds seen so far (this frame's too on a depth frame), as
-    the ground stage hands it to the world stage (`Frame.floor_up`): the frame's raw pointmap and 3D keypoints, the
-    people's mask at the map's grid, each frame's normal turned through the odometry (`rotation`:
-    odometry_from_camera). None until enough backgrounds showed the floor."""
-    if seen.pointmap is not None:
-        people = [p for p in seen.keypoints3d if np.isfinite(p[HIPS + [NECK]]).all()]
-        if people:
-            feet = np.stack([foot_centres(p, FEET) for p in people])
-            hips = np.stack([p[HIPS].mean(axis=0) for p in people])
-            ups = [(p[NECK] - hip) / np.linalg.norm(p[NECK] - hip) for p, hip in zip(people, hips)]
-            rows, cols = grid_shape(seen.pointmap.shape)
-            mask = cv2.resize(seen.person_mask.astype(np.uint8), (cols, rows), interpolation=cv2.INTER_NEAREST) > 0
-            scene.add(seen.pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
+    the ground stage hands it to the world stage (`Frame.floor_up`): the frame's raw pointmap, 3D keypoints and people's
+    mask, each frame's normal turned through the odometry (`rotation`: odometry_from_camera). None until enough
+    backgrounds showed the floor."""
+    cues = None if seen.pointmap is None else body_cues(list(seen.keypoints3d), FEET, HIPS, NECK)
+    if cues is not None:
+        scene.add(seen.pointmap, seen.person_mask, *cues, rotation)  # the mask resampled to the map's grid there
     return scene.normal(rotation, moving=True)
 
 

@@ -35,7 +35,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from realtime.rig.ground import Floor
+from realtime.rig.ground import Floor, foot_centres
 
 GRID_PIXELS = 4096  # the pointmap resampled (nearest) to at most this many pixels
 HYPOTHESES = 128  # RANSAC planes per frame
@@ -134,6 +134,18 @@ def _stands_on(normals: np.ndarray, offsets: np.ndarray, feet: np.ndarray, hips:
     foot = (np.asarray(feet, np.float64) @ normals.T - offsets).min(axis=1)  # (P, H): each person's lower foot
     hip = np.asarray(hips, np.float64) @ normals.T - offsets  # (P, H)
     return (np.abs(np.median(foot, axis=0)) < FOOT_BAND) & (np.median(hip, axis=0) > MIN_HIP)
+
+
+def body_cues(people: list[np.ndarray], feet: dict[str, np.ndarray], hips: list[int],
+              neck: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """What `ScenePlanes.add` takes from the people: their (P, 2, 3) foot centres (`feet`: side -> heel and toe
+    indices), (P, 3) mid-hips and the (3,) body up (mid-hips to `neck`, the unit vectors averaged), from each
+    person's raw (K, 3) keypoints; None when no one's up is known."""
+    centres = np.stack([foot_centres(points, feet) for points in people])
+    mids = np.stack([points[hips].mean(axis=0) for points in people])
+    ups = [points[neck] - mid for points, mid in zip(people, mids)]
+    ups = [u / np.linalg.norm(u) for u in ups if np.isfinite(u).all() and np.linalg.norm(u) > 0]
+    return (centres, mids, np.mean(ups, axis=0)) if ups else None
 
 
 class ScenePlanes:

@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import FLOOR_UP_DECIMALS, Frame
-from realtime.rig.floor_scene import ScenePlanes, grid_shape
-from realtime.rig.ground import ContactDetector, Floor, FloorEstimator, foot_centres
+from realtime.rig.floor_scene import ScenePlanes, body_cues, grid_shape
+from realtime.rig.ground import ContactDetector, Floor, FloorEstimator
 from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter
 from realtime.rig.scale import FloorDistanceScale
@@ -118,16 +118,11 @@ class GroundStage:
         rotation = None if camera is None else camera.world_from_camera[:3, :3]
         pointmap = fresh_map(frame, "pointmap")
         measured = [np.asarray(p.keypoints3d, np.float64) for p in frame.people if p.keypoints3d is not None]
-        if pointmap is not None and measured:
-            feet = np.stack([foot_centres(points, self.floors.feet) for points in measured])
-            hips = np.stack([points[self._hips].mean(axis=0) for points in measured])
-            ups = [points[self._neck] - hip for points, hip in zip(measured, hips)]
-            ups = [u / np.linalg.norm(u) for u in ups if np.isfinite(u).all() and np.linalg.norm(u) > 0]
-            if ups:
-                mask = person_mask(frame, grid_shape(pointmap.shape))
-                found = self.scene.add(pointmap, mask, feet, hips, np.mean(ups, axis=0), rotation)
-                if found is not None and still and self.stabilise_scale:
-                    frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
+        cues = body_cues(measured, self.floors.feet, self._hips, self._neck) if pointmap is not None and measured else None
+        if cues is not None:
+            found = self.scene.add(pointmap, person_mask(frame, grid_shape(pointmap.shape)), *cues, rotation)
+            if found is not None and still and self.stabilise_scale:
+                frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
         return self.scene.normal(rotation, moving=camera is not None and camera.world), frame_scale
 
     def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
