@@ -34,7 +34,9 @@ camera, the case the lifted frames measure worst; 45 and 90 across the view); `-
 the everyday walks added after all the tuning (`tests.mocap_clips.HELD_OUT`: CMU 35_05, 16_32 and 39_03, three other subjects);
 `--motion other` the same for the other gaits added after the tuning (`tests.mocap_clips.OTHER_GAITS`: CMU 16_18, a walk
 turning 90 degrees left, 35_24, a 1.2 s run at 3.5 m/s, measured after five earlier passes of itself, and 09_03, another
-subject's 1.0 s run, held out from the running rules).
+subject's 1.0 s run, held out from the running rules); `--motion unseen` the same for three more everyday walks
+(`tests.mocap_clips.UNSEEN`: CMU 38_01, 55_04 and 05_01, three more subjects) added after all the tuning and measured
+once.
 `held_foot_up_cm`: on the frames the detector holds a foot, the most its lowest true point (heel or toes) is above
 where that point is lowest in the clip (its 2nd percentile): a foot pinned in the air shows here, a foot on its toes
 after heel-off does not. `ankle_in_contact_shown_mm` / `_locked_mm`: the ankle's mean distance from the truth over
@@ -44,7 +46,8 @@ where the true foot is planted and still (its ankle slower than 0.15 m/s, its he
 truth ends a stance when the heel point is 3 cm above its lowest, which on some clips is while the foot stands still
 (CMU 08_11 settles 3-5 cm above its heel-strike low); `contact_precision_foot_still` is the precision with those
 frames counted as contacts.
-Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise] [--motion walker|mocap|walks|held-out|other]
+Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise]
+     [--motion walker|mocap|walks|held-out|other|unseen]
      [--floor both|scene|feet]
 """
 
@@ -151,7 +154,7 @@ def _frame(index: int, timestamp: float, person: Person, maps: DenseMaps | None)
 
 
 def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=(),
-             scene: bool = True, depth_every: int = DEPTH_EVERY) -> dict[str, float]:
+             scene: bool = True, depth_every: int = DEPTH_EVERY, record: dict | None = None) -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
     gives real motion capture seen by the same camera). warmup: walks the same static camera saw
     before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
@@ -159,7 +162,9 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     the measures are then of `truth` only. scene: depth frames carry the scene's pointmap and seg
     (`scene_maps`; the floor's tilt from the background); False: 3D keypoints only (the floor from
     the feet). The keypoints' noise is the same either way (the map's noise has a generator of its own).
-    depth_every: the pointmap (3D keypoints and scene) on every this many frames."""
+    depth_every: the pointmap (3D keypoints and scene) on every this many frames. record: a dict given here gets the
+    run's per-frame arrays (camera metres): `lifted` (the ground stage's 3D), `filtered` (the live filter's),
+    `contacts` (the detector's), `truth_contacts` and `grounded` (frames with the floor known)."""
     truth = walk(frames) if truth is None else truth
     frames = len(truth.times)
     rng = np.random.default_rng(seed)
@@ -220,6 +225,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         return float(np.degrees(np.arccos(np.clip(floor.normal @ truth.up, -1, 1))))
 
     truth_contacts = truth.contacts & grounded[:, None]
+    if record is not None:
+        record.update(lifted=lifted, filtered=filtered, contacts=contacts, truth_contacts=truth_contacts, grounded=grounded)
     tp = (contacts & truth_contacts).sum()
     heels = truth.camera[:, HEELS][truth_contacts]
     heel_heights = truth.world[:, HEELS, 1][truth_contacts]
@@ -301,10 +308,12 @@ def main() -> None:
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
                         help="the everyday walks turned this many degrees about the vertical (0: as captured)")
-    parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out", "other"), default="walker",
+    parser.add_argument("--motion", choices=("walker", "mocap", "walks", "held-out", "other", "unseen"), default="walker",
                         help="the synthetic walker; each CMU clip of tests/data/mocap (real motion capture); "
                              "only its everyday walks; held-out: the everyday walks added after the tuning (CMU 35_05, "
-                             "16_32, 39_03); other: the other gaits added after the tuning (CMU 16_18 turning, 35_24 running)")
+                             "16_32, 39_03); other: the other gaits added after the tuning (CMU 16_18 turning, 35_24 and "
+                             "09_03 running); unseen: three more everyday walks added after all the tuning, measured once "
+                             "(CMU 38_01, 55_04, 05_01)")
     parser.add_argument("--floor", choices=("both", "scene", "feet"), default="both",
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
@@ -325,14 +334,14 @@ def main() -> None:
     if args.motion == "walker":
         print_per_seed(measured(lambda seed, scene: evaluate(args.frames, seed, scene=scene, **options)), args.seeds, 36)
         return
-    from tests.mocap_clips import CLIPS, HELD_OUT, OTHER_GAITS, WALKS, clip_walk, load_clips
+    from tests.mocap_clips import CLIPS, HELD_OUT, OTHER_GAITS, UNSEEN, WALKS, clip_walk, load_clips
 
     for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
         print(clip.name)
         truth = clip_walk(clip, args.frames)
         print_per_seed(measured(lambda seed, scene, truth=truth: evaluate(args.frames, seed, truth=truth, scene=scene,
                                                                           **options)), args.seeds, 36)
-    for clip in load_clips({"held-out": HELD_OUT, "other": OTHER_GAITS}.get(args.motion, WALKS)):
+    for clip in load_clips({"held-out": HELD_OUT, "other": OTHER_GAITS, "unseen": UNSEEN}.get(args.motion, WALKS)):
         for heading in args.headings:
             results = measured(lambda seed, scene, clip=clip, heading=heading: evaluate_walk(
                 clip, heading, [seed], args.frames, scene=scene, **options)[0])
