@@ -6,7 +6,8 @@ ground truth (world joints, contacts) comes from one function: by default two sy
 (`--motion walkers`), or real motion capture (the CMU clips in tests/data/mocap/, two side by side:
 `--motion mocap` the stylised subject 131, `--motion walks` the everyday walks, one walking away from
 the camera and one at 45 degrees, `--motion turning` the same with a walk turning 90 degrees and a held-out
-walk). Measured input as bench/rig.py: 2D keypoints every frame (1 px), 3D
+walk, `--motion unseen` as `walks` with the walks of three subjects added after all the tuning, measured once).
+Measured input as bench/rig.py: 2D keypoints every frame (1 px), 3D
 keypoints and a half-resolution pointmap every 5th frame (2 % per-frame scale jitter, 1.5 cm per
 keypoint, 0.5 % of the depth per pointmap pixel), the people's mask from the seg (edge +-1 px).
 
@@ -35,7 +36,7 @@ Reported per camera path and seed (the last line: the worst of each over all of 
 - static drift over `--static-seconds` (60 s) of a static camera with the performers walking:
   the largest camera translation (cm) and rotation (deg) reported;
 - egomotion cost: mean ms per 640 x 480 frame of `CameraTracker.update`, one OpenCV thread.
-With `--pipeline`: the same scenes (the walkers, or `--motion walks|turning|mocap`) through the run's own stages
+With `--pipeline`: the same scenes (the walkers, or `--motion walks|turning|unseen|mocap`) through the run's own stages
 instead, egomotion -> ground -> world -> motion (`realtime.stages`, `--camera auto`), from the frames the collect stage
 would hand on (image, seg, pointmap and 3D every 5th frame): the frame the people moved into the world,
 the camera's rotation error after it, the world up error (the angle between the world frame's y and
@@ -52,7 +53,7 @@ ground stage's; precision and recall over the frames that have them), and each s
 ran before the egomotion), so its lifter holds planted feet in the camera frame.
 `--no-background-scale`: the ground stage is not shown the egomotion's `Camera.pointmap_scale` (as before
 round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
-Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks|turning]
+Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks|turning|unseen]
      [--pipeline [--hold world|camera] [--no-background-scale]]
 """
 
@@ -103,16 +104,18 @@ def mocap_motions(frames: int) -> list[Motion]:
     return out
 
 
-def walk_motions(frames: int, seed: int, turning: bool = False) -> list[Motion]:
+def walk_motions(frames: int, seed: int, turning: bool = False, unseen: bool = False) -> list[Motion]:
     """Two of the everyday CMU walks (tests/mocap_clips.py `WALKS`; the pair turns with the seed) side by
     side, 2.8 m apart, each path centred 4.5 m out: the first walking away from the static camera, the
     second turned 45 degrees; each played forward then backward to `frames` (a walk is 3-4 s).
     turning: the first is the walk that turns 90 degrees (`OTHER_GAITS`, CMU 16_18), the second a walk
-    held out from the tuning (`HELD_OUT`, turning with the seed)."""
-    from tests.mocap_clips import HELD_OUT, OTHER_GAITS, WALKS, load_clip
+    held out from the tuning (`HELD_OUT`, turning with the seed). unseen: two of the walks added after all the
+    tuning and measured once (`UNSEEN`, the pair turning with the seed)."""
+    from tests.mocap_clips import HELD_OUT, OTHER_GAITS, UNSEEN, WALKS, load_clip
 
+    walks = UNSEEN if unseen else WALKS
     names = ((OTHER_GAITS[0], HELD_OUT[seed % len(HELD_OUT)]) if turning else
-             tuple(WALKS[(seed + i) % len(WALKS)] for i in range(2)))
+             tuple(walks[(seed + i) % len(walks)] for i in range(2)))
     out = []
     for i, heading in enumerate((0.0, 45.0)):
         clip = load_clip(names[i])
@@ -239,9 +242,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--paths", nargs="+", default=list(CAMERA_PATHS), choices=CAMERA_PATHS)
-    parser.add_argument("--motion", choices=("walkers", "mocap", "walks", "turning"), default="walkers",
+    parser.add_argument("--motion", choices=("walkers", "mocap", "walks", "turning", "unseen"), default="walkers",
                         help="walkers: two synthetic walkers; mocap: the stylised CMU clips (subject 131); "
-                             "walks: the everyday CMU walks; turning: a CMU walk turning 90 degrees beside a held-out walk")
+                             "walks: the everyday CMU walks; turning: a CMU walk turning 90 degrees beside a held-out walk; "
+                             "unseen: as walks, the walks of three subjects added after all the tuning")
     parser.add_argument("--static-seconds", type=float, default=60.0)
     parser.add_argument("--pipeline", action="store_true",
                         help="through the run's stages (egomotion -> ground -> world -> motion)")
@@ -252,8 +256,8 @@ def main() -> None:
     args = parser.parse_args()
     cv2.setNumThreads(1)  # the cost on one core
     def motions_for(frames: int, seed: int) -> list[Motion]:
-        if args.motion in ("walks", "turning"):
-            return walk_motions(frames, seed, turning=args.motion == "turning")
+        if args.motion in ("walks", "turning", "unseen"):
+            return walk_motions(frames, seed, turning=args.motion == "turning", unseen=args.motion == "unseen")
         if args.motion == "mocap":
             clips = mocap_motions(frames)
             reps = -(-frames // min(len(m.joints) for m in clips))
