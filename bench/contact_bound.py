@@ -1,5 +1,4 @@
-"""How much of the heel truth's contact precision the measurement allows: the truth's own rule run with hindsight
-on the heels the pipeline measures.
+"""How much contact precision the measured heels allow: the heel truth's own rule, run on them with hindsight.
 
 The true contacts of the real walks (`tests.mocap_clips.heel_contacts`) are a heel within CONTACT_HEIGHT (3 cm) of
 its lowest in the clip and slower than CONTACT_SPEED (0.15 m/s) along the floor. The live detector
