@@ -27,6 +27,7 @@ from scipy.ndimage import uniform_filter1d
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import rig  # noqa: E402
+from tests.ground_synthetic import camera_pose  # noqa: E402
 from tests.mocap_clips import HELD_OUT, NAMES, UNSEEN, WALKS, clip_walk, heel_contacts, load_clip  # noqa: E402
 
 MOTIONS = {"walks": WALKS, "held-out": HELD_OUT, "unseen": UNSEEN}
@@ -37,16 +38,11 @@ GOAL = 0.90
 HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
 
 
-def to_world(truth) -> tuple[np.ndarray, np.ndarray]:
-    """The rotation and translation taking the walk's camera metres to its world (y up, the floor at 0): a rigid fit
-    to frame 0's true points (exact: the truth is one rigid motion of the other)."""
-    known = np.isfinite(truth.camera[0]).all(axis=1) & np.isfinite(truth.world[0]).all(axis=1)
-    a, b = truth.camera[0][known], truth.world[0][known]
-    ca, cb = a.mean(axis=0), b.mean(axis=0)
-    u, _, vt = np.linalg.svd((a - ca).T @ (b - cb))
-    d = np.sign(np.linalg.det(vt.T @ u.T))
-    rotation = vt.T @ np.diag([1.0, 1.0, d]) @ u.T
-    return rotation, cb - ca @ rotation.T
+def to_world(points_camera: np.ndarray) -> np.ndarray:
+    """(..., 3) metres in the bench's camera (`tests.ground_synthetic.camera_pose`, which `clip_walk` sees through) ->
+    the walk's world (y up, the floor at 0)."""
+    rotation, centre = camera_pose()
+    return points_camera @ rotation + centre
 
 
 def oracle_contacts(heels_world: np.ndarray, fps: float, height: float, speed: float, smoothing: int) -> np.ndarray:
@@ -74,8 +70,7 @@ def run(name: str, heading: float, seed: int, truth_heights) -> dict:
     rig.evaluate(len(truth.times), seed, truth=truth, warmup=[clip_walk(clip, heading=heading)] * rig.warmup_passes(clip),
                  record=record)
     grounded, truth_contacts, live = record["grounded"], record["truth_contacts"], record["contacts"]
-    rotation, shift = to_world(truth)
-    heels = record["lifted"][:, HEELS] @ rotation.T + shift
+    heels = to_world(record["lifted"][:, HEELS])
     heels[~grounded] = np.nan
 
     def counts(contacts, against=truth_contacts):
