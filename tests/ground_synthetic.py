@@ -74,8 +74,9 @@ def camera_pose() -> tuple[np.ndarray, np.ndarray]:
     return np.stack([x, y, z]), np.array([0.0, 1.5, 0.0])
 
 
-def walk(frames: int = 300) -> Walk:
-    t = np.arange(frames) / FPS
+def walk(frames: int = 300, fps: float = FPS) -> Walk:
+    """`frames` frames of the walker at `fps` (its motion is a function of time: any rate gives the same walk)."""
+    t = np.arange(frames) / fps
     hip_pos, fwd = _path(SPEED * t)
     left = _lateral(fwd)
     up = np.array([0.0, 1.0, 0.0])
@@ -117,3 +118,22 @@ def walk(frames: int = 300) -> Walk:
     camera = (world - centre) @ rotation.T
     pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
     return Walk(world, camera, pixels, np.stack(contacts, axis=1), rotation @ up, t)
+
+
+def at_rate(seen: Walk, fps: float) -> Walk:
+    """The same motion sampled at `fps` over the same span of time: world joints interpolated linearly between the
+    nearest frames (NaN where either is unknown), seen by `camera_pose`'s camera; a frame's true contacts are those
+    of the frame at or before it (the truth's decisions are those of the original rate, whatever the rate asked)."""
+    rate = 1.0 / float(np.median(np.diff(seen.times)))
+    if abs(fps - rate) < 1e-9:
+        return seen
+    times = seen.times[0] + np.arange(int(np.floor((seen.times[-1] - seen.times[0]) * fps + 1e-6)) + 1) / fps
+    position = (times - seen.times[0]) * rate
+    before = np.clip(np.floor(position + 1e-6).astype(int), 0, len(seen.times) - 1)
+    after = np.minimum(before + 1, len(seen.times) - 1)
+    share = np.clip(position - before, 0.0, 1.0)[:, None, None]
+    world = (1.0 - share) * seen.world[before] + share * seen.world[after]
+    rotation, centre = camera_pose()
+    camera = (world - centre) @ rotation.T
+    pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
+    return Walk(world, camera, pixels, seen.contacts[before].copy(), seen.up, times)
