@@ -70,8 +70,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.frames import DenseMaps, Frame, Person  # noqa: E402
-from realtime.rig.ground import FootLock  # noqa: E402
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES  # noqa: E402
+from realtime.rig.lock import FootLock  # noqa: E402
 from realtime.stages import Filter3D, GroundStage  # noqa: E402
 from tests.ground_synthetic import CENTRE, FOCAL, at_rate, camera_pose, walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
@@ -219,7 +219,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         locked[t] = filtered[t]
         if out.contacts is not None:
             grounded[t], contacts[t] = True, out.contacts
-            locked[t] = lock.apply(filtered[t], out.contacts)
+            locked[t] = lock.apply(start + truth.times[t], filtered[t], out.contacts)
     depth_frame = np.arange(frames) % depth_every == 0
     between = ~depth_frame & np.isfinite(lifted[:, body]).all(axis=(1, 2))
 

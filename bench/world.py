@@ -76,10 +76,12 @@ from scipy.spatial.transform import Rotation
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.data import keypoint_names  # noqa: E402
+from realtime.rig.contacts import ContactDetector  # noqa: E402
 from realtime.rig.egomotion import CameraTracker  # noqa: E402
+from realtime.rig.floor import Floor, foot_indices  # noqa: E402
 from realtime.rig.floor_scene import ScenePlanes, body_cues  # noqa: E402
-from realtime.rig.ground import ContactDetector, Floor, FootLock, foot_indices  # noqa: E402
 from realtime.rig.lift import Lifter  # noqa: E402
+from realtime.rig.lock import FootLock  # noqa: E402
 from realtime.rig.world import WorldAnchor, transform_points  # noqa: E402
 from realtime.stages.motion import Filter3D  # noqa: E402
 from synthetic.world_scene import CAMERA_PATHS, FPS, Motion, SceneRenderer, scene_truth, walkers  # noqa: E402
@@ -205,7 +207,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
             world = transform_points(world_from_camera, lifted)
             contacts[p, t] = detectors[p].update(truth.times[t], world, camera=world_from_camera[:3, 3])
             filtered = live_filter(truth.times[t], p, world, None)
-            locked_ankles[p, t] = locks[p].apply(filtered, contacts[p, t])[ANKLES]
+            locked_ankles[p, t] = locks[p].apply(truth.times[t], filtered, contacts[p, t])[ANKLES]
 
     odometry = np.linalg.inv(truth.world_from_camera[0]) @ truth.world_from_camera
     rotation_error = [np.degrees(Rotation.from_matrix(a[:3, :3].T @ b[:3, :3]).magnitude()) for a, b in zip(poses, odometry)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from realtime.rig.ground import two_bone_ik
+from realtime.rig.leg_ik import solve_leg
 from tests.mocap_synthetic import NAMES
 
 FPS = 30.0
@@ -33,6 +33,11 @@ class Walk:
     contacts: np.ndarray   # (T, 2) bool, left / right foot planted
     up: np.ndarray         # (3,) the world's up in the camera frame
     times: np.ndarray      # (T,)
+
+
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The knee that puts the ankle at `target` with the thigh and shin lengths of (hip, knee, ankle)."""
+    return solve_leg(hip, knee, target, np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee))[0]
 
 
 def _path(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,8 +98,8 @@ def walk(frames: int = 300, fps: float = FPS) -> Walk:
         contacts.append(planted)
         foot_left = _lateral(foot_fwd)
         bent = hip + 0.5 * (ankle - hip) + 0.1 * foot_fwd  # knees bend forward
-        knee = np.stack([two_bone_ik(h, k, a_, a_) for h, k, a_ in zip(hip, bent, ankle)])
-        knee = np.stack([two_bone_ik(h, h + THIGH * (k - h) / np.linalg.norm(k - h), h + THIGH * (k - h) / np.linalg.norm(k - h)
+        knee = np.stack([_knee(h, k, a_, a_) for h, k, a_ in zip(hip, bent, ankle)])
+        knee = np.stack([_knee(h, h + THIGH * (k - h) / np.linalg.norm(k - h), h + THIGH * (k - h) / np.linalg.norm(k - h)
                                      + SHIN * (a_ - k) / np.linalg.norm(a_ - k), a_) for h, k, a_ in zip(hip, knee, ankle)])
         put(f"{side}_hip", hip)
         put(f"{side}_knee", knee)

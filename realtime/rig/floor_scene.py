@@ -1,6 +1,6 @@
 """The floor's tilt from the scene: the pointmap's background, not only the feet.
 
-A feet-only floor (`realtime.rig.ground.fit_floor`) cannot measure the tilt across a straight walk
+A feet-only floor (`realtime.rig.floor.fit_floor`) cannot measure the tilt across a straight walk
 or a person standing still (the feet lie on a line) and takes it from the body's up, so a leaning
 body tilts it. The pointmap sees the floor itself: on each frame with a fresh pointmap
 `ScenePlanes.add` takes a few thousand background pixels (the pointmap resampled to at most
@@ -35,7 +35,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from realtime.rig.ground import Floor, foot_centres
+from realtime.rig.floor import Floor, foot_centres
 
 GRID_PIXELS = 4096  # the pointmap resampled (nearest) to at most this many pixels
 HYPOTHESES = 128  # RANSAC planes per frame
