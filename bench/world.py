@@ -56,7 +56,7 @@ round 11), so a moving camera's people keep the pointmap's per-frame scale jitte
 `--fps F`: the same scenes sampled at F frames a second over the same seconds (the performers' joints interpolated
 between their 30 fps frames, a frame's true contacts those of the 30 fps frame at or before it, the camera paths
 functions of time), the pointmap at the same rate in seconds (every 5th frame at 30 fps, every 10th at 60); the
-slide is then given per 1/30 s so rates compare (the egomotion's own still-camera gates count frames). Not with
+slide is then given per 1/30 s so rates compare. Not with
 `--pipeline`.
 Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks|turning|unseen]
      [--pipeline [--hold world|camera] [--no-background-scale]] [--fps 30]
@@ -174,7 +174,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
     for t in range(frames):
         seen = renderer.observe(truth, t, rng, depth_frame=t % depth_every == 0)
         start = time.perf_counter()
-        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None)
+        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None, truth.times[t])
         if timing is not None:
             timing.append(time.perf_counter() - start)
         poses[t] = pose.world_from_camera
