@@ -142,7 +142,7 @@ def depth_every_at(fps: float) -> int:
 def at_rate(motion: Motion, fps: float) -> Motion:
     """A 30 fps `Motion` sampled at `fps` over the same seconds: joints interpolated linearly between the nearest
     frames (NaN where either is unknown), each frame's contacts those of the frame at or before it."""
-    if abs(fps - FPS) < 1e-9:
+    if abs(fps - FPS) < 1e-3 * FPS:
         return motion
     count = int(np.floor((len(motion.joints) - 1) * fps / FPS + 1e-6)) + 1
     position = np.arange(count) * FPS / fps
