@@ -166,7 +166,9 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     if first is None:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
     has_3d = _any_3d(path, len(names), bone_names)  # one pass over every line: a line that breaks the schema stops here
-    if not options.vmc and not options.osc and options.vrchat is None and not options.sinks:
+    vrchat_asked = any(v is not None for v in (options.vrchat, options.vrchat_trackers, options.vrchat_height,
+                                                options.vrchat_person))  # live_senders says what they go with
+    if not options.vmc and not options.osc and not vrchat_asked and not options.sinks:
         raise UserError("stream needs somewhere to send: add --vmc HOST:PORT, --osc HOST:PORT and/or --vrchat [HOST:PORT].")
     if options.vmc and not options.vmc_face_only and not has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vmc has no bones to send; "

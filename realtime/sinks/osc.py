@@ -96,7 +96,7 @@ def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -
         if not text.startswith("["):
             host = text
         port = str(default_port)
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not host or not (port.isascii() and port.isdecimal() and len(port) <= 5) or not 0 < int(port) < 65536:
         raise UserError(f"{option} {shown(text)} is not HOST:PORT; write it like {option} 127.0.0.1:{default_port or 9000}.")
     return host, int(port)
 

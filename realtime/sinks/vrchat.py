@@ -35,8 +35,8 @@ avatar's parameters named `<prefix>/v2/<Key>` (https://docs.vrcft.io/docs/tutori
 tutorial-avatars-extras/parameters), which VRChat's OSC takes at /avatar/parameters/<name>
 (https://docs.vrchat.com/docs/osc-avatar-parameters); FT is the prefix avatars use.
 
-Nothing non-finite is sent: a frame whose performer has no bones sends no trackers (the head is then
-the last one sent, or the rest skeleton's), and a value that is not finite drops its message.
+Nothing non-finite is sent: a frame whose performer has no bones, or none seen, sends no trackers (the
+head is then the last one sent; none before the first bones), and a value that is not finite is not sent.
 """
 
 from __future__ import annotations
@@ -71,23 +71,23 @@ FACE_PREFIX = "/avatar/parameters/FT/v2/"
 
 @dataclass(frozen=True)
 class Tracker:
-    number: int      # N of /tracking/trackers/N
+    slot: str        # N of /tracking/trackers/N (1..8, or head)
     label: str
     at: str          # the bone at whose head it sits
     turns_with: str  # the bone whose world rotation it has
 
 
 TRACKERS = (
-    Tracker(1, "hip", "hips", "hips"),
-    Tracker(2, "left foot", "leftFoot", "leftFoot"),  # at the ankle
-    Tracker(3, "right foot", "rightFoot", "rightFoot"),
-    Tracker(4, "chest", "chest", "chest"),
-    Tracker(5, "left knee", "leftLowerLeg", "leftUpperLeg"),  # at the knee, on the thigh
-    Tracker(6, "right knee", "rightLowerLeg", "rightUpperLeg"),
-    Tracker(7, "left elbow", "leftLowerArm", "leftUpperArm"),  # at the elbow, on the upper arm
-    Tracker(8, "right elbow", "rightLowerArm", "rightUpperArm"),
+    Tracker("1", "hip", "hips", "hips"),
+    Tracker("2", "left foot", "leftFoot", "leftFoot"),  # at the ankle
+    Tracker("3", "right foot", "rightFoot", "rightFoot"),
+    Tracker("4", "chest", "chest", "chest"),
+    Tracker("5", "left knee", "leftLowerLeg", "leftUpperLeg"),  # at the knee, on the thigh
+    Tracker("6", "right knee", "rightLowerLeg", "rightUpperLeg"),
+    Tracker("7", "left elbow", "leftLowerArm", "leftUpperArm"),  # at the elbow, on the upper arm
+    Tracker("8", "right elbow", "rightLowerArm", "rightUpperArm"),
 )
-HEAD = Tracker(0, "head", "head", "head")  # the head bone's pivot, where the skull turns on the neck
+HEAD = Tracker("head", "head", "head", "head")  # the head bone's pivot, where the skull turns on the neck
 TRACKER_WORDS = {"hip": (1,), "feet": (2, 3), "chest": (4,), "knees": (5, 6), "elbows": (7, 8)}  # --vrchat-trackers
 DEFAULT_TRACKERS = "hip,feet"
 HEIGHT_RANGE = (0.5, 3.0)  # metres: --vrchat-height, and a measured stature worth scaling by
@@ -178,7 +178,7 @@ def parse_person(value) -> Optional[int]:
     """--vrchat-person: None (the largest person) or a track id."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
-    if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii():
+    if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii() and len(value.strip()) <= 18:
         return int(value)
     if str(value) == "all":
         raise UserError("--vrchat-person all: VRChat takes one performer; give a track id, e.g. --vrchat-person 3 "
@@ -192,23 +192,23 @@ class VrchatSink:
 
     trackers: tracker numbers (`parse_trackers`); height: the user's height in VRChat (metres) to scale
     to, None: real metres; person: a track id to follow, None: the largest person, kept until unseen
-    for LOST_AFTER_SECONDS; rest: the skeleton at rest (`realtime.stages.motion.rest_bones`), whose
-    head is sent until the performer has bones."""
+    for LOST_AFTER_SECONDS. The head goes out on every frame from the first whose performer's bones
+    were seen (then held while they are not): before that there is no head to align to."""
 
     name = "vrchat"
 
-    def __init__(self, host: str, port: int, *, rest: Bones, trackers: Sequence[int] = (1, 2, 3),
-                 height: Optional[float] = None, person: Optional[int] = None):
+    def __init__(self, host: str, port: int, *, trackers: Sequence[int] = (1, 2, 3), height: Optional[float] = None,
+                 person: Optional[int] = None):
         self.sender = UdpSender(host, port, "--vrchat")
-        self.trackers = tuple(t for t in TRACKERS if t.number in set(trackers))
+        self.trackers = tuple(t for t in TRACKERS if int(t.slot) in set(trackers))
         self.height, self.person = height, person
         self.track: Optional[int] = None
         self.last_seen = -np.inf
-        self.head = tracker_values(rest, [HEAD])[0]  # until the performer has bones; then the last sent
-        self._tracker_heads = [element_head(f"/tracking/trackers/{t.number}/{kind}", "fff")
+        self.head: Optional[np.ndarray] = None  # the last head sent (6,)
+        self._tracker_heads = [element_head(f"/tracking/trackers/{t.slot}/{kind}", "fff")
                                for t in (*self.trackers, HEAD) for kind in ("position", "rotation")]
         self._face_heads = [element_head(FACE_PREFIX + key, "f") for key in UNIFIED_KEYS]
-        self.frames = self.tracker_frames = self.face_frames = 0
+        self.frames = self.tracker_frames = self.head_frames = self.face_frames = 0
         self.unscaled = 0  # frames with trackers at scale 1 while --vrchat-height waited for the stature
         self.scale_range = (np.inf, -np.inf)  # the smallest and largest scale sent, for the summary
         self.dropped_values = 0  # trackers or face values not sent for not being finite
@@ -236,8 +236,8 @@ class VrchatSink:
             return None
         return self.height / stature
 
-    def values(self, frame: Frame) -> tuple[Optional[np.ndarray], np.ndarray, Optional[np.ndarray]]:
-        """This frame's numbers: trackers (N, 6) or None, the head (6,), the face (len(UNIFIED_KEYS),) or None."""
+    def values(self, frame: Frame) -> tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """This frame's numbers, each None when not sent: trackers (N, 6), the head (6,), the face (len(UNIFIED_KEYS),)."""
         person = self.performer(frame)
         trackers = face = None
         bones = person.bones if person is not None else None
@@ -261,16 +261,17 @@ class VrchatSink:
     def datagrams(self, frame: Frame) -> list[bytes]:
         """One frame's bundles (the encoding of `write`, without the sending)."""
         trackers, head, face = self.values(frame)
-        rows = [head] if trackers is None else [*trackers, head]
-        heads = self._tracker_heads[-2:] if trackers is None else self._tracker_heads
-        pairs = np.asarray(rows, np.float64).reshape(-1, 3)  # position, rotation, position, ...
-        body = float_elements(heads, pairs)
+        body: list[bytes] = []
+        if head is not None:  # position, rotation, position, ... rows of 3
+            rows = [head] if trackers is None else [*trackers, head]
+            body += float_elements(self._tracker_heads[-2 * len(rows):], np.reshape(rows, (-1, 3)))
         if face is not None:
             body += float_elements(self._face_heads, face[:, None])
         self.frames += 1
         self.tracker_frames += trackers is not None
+        self.head_frames += head is not None
         self.face_frames += face is not None
-        return pack_elements(body, limit=DATAGRAM_LIMIT)
+        return pack_elements(body, limit=DATAGRAM_LIMIT) if body else []
 
     def write(self, frame: Frame) -> None:
         self.send(self.datagrams(frame))
@@ -283,7 +284,8 @@ class VrchatSink:
         names = ", ".join(t.label for t in self.trackers)
         lines = [self.sender.summary(),
                  f"--vrchat: trackers ({names}) on {self.tracker_frames} of {self.frames} frames (none where the "
-                 f"performer's bones were not seen), the head on every frame, the face on {self.face_frames}"]
+                 f"performer's bones were not seen), the head on {self.head_frames} (every frame from the first with "
+                 f"bones), the face on {self.face_frames}"]
         if self.height is not None:
             low, high = self.scale_range
             scaled = (f"positions scaled by {low:.3f} to {high:.3f} (height / measured stature)" if low <= high

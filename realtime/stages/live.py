@@ -84,14 +84,13 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
         host, port = parse_endpoint(osc, "--osc")
         senders.append(OscKeypointSink(host, port, names, three_d=task_table.gives_3d(tasks)))
     if vrchat is not None or vrchat_trackers is not None or vrchat_height is not None or vrchat_person is not None:
-        senders.append(_vrchat_sender(vrchat, vrchat_trackers, vrchat_height, vrchat_person, tasks, names))
+        senders.append(_vrchat_sender(vrchat, vrchat_trackers, vrchat_height, vrchat_person, tasks))
     return senders
 
 
-def _vrchat_sender(target, trackers, height, person, tasks, names):
+def _vrchat_sender(target, trackers, height, person, tasks) -> VrchatSink:
     """The `--vrchat` sender, its options checked."""
     from realtime import tasks as task_table
-    from realtime.stages.motion import rest_bones
 
     if target is None:
         raise UserError("--vrchat-trackers, --vrchat-height and --vrchat-person go with --vrchat [HOST:PORT]; "
@@ -104,7 +103,7 @@ def _vrchat_sender(target, trackers, height, person, tasks, names):
     numbers = parse_trackers(DEFAULT_TRACKERS if trackers is None else trackers)
     height, person = parse_height(height), parse_person(person)
     host, port = parse_endpoint(target, "--vrchat", DEFAULT_VRCHAT_PORT)
-    return VrchatSink(host, port, rest=rest_bones(names), trackers=numbers, height=height, person=person)
+    return VrchatSink(host, port, trackers=numbers, height=height, person=person)
 
 
 class LiveStage:
