@@ -25,6 +25,7 @@ from realtime.export.jsonl import FrameRecord, PersonRecord, TrackRecords, check
 from realtime.frames import Bones, Camera, Frame, Person
 from realtime.mode import RunMode
 from realtime.pipeline import Pipeline
+from realtime.sinks.vrchat import missing_bones
 from realtime.sources import Source, SourceInfo
 from realtime.stages.live import LiveStage, live_senders
 from realtime.stages.motion import MotionStage
@@ -176,6 +177,9 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     if options.vrchat is not None and not has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vrchat has no trackers to "
                         f"send; record with --tasks pose,depth.")
+    if options.vrchat is not None and bone_names and missing_bones(bone_names):
+        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
+                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
     tasks = ("pose", "pointmap") if has_3d else ("pose",)
     senders = live_senders(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
                            vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,

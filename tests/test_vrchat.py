@@ -533,3 +533,28 @@ def _tracks_3d(tmp_path, path=None, three_d=True):
                             keypoints3d=camera[i].astype(np.float32) if three_d else None)
             w.write(Frame(index=i, timestamp=i / 25.0, image=_IMAGE, people=(person,)))
     return path
+
+
+def test_stream_refuses_a_recording_whose_bones_the_trackers_cannot_hang_from(tmp_path, capsys):
+    from realtime.cli import main
+    from realtime.sinks.tracks import TrackWriter
+    from tests.mocap_synthetic import synthetic_clip
+
+    rng = np.random.default_rng(5)
+    bones = _bones(rng)
+    path = tmp_path / "renamed.jsonl"
+    camera = synthetic_clip(2)[4]
+    with TrackWriter(path, keypoint_names=NAMES, image_wh=(640, 480), fps=25.0, source="synthetic", model={}, tracked=True,
+                     bone_names=bones.names) as w:
+        for i in range(2):
+            xy = 500.0 * camera[i, :, :2] / camera[i, :, 2:] + [320.0, 240.0]
+            w.write(Frame(index=i, timestamp=i / 25.0, image=_IMAGE, people=(Person(
+                box=np.array([10, 10, 300, 400], np.float32), track_id=1, keypoints=xy.astype(np.float32),
+                keypoint_scores=np.full(len(NAMES), 0.9, np.float32), keypoints3d=camera[i].astype(np.float32), bones=bones),)))
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["bone_names"] = [name.replace("Foot", "Paw") for name in header["bone_names"]]  # an edited file
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert main(["stream", str(path), "--vrchat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "bone_names lack leftFoot, rightFoot" in err and err.count("\n") == 1

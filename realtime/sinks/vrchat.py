@@ -41,7 +41,6 @@ head is then the last one sent; none before the first bones), and a value that i
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -62,8 +61,6 @@ from realtime.sinks.osc import (
     shown,
     to_unity,
 )
-
-log = logging.getLogger(__name__)
 
 DEFAULT_VRCHAT_PORT = 9000  # VRChat's OSC input port
 FACE_PREFIX = "/avatar/parameters/FT/v2/"
@@ -99,6 +96,11 @@ VRM_PARENTS = {"hips": None, "spine": "hips", "chest": "spine", "neck": "chest",
                    ("{side}Shoulder", "chest"), ("{side}UpperArm", "{side}Shoulder"), ("{side}LowerArm", "{side}UpperArm"),
                    ("{side}Hand", "{side}LowerArm"), ("{side}UpperLeg", "hips"), ("{side}LowerLeg", "{side}UpperLeg"),
                    ("{side}Foot", "{side}LowerLeg"), ("{side}Toes", "{side}Foot"))}}
+
+
+def missing_bones(names: Sequence[str]) -> list[str]:
+    """The bones of VRM_PARENTS that `names` (a skeleton's bone names) lacks: the trackers need them all."""
+    return [name for name in VRM_PARENTS if name not in set(names)]
 
 
 def bone_world_poses(bones: Bones, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
