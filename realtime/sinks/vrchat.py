@@ -131,8 +131,14 @@ def unity_euler(rotations: np.ndarray) -> np.ndarray:
     in Unity's axes (`to_unity`) is Quaternion.Euler(x, y, z) = Ry(y) Rx(x) Rz(z)."""
     quats = Rotation.from_matrix(rotations).as_quat()
     _, unity = to_unity(np.zeros((len(quats), 3)), quats)
-    z, x, y = Rotation.from_quat(unity).as_euler("zxy", degrees=True, suppress_warnings=True).T
-    return np.stack([x, y, z], axis=-1)
+    m = Rotation.from_quat(unity).as_matrix()
+    # R = Ry Rx Rz: R[1, 2] = -sin x; y from R[0, 2], R[2, 2] and z from R[1, 0], R[1, 1] (cos x >= 0). In closed form
+    # rather than scipy's as_euler("zxy"), which warns at gimbal lock (x = +-90) and needs scipy 1.17 to be told not to.
+    x = np.arcsin(np.clip(-m[:, 1, 2], -1.0, 1.0))
+    locked = np.hypot(m[:, 1, 0], m[:, 1, 1]) < 1e-9  # cos x = 0: only y - z (or y + z) is defined; z = 0
+    y = np.where(locked, np.arctan2(-m[:, 2, 0], m[:, 0, 0]), np.arctan2(m[:, 0, 2], m[:, 2, 2]))
+    z = np.where(locked, 0.0, np.arctan2(m[:, 1, 0], m[:, 1, 1]))
+    return np.degrees(np.stack([x, y, z], axis=-1))
 
 
 def tracker_values(bones: Bones, trackers: Sequence[Tracker], scale: float = 1.0) -> np.ndarray:
