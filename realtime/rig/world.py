@@ -30,6 +30,9 @@ from realtime.rig.floor import Floor, FloorEstimator
 
 RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
 EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
+HIPS_UP = 0.9  # m: the hips above the floor, for the provisional frame before the floor is fitted
+UPRIGHT = 0.95  # the trunk (hips to neck) this near vertical (its cosine, about 18 degrees): standing upright
+STANDING = 0.2  # m: both ankles this near the floor: standing on it
 
 
 def transform_points(transform: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -127,7 +130,7 @@ class WorldAnchor:
         up = self.floors._up if np.linalg.norm(self.floors._up) > 0 else np.array([0.0, -1.0, 0.0])
         up = up if self._scene_up is None else self._scene_up
         origin = self._origin if self._origin is not None else np.zeros(3)
-        floor_point = origin - 0.9 * up / np.linalg.norm(up)  # the hips ~0.9 m above the floor
+        floor_point = origin - HIPS_UP * up / np.linalg.norm(up)
         return world_frame(up, floor_point, origin, grounded=False)
 
 
@@ -166,8 +169,8 @@ class HeightEstimator:
         if not (np.isfinite(eyes).all() and np.isfinite(hips).all() and np.isfinite(neck).all() and np.isfinite(ankles).all()):
             return
         trunk = neck - hips
-        upright = trunk[1] > 0.95 * np.linalg.norm(trunk)
-        standing = np.abs(ankles[:, 1]).max() < 0.2
+        upright = trunk[1] > UPRIGHT * np.linalg.norm(trunk)
+        standing = np.abs(ankles[:, 1]).max() < STANDING
         if upright and standing:
             self.samples.append(float(eyes[1] / EYE_TO_STATURE))
 
