@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from realtime.errors import UserError
+from realtime.options import ModelOptions, OutputOptions
 
 FRAMES = 8
 
@@ -39,8 +40,9 @@ def test_session_process_gives_what_a_run_gives(tmp_path, clip, models):
     from realtime.sources import open_source
 
     run_tracks = tmp_path / "run.jsonl"
-    summary = run(RunOptions(source=str(clip), tracks=str(run_tracks), no_video=True, device="cpu", input_hw=(128, 96),
-                             pointmap_hw=(256, 128), progress=False), models=models, box_finder=whole_frame_boxes)
+    summary = run(RunOptions(source=str(clip), models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
+                             outputs=OutputOptions(tracks=str(run_tracks), no_video=True, progress=False)),
+                  models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
 
     session_tracks = tmp_path / "session.jsonl"
@@ -73,8 +75,8 @@ def test_session_stream_and_its_checks(tmp_path, clip, models):
         session.process(frames[-1].image, frames[-1].timestamp)  # not after the last frame
     with pytest.raises(UserError, match="uint8 RGB"):
         session.process(np.zeros((10, 10), np.uint8), 5.0)
-    with pytest.raises(UserError, match="one Session per video size"):
-        session.process(np.zeros((10, 12, 3), np.uint8), 5.0)
+    other_size = session.process(np.zeros((64, 80, 3), np.uint8), 5.0)  # a size change goes on, as in a run
+    assert other_size.index == 3 and other_size.image.shape == (64, 80, 3)
     session.close()
     with pytest.raises(UserError, match="unknown option 'flip'"):
         Session(tasks="pose", models={"pose": models["pose"]}, box_finder=whole_frame_boxes, flip=True)
