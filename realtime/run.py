@@ -164,7 +164,7 @@ def _run_pipeline(builder: Builder, mode: RunMode, source: Source, info: SourceI
     if pipeline.behind_skipped:
         lines.append(f"the picture, video and tracks skipped {pipeline.behind_skipped} frames that the live senders sent "
                      f"(drawing and writing were slower than the source)")
-    lines += [f"{kind}: {'standard output' if path == '-' else path}" for kind, path in outputs.items()]
+    lines += [f"{kind}: {path}" for kind, path in outputs.items()]
     return RunSummary(result=result, lines=lines, outputs=outputs, stats=metrics.snapshot())
 
 

@@ -201,6 +201,10 @@ class Session:
                              timeout=src.timeout, reconnects=src.reconnects)
         info = opened.open()
         try:
+            if self._files is not None:
+                from realtime.outputs import check_outputs
+
+                check_outputs(self._files.files, opened.input_files())  # the take must not overwrite its source
             if self._stages is None:  # the tracks header gets the source's name and frame rate
                 self._stages = self._build((info.height, info.width), info.fps, info.uri)
             for count, (timestamp, image) in enumerate(opened.frames()):
