@@ -75,7 +75,7 @@ def is_stdout(path) -> bool:
 
 def cuda_graphs_for(options: RunOptions, device: str) -> bool:
     """Whether the run replays CUDA graphs: `--cuda-graphs` / `--no-cuda-graphs`, else on when it runs
-    on CUDA (every key is captured in the warm-up; costs and gains: docs/gpu-performance.md)."""
+    on CUDA (every key is captured in the warm-up; what it gains and costs: docs/gpu-performance.md, bench/RESULTS.md)."""
     cuda_graphs = options.models.cuda_graphs
     return device.startswith("cuda") if cuda_graphs is None else bool(cuda_graphs)
 

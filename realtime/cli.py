@@ -209,9 +209,9 @@ def _add_model_options(p) -> None:
     m.add_argument("--device", help="cuda, cuda:1 or cpu, in any case (default: cuda when available)")
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
     m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the "
-                   "models were trained at; 512x384 is ~4x faster)")
+                   "models were trained at; 512x384 has a quarter of 1024x768's pixels, for speed)")
     m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
-                   "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
+                   "1024x768, as trained; 512x384 has a quarter of the pixels; depth's metric scale is then approximate)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x "
                    "cost)")
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last "
@@ -224,8 +224,8 @@ def _add_model_options(p) -> None:
     m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
                    "(Ada, Hopper); needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
-                   help="the attention kernel (default: PyTorch's choice, the fastest or tied on an H200; "
-                        "`python bench/gpu_sdpa.py` times each on yours; see docs/gpu-performance.md)")
+                   help="the attention kernel (default: PyTorch's choice; `python bench/gpu_sdpa.py` times each on "
+                        "yours; see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="replay one CUDA graph per task and person count, and one for the detector, all captured in "
                         "the warm-up (default: on when the run is on CUDA; --no-cuda-graphs runs eagerly; see "

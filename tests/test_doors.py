@@ -113,3 +113,29 @@ def test_the_builder_checks_and_builds_for_a_python_user(fixtures_dir):
     models = builder.load_models()
     stages = builder.analysis_stages(models, builder.box_finder(RunMode.FILE), RunMode.FILE, (96, 128), 10.0)
     assert [s.name for s in stages][:2] == ["detect", "infer"] and stages[-1].name == "motion"
+
+
+def _help(capsys, monkeypatch, command: str) -> str:
+    from realtime.cli import main
+
+    monkeypatch.setenv("COLUMNS", "2000")  # one line per option: no path broken at a hyphen
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())  # argparse's wrapping undone
+
+
+def test_run_help_states_its_defaults_and_where_the_tracks_format_is(capsys, monkeypatch):
+    text = _help(capsys, monkeypatch, "run")
+    for shown in ("or the whole frame (default: detector)", "keep the N most confident people (default: everyone)",
+                  "webcam capture width (default: the camera's own)", "webcam capture height (default: the camera's own)",
+                  "(docs/tracks-format.md)", "--device DEVICE cuda, cuda:1 or cpu, in any case"):
+        assert shown in text, shown
+    assert "(see README)" not in text
+
+
+def test_batch_help_lists_no_camera_or_stream_options(capsys, monkeypatch):
+    text = _help(capsys, monkeypatch, "batch")
+    for absent in ("--width", "--height", "--timeout", "--reconnects", "webcam"):
+        assert absent not in text, absent
+    for present in ("--fps", "--max-frames", "--camera", "--dense-every", "--boxes-from"):
+        assert present in text, present
