@@ -487,8 +487,12 @@ class OutputFiles:
         self.readers: list[int] = []
         self.locks = OutputLocks()
         check_outputs(self.files, inputs)
-        for path in self.files.values():
-            self._make_parent(Path(path))
+        try:
+            for path in self.files.values():
+                self._make_parent(Path(path))
+        except BaseException:
+            self.release(failed=True)  # the folders made for the outputs before the one refused
+            raise
 
     def hold(self) -> None:
         self.locks.acquire(self.files)

@@ -29,18 +29,18 @@ from realtime.build import Builder, OutputFiles, caption, is_stream, layers
 from realtime.errors import UserError
 from realtime.frames import Frame
 from realtime.mode import RunMode
-from realtime.options import GROUP_OF, GROUPS, Caller, RunOptions
+from realtime.options import GROUP_OF, Caller, RunOptions
 
 # Session's own argument names where they differ from the option's.
 _NAMES = {"input_hw": "input_size"}
-# `run` options a Session has no use for: what to do instead.
+# `run` options a Session does not do: the values it can honour (what it does anyway), and what to do instead.
 _NOT_TAKEN = {
-    "view": "draw frame.overlay yourself (out= writes the overlay video), or use sapiens-rt run --view",
-    "max_in_flight": "a Session works on one frame at a time, on the calling thread",
-    "stills": "give each unrelated photo to a Session of its own (ids and filters follow one video)",
-    "output_dir": "name the files with tracks= and out=",
-    "no_video": "leave out= unset for no video",
-    "progress": "count the frames yourself (a Session shows no progress bar)",
+    "view": ((False,), "draw frame.overlay yourself (out= writes the overlay video), or use sapiens-rt run --view"),
+    "max_in_flight": ((None, 1), "a Session works on one frame at a time, on the calling thread"),
+    "stills": ((None, False), "give each unrelated photo to a Session of its own (ids and filters follow one video)"),
+    "output_dir": (("recordings",), "name the files with tracks= and out="),
+    "progress": ((False, True), ""),  # either: a Session shows no progress bar, and nothing is lost (the type is checked)
+    "no_video": ((False, True), ""),  # honoured: no out= (refused below together with out=)
 }
 
 
@@ -66,7 +66,7 @@ class Session:
 
     def __init__(self, tasks: Sequence[str] = ("pose",), checkpoints: Optional[Mapping[str, str]] = None, *,
                  size: str = "0.4b", device: Optional[str] = None, dtype: Optional[str] = None,
-                 input_size=None, smooth: str = "one_euro", smoothness: float = 0.5,
+                 input_size: Optional[str | tuple[int, int]] = None, smooth: str = "one_euro", smoothness: float = 0.5,
                  max_people: Optional[int] = None, boxes_from: str = "detector", detect_every: int = 1,
                  dense_every: int = 1, models: Optional[dict] = None, box_finder=None, **options):
         self._stages: Optional[list] = None  # built on the first frame, for its size
@@ -76,9 +76,11 @@ class Session:
         if unknown:
             raise UserError(f"Session got an unknown option {unknown[0]!r}; the options are those of sapiens-rt run, "
                             f"written in Python (e.g. flip_test=True).")
-        for name, why in _NOT_TAKEN.items():
-            if name in options and options[name] != getattr(GROUPS[GROUP_OF[name]](), name):  # not its default
+        for name, (honoured, why) in _NOT_TAKEN.items():
+            if why and name in options and not any(options[name] is v or options[name] == v for v in honoured):
                 raise UserError(f"Session does not take {name}={options[name]!r}; {why}.")
+        if options.get("no_video") and options.get("out") is not None:
+            raise UserError("Session got no_video=True and out=...; leave out= unset for no video.")
         if "input_hw" in options:
             raise UserError("Session takes the network input size as input_size=(H, W); give it there.")
         if checkpoints is not None and not isinstance(checkpoints, Mapping):

@@ -252,7 +252,7 @@ def test_a_graphed_run_captures_every_graph_before_the_first_frame(tmp_path, tas
     options = RunOptions(source=str(src),
                          models=ModelOptions(device="cuda", dtype="fp32", input_hw=(128, 96), tasks=("pose",), cuda_graphs=True),
                          smoothing=SmoothingOptions(smooth="none"),
-                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), progress=False))
+                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), output_dir=str(tmp_path), progress=False))
     with StandinGPU() as gpu:
         models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}
         finder = make_box_finder("detector", detector_checkpoint=str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"),
@@ -295,7 +295,7 @@ def test_cuda_runs_replay_graphs_unless_told_not_to(tmp_path, task_models, rtmde
                          models=ModelOptions(device="cuda", dtype="fp32", input_hw=(128, 96), tasks=("pose",), detector=detector,
                                              **chosen),
                          smoothing=SmoothingOptions(smooth="none"),
-                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), progress=False))
+                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), output_dir=str(tmp_path), progress=False))
     assert cuda_graphs_for(options, "cuda") is (graphs is None) and not cuda_graphs_for(options, "cpu")
     with StandinGPU() as gpu:
         models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}

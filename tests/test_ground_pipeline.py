@@ -24,7 +24,7 @@ def test_kpts3d_on_every_frame_after_the_first_depth_frame(tmp_path, fixtures_di
     tracks = tmp_path / "t.jsonl"
     options = RunOptions(source=str(src),
                          models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=3),
-                         outputs=OutputOptions(tracks=str(tracks), progress=False))
+                         outputs=OutputOptions(tracks=str(tracks), output_dir=str(tmp_path), progress=False))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     rows = [json.loads(line) for line in tracks.read_text().splitlines()]

@@ -154,7 +154,8 @@ def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtu
     src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
     options = RunOptions(source=str(src), models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
-                         outputs=OutputOptions(no_video=True, progress=False), live_outputs=LiveOutputOptions(senders=sinks))
+                         outputs=OutputOptions(no_video=True, output_dir=str(tmp_path), progress=False),
+                         live_outputs=LiveOutputOptions(senders=sinks))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     for s in listeners:
         s.close()

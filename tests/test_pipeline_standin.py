@@ -30,7 +30,8 @@ def _run(tmp_path, name, models, device, cuda_graphs=False):
     options = RunOptions(source=str(src),
                          models=ModelOptions(device=device, dtype="fp32", input_hw=(128, 96), tasks=("pose", "seg"),
                                              cuda_graphs=cuda_graphs),
-                         smoothing=SmoothingOptions(smooth="none"), outputs=OutputOptions(tracks=str(tracks), progress=False))
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(tracks=str(tracks), output_dir=str(tmp_path), progress=False))
     summary = run(options, models=models, box_finder=_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     lines = [json.loads(line) for line in tracks.read_text().splitlines() if line.strip()]
