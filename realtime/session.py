@@ -57,7 +57,8 @@ class Session:
     detect_every: run the detector every N frames (default 1); dense_every: normal/depth every N.
     tracks, out:  write the tracks JSONL / the overlay video as `sapiens-rt run --tracks/--out` does
                   (closed by `close()`, the end of a `with` block, or a Ctrl+C inside `process`).
-    senders:      live senders (`realtime.stages.live_senders(vmc=[...])`), sent each frame.
+    senders:      live senders (`realtime.stages.live_senders(vmc=[...])`), sent each frame (by `stream`
+                  of a file at the frame's time in it, unless live_pace=False, as in a run).
     max_frames:   `stream` stops after this many frames; `process` takes no more than this many.
     models:       task -> a loaded model (instead of checkpoints, e.g. `realtime.models.build_model`);
     box_finder:   your own boxes `(image, index, previous people, seg) -> (boxes, scores, source)`.
@@ -159,9 +160,10 @@ class Session:
         self._last_time = timestamp
         return frame
 
-    def _build(self, image_hw: tuple[int, int], fps: Optional[float], source: str) -> list:
+    def _build(self, image_hw: tuple[int, int], fps: Optional[float], source: str, *, pace: bool = False) -> list:
         """The run's stages for this Session: analysis, then the live senders, the overlay and
-        the outputs (tracks, video, your own sinks), as `sapiens-rt run` orders them."""
+        the outputs (tracks, video, your own sinks), as `sapiens-rt run` orders them. `pace`: the
+        senders send each frame at its media time (a recorded source given to `stream`, as a run does)."""
         from realtime.metrics import Metrics
         from realtime.sinks.base import VideoSink
         from realtime.sinks.video import VideoWriter
@@ -179,7 +181,7 @@ class Session:
             self._files.writers_opened()
         senders = options.live_outputs.senders
         if senders:  # the avatar first, as in a run
-            live = LiveStage(senders, pace=False)
+            live = LiveStage(senders, pace=pace)
             live.period = 1.0 / (fps or 30.0)
             stages.append(live)
         if out.out is not None:
@@ -208,7 +210,8 @@ class Session:
 
                 check_outputs(self._files.files, opened.input_files())  # the take must not overwrite its source
             if self._stages is None:  # the tracks header gets the source's name and frame rate
-                self._stages = self._build((info.height, info.width), info.fps, info.uri)
+                pace = self.options.live_outputs.live_pace and not info.live  # a file's frames at their time, as in a run
+                self._stages = self._build((info.height, info.width), info.fps, info.uri, pace=pace)
             for count, (timestamp, image) in enumerate(opened.frames()):
                 if (max_frames is not None and count >= max_frames) or (total is not None and self._index >= total):
                     break
