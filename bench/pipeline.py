@@ -27,11 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from realtime.build import DTYPES  # noqa: E402
 from realtime.detect import make_box_finder  # noqa: E402
 from realtime.infer import Predictor  # noqa: E402
 from realtime.models import build_model  # noqa: E402
 from realtime.options import ModelOptions, OutputOptions, PeopleOptions
-from realtime.run import DTYPES, RunOptions, parse_size, parse_tasks, run  # noqa: E402
+from realtime.run import RunOptions, parse_size, parse_tasks, run  # noqa: E402
 
 
 def synthetic_video(path: Path, frames: int, height: int, width: int, fps: int = 30) -> Path:
