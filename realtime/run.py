@@ -23,7 +23,7 @@ import torch
 from tqdm import tqdm
 
 from realtime import tasks as task_table
-from realtime.build import Builder, OutputFiles, caption, is_stream, layers, model_label, parse_size
+from realtime.build import Builder, OutputFiles, caption, check_options, is_stream, layers, model_label, parse_size
 from realtime.errors import Terminated
 from realtime.metrics import Metrics
 from realtime.mode import RunMode, decide_mode
@@ -37,7 +37,7 @@ from realtime.stages import InferStage, LiveStage, RenderStage, WorldStage, Writ
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunOptions", "RunSummary", "run", "parse_size", "parse_tasks", "is_stream", "model_label"]
+__all__ = ["RunOptions", "RunSummary", "run", "check_options", "parse_size", "parse_tasks", "is_stream", "model_label"]
 
 LIVE_MAX_IN_FLIGHT = 3  # frames inside the stages at once on cameras and streams: 3 keeps the GPU fed (docs/gpu-performance.md)
 # On a CPU the model's work is done when the infer stage returns, so a second frame inside would only wait in front of
