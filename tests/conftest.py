@@ -116,5 +116,6 @@ def _writes_only_under_tmp():
     before = _entries()
     yield
     left = sorted(_entries() - before)
-    assert not left, (f"the test left {left} in the checkout {_CHECKOUT}; give its run an output under tmp_path "
-                      "(--out/--tracks/--output-dir, OutputOptions(output_dir=...))")
+    assert not left, (f"{left} appeared in the checkout {_CHECKOUT} during this test (made by it, or by a test beside it "
+                      "under pytest-xdist); give that run its outputs under tmp_path (--out/--tracks/--output-dir, "
+                      "OutputOptions(output_dir=...))")

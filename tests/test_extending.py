@@ -143,7 +143,8 @@ def test_albedo_runs_from_a_users_checkpoint_with_its_own_pane(tmp_path, fixture
     assert pane.std() > 1  # a picture, not the dark "no data" placeholder
 
     # without a checkpoint: one sentence saying there are no public weights and what to pass
-    code = main(["run", str(src), "--tasks", "albedo", "--out", str(tmp_path / "x.mp4"), "--device", "cpu", "--no-progress"])
+    code = main(["run", str(src), "--tasks", "albedo", "--out", str(tmp_path / "x.mp4"), "--device", "cpu", "--no-progress",
+                 "--output-dir", str(tmp_path / "rec")])
     assert code == 2
     assert "No albedo weights are released; pass your own checkpoint with --checkpoint albedo=PATH." in capsys.readouterr().err
 
