@@ -139,3 +139,27 @@ def test_batch_help_lists_no_camera_or_stream_options(capsys, monkeypatch):
         assert absent not in text, absent
     for present in ("--fps", "--max-frames", "--camera", "--dense-every", "--boxes-from"):
         assert present in text, present
+
+
+def test_device_names_are_taken_in_any_case(tmp_path, capsys, clip, fixtures_dir):
+    """`--device CPU` is `cpu` (documented in --help and docs/pipeline-options.md)."""
+    import json
+
+    from realtime.cli import main
+
+    tracks = tmp_path / "t.jsonl"
+    code = main(["run", str(clip), "--tasks", "pose", "--checkpoint", f"pose={fixtures_dir / 'pose_weights.safetensors'}",
+                 "--boxes-from", "frame", "--device", "CPU", "--no-video", "--no-progress", "--tracks", str(tracks)])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(tracks.read_text().splitlines()[0])["model"]["device"] == "cpu"
+
+
+def test_batch_from_python_names_the_python_option(tmp_path, clip):
+    from realtime.batch import BatchOptions, run_batch
+    from realtime.options import ModelOptions, RunOptions
+
+    options = BatchOptions(inputs=[str(clip)], output_dir=str(tmp_path / "out"),
+                           run=RunOptions(source="", models=ModelOptions(tasks=("pose",), dense_every=0)))
+    with pytest.raises(UserError, match=r"^dense_every=0 is not a whole number of 1 or more; give e\.g\. dense_every=3\.$"):
+        run_batch(options)
+    assert not (tmp_path / "out").exists()
