@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.expressions import ARKIT_NAMES, VRM_PRESETS  # noqa: F401 (re-exported)
 from realtime.expressions import clip_weight as _clip
 from realtime.expressions import vrm_presets as _vrm_presets
@@ -38,7 +39,6 @@ from realtime.rig.robust import nanmedian
 log = logging.getLogger(__name__)
 
 NOSE_DEPTH = 0.6  # nose tip in front of the eye corners, in inter-ocular distances
-MIN_SCORE = 0.3  # face keypoints below this heatmap score are not trusted
 
 # Spans: the feature change (from neutral) that makes a weight 1. Relative ones are fractions of the neutral value.
 BLINK_SPAN, WIDE_SPAN = 0.8, 0.5        # of the neutral eye opening
@@ -113,7 +113,7 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
     corner or the nose is unknown. Other unknown points leave their features NaN."""
     points = np.asarray(points, dtype=np.float64)
     if scores is not None:
-        points = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], points, np.nan)
+        points = np.where((np.asarray(scores) >= KEYPOINT_SCORE_THRESHOLD)[:, None], points, np.nan)
 
     def at(name: str) -> np.ndarray:
         return points[index[name]]

@@ -47,6 +47,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 from realtime.rig.scale import ScaleFilter
 
@@ -54,7 +55,6 @@ log = logging.getLogger(__name__)
 
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
-MIN_SCORE = 0.3
 STILL = 0.02  # m: a foot whose heel or big toe moved less than this across the line of sight is held along it
 ROOT_TRACK = 3  # depth frames: the root's depth between them follows a line through the last this many
 ROOT_TRACK_SECONDS = 0.6  # s: depth frames further apart (or a frame further after the newest) say nothing of the walk now
@@ -151,7 +151,7 @@ class Lifter:
         self._frames += 1
         time = self._frames / 30.0 if timestamp is None else float(timestamp)
         if scores is not None:
-            pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
+            pixels = np.where((np.asarray(scores) >= KEYPOINT_SCORE_THRESHOLD)[:, None], pixels, np.nan)
         if points3d is not None and np.isfinite(points3d[self.root]).all():
             points3d = np.asarray(points3d, dtype=np.float64)
             self.intrinsics.add(pixels, points3d)
