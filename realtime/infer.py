@@ -245,11 +245,6 @@ class Predictor:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    def graph_keys(self) -> list[tuple]:
-        """Every CUDA graph key a run on frames of the warmed-up size can meet: per-person tasks
-        one per bucket, whole-image tasks one (what `warm_up` captures)."""
-        return sorted(self._graphs.graphs, key=str)
-
     def graph_report(self) -> list[str]:
         """Run-summary warnings about CUDA graphs: captures that failed (those keys run eagerly,
         with the reason) and captures after the warm-up (each one stalled the run)."""

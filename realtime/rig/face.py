@@ -33,7 +33,6 @@ from scipy.spatial.transform import Rotation
 from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.expressions import ARKIT_NAMES, VRM_PRESETS  # noqa: F401 (re-exported)
 from realtime.expressions import clip_weight as _clip
-from realtime.expressions import vrm_presets as _vrm_presets
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
@@ -97,9 +96,6 @@ class FaceState:
 
     def weight(self, name: str) -> float:
         return float(self.weights[ARKIT_NAMES.index(name)])
-
-    def as_dict(self) -> dict[str, float]:
-        return {name: float(w) for name, w in zip(ARKIT_NAMES, self.weights)}
 
 
 def _weight(ratio: float) -> float:
@@ -254,13 +250,3 @@ class FaceSolver:
             weights, lips = blendshapes(features, neutral)
             rotation = head_rotation(features, neutral)
         return FaceState(weights, lips, rotation, calibrated)
-
-
-def vrm_presets(face: FaceState) -> dict[str, float]:
-    """VRM 1.0 expression presets from the ARKit weights (`realtime.expressions.vrm_presets`)."""
-    return _vrm_presets(face.weights, face.lips_open)
-
-
-def vmc_blend_values(face: FaceState) -> list[tuple[str, float]]:
-    """(name, weight) for /VMC/Ext/Blend/Val: every ARKit name, then the VRM 1.0 presets."""
-    return list(face.as_dict().items()) + list(vrm_presets(face).items())
