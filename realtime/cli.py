@@ -515,7 +515,7 @@ def _add_export_model(sub) -> None:
 
 
 def _cmd_export_model(args) -> int:
-    from realtime.models.onnx_export import export_onnx
+    from realtime.export_model import export_onnx
     from realtime.run import parse_size, parse_tasks
 
     task = parse_tasks(args.task)[0]
