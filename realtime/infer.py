@@ -198,7 +198,7 @@ class Predictor:
                 _set_input_size(model, self.sizes[name])
             backend = "inductor" if compile is True else compile
             # Round bf16 intermediates as eager does: fused in fp32, the bf16 RoPE rotation
-            # drifts past the golden fixtures' tolerance (measured: 0.028 vs 1e-2 max). Set per
+            # drifts past the golden fixtures' tolerance (bench/RESULTS.md). Set per
             # compiled model, not in inductor's global config, which other code in the process shares.
             options = {"emulate_precision_casts": True} if backend == "inductor" else None
             graphs = recompile_budget(self.tasks.values())

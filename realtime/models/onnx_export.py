@@ -3,9 +3,8 @@ TensorRT and other runtimes (`onnx_graph`); `realtime.export_model` writes it to
 the output rule of every command (`sapiens-rt export-model --to onnx`).
 
 How the graph is made, and why:
-- The TorchScript exporter (`dynamo=False`): on the tiny fixture model it takes ~6-9 s
-  where the torch.export-based one takes ~160 s (2 loaded CPU cores), and it needs no
-  onnxscript. It lacks `aten::rms_norm` and SDPA's `enable_gqa`, so both get a small
+- The TorchScript exporter (`dynamo=False`): much faster than the torch.export-based one
+  (docs/deploy.md), and it needs no onnxscript. It lacks `aten::rms_norm` and SDPA's `enable_gqa`, so both get a small
   symbolic here (RMSNorm decomposed; GQA as kv heads repeated in `repeat_interleave`
   order), registered only while exporting.
 - The patch grid is fixed by `input_hw`, so the RoPE (sin, cos) tables are constants of the
@@ -14,7 +13,7 @@ How the graph is made, and why:
   have no bf16 arithmetic, so every bf16 operation is rewritten to run in fp32 and round
   its result to bf16 and back (`Cast` pairs). A bf16 x bf16 product is exact in fp32 and
   torch computes bf16 ops in fp32 and rounds, so this reproduces the rounding exactly
-  (without it the pose heatmaps drift past the fixture tolerance: max 2.6e-2 vs 1e-2).
+  (without it the pose heatmaps drift past the fixture tolerance, docs/deploy.md).
 """
 
 from __future__ import annotations
