@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from realtime.errors import UserError
+from realtime.errors import UserError, signals_held
 from realtime.outputs import check_writable, remove_stale
 
 Writer = Callable[[Path], object]
@@ -50,7 +48,7 @@ def staged(out: Path, write: Writer, *, folder: bool = False, option: str = "-o"
     temporary = _temporary(out)
     try:
         write(temporary)
-        with _signals_held(), _as_user_error(out, option):
+        with signals_held(), _as_user_error(out, option):
             out.mkdir(exist_ok=True)
             for item in temporary.iterdir():
                 os.replace(item, out / item.name)
@@ -76,7 +74,7 @@ def staged_together(writes: Sequence[tuple[Path, Writer]], *, stale: Mapping[Pat
         for (path, write), temporary in zip(writes, temporaries):
             with _as_user_error(path, option):
                 write(temporary)
-        with _signals_held():
+        with signals_held():
             for (path, _), temporary in zip(writes, temporaries):
                 with _as_user_error(path, option):
                     os.replace(temporary, path)
@@ -100,24 +98,6 @@ def _as_user_error(out: Path, option: str) -> Iterator[None]:
     except OSError as err:
         raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); "
                         f"choose a writable {option} path.") from None
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ctrl+C and SIGTERM wait until the block is done, then act as they would have (main thread only:
-    Python runs signal handlers there)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    saved = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: a handler set outside Python
-        if held:
-            signal.raise_signal(held[-1])
 
 
 def _remove(path: Path) -> None:
