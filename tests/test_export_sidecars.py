@@ -202,3 +202,19 @@ def test_a_world_gltf_with_its_camera_passes_the_khronos_validator(moving, tmp_p
     for report in khronos_reports(paths):
         assert report["errors"] == 0 and report["warnings"] == 0, report
         assert {code for code, _, _, _ in report["messages"]} <= ACCEPTED_INFOS, report["messages"]
+
+
+def test_an_output_that_is_no_file_on_disk_is_one_sentence_and_left_alone(moving, tmp_path, capsys):
+    """Standard output, a pipe or a device as -o: the export is moved into place whole, so it would
+    replace the pipe (or /dev/stdout's link) instead of feeding it; a folder where a sidecar goes."""
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for out in ("-", "/dev/stdout", "/dev/null", str(fifo)):
+        err = _refused(capsys, str(moving), "--to", "csv", "-o", out)
+        assert f"-o {out} is not a file or folder on disk" in err and "take.csv" in err
+    assert fifo.is_fifo() and Path("/dev/stdout").is_symlink()
+    (tmp_path / "take.camera.csv").mkdir()
+    before = _listing(tmp_path)
+    err = _refused(capsys, str(moving), "--to", "csv", "-o", str(tmp_path / "take.csv"))
+    assert f"{tmp_path / 'take.camera.csv'} is a folder where the export writes a file beside" in err
+    assert _listing(tmp_path) == before and (tmp_path / "take.camera.csv").is_dir()

@@ -98,7 +98,8 @@ def export_tracks(
     sidecars = sidecar_paths(out, to)
     # never overwrite the recording, also not with a sidecar (realtime.outputs: the rule of every command)
     check_outputs({"-o": out, **{f"the {kind} sidecar of -o {out}:": path for kind, path in sidecars.items()}}, [tracks_path])
-    check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
+    # before the work: one sentence, nothing written
+    check_output(out, folder=FORMATS[to].folder, example=default_output(Path("take.jsonl"), to).name)
     check_writable(out)  # a read-only folder is named as such, before any converter (Blender) runs
 
     if to == "blender":

@@ -28,8 +28,16 @@ from realtime.outputs import check_writable, remove_stale
 Writer = Callable[[Path], object]
 
 
-def check_output(out: Path, *, folder: bool = False, option: str = "-o") -> None:
-    """One sentence when `out` cannot be the output: a folder for a file, a file for a folder."""
+def check_output(out: Path, *, folder: bool = False, option: str = "-o", example: str = "") -> None:
+    """One sentence when `out` cannot be the output: a folder for a file, a file for a folder, standard
+    output, a pipe or a device (the output is moved into place whole: it would replace the pipe, not
+    feed it)."""
+    out = Path(out)
+    example = example or (f"take{out.suffix}" if out.suffix else "take.jsonl")
+    if str(out) == "-" or os.path.abspath(out).startswith(("/dev/", "/proc/")) or (out.exists() and not out.is_dir()
+                                                                                     and not out.is_file()):
+        raise UserError(f"{option} {out} is not a file or folder on disk (standard output, a pipe or a device), and this command "
+                        f"writes whole files; give a path such as {example}.")
     if not folder and out.is_dir():
         raise UserError(f"{option} {out} is a folder; give a file name such as "
                         f"{out / ('output' + out.suffix if out.suffix else 'output')}.")
@@ -66,7 +74,10 @@ def staged_together(writes: Sequence[tuple[Path, Writer]], *, stale: Mapping[Pat
     Nothing is moved or removed until every `write` has returned: an error or a signal before that
     leaves the folder as it was (no output, no sidecar, no temporary)."""
     writes = [(Path(path), write) for path, write in writes]
-    for path, _ in writes:
+    for n, (path, _) in enumerate(writes):
+        if n and path.is_dir():  # a sidecar's name: the user named the main file only
+            raise UserError(f"{path} is a folder where the export writes a file beside {writes[0][0]}; move the folder away "
+                            f"or choose another {option}.")
         check_output(path, option=option)
         check_writable(path, option=option)
     temporaries = [_temporary(path) for path, _ in writes]
