@@ -34,7 +34,7 @@ def check_output(out: Path, *, folder: bool = False, option: str = "-o", example
     feed it)."""
     out = Path(out)
     example = example or (f"take{out.suffix}" if out.suffix else "take.jsonl")
-    if str(out) == "-" or os.path.abspath(out).startswith(("/dev/", "/proc/")) or (out.exists() and not out.is_dir()
+    if str(out) == "-" or os.path.abspath(out).startswith("/dev/") or (out.exists() and not out.is_dir()
                                                                                      and not out.is_file()):
         raise UserError(f"{option} {out} is not a file or folder on disk (standard output, a pipe or a device), and this command "
                         f"writes whole files; give a path such as {example}.")
