@@ -97,7 +97,10 @@ _CC_IN_FRAME = [("left_big_toe", "CC_Base_L_ToeBase", (-0.025, -0.01, 0.06)),
                 ("right_eye", "CC_Base_Head", (-0.032, 0.07, 0.08)), ("left_ear", "CC_Base_Head", (0.075, 0.05, -0.01)),
                 ("right_ear", "CC_Base_Head", (-0.075, 0.05, -0.01))]
 MAX_SPEED = 12.0  # m/s: faster than anyone runs
+MAX_EXTENT = 1000.0  # m: no motion capture reaches further from its origin
 HEEL_BACK, HEEL_BELOW_BALL = 0.05, 0.01  # m
+_PLACED = sorted({NAMES.index(k) for k in _CC_AT_JOINT} | {NAMES.index(k) for k, _, _ in _CC_IN_FRAME}
+                 | {NAMES.index("left_heel"), NAMES.index("right_heel")})  # the keypoints both skeletons place
 
 
 class CorpusError(ValueError):
@@ -150,7 +153,7 @@ def corpus_files(folder: Path | str | None) -> list[Path]:
     folder = default_corpus() if folder is None else Path(folder)
     if not folder.is_dir():
         raise CorpusError(f"no motion corpus at {folder}: give --corpus a folder of BVH files (e.g. ../shared/mocap)")
-    files = sorted(folder.glob("*.bvh"))
+    files = sorted(path for path in folder.glob("*.bvh") if path.is_file())
     if not files:
         raise CorpusError(f"no .bvh files in {folder}: give --corpus a folder of BVH files (e.g. ../shared/mocap)")
     return files
@@ -162,24 +165,29 @@ def load_motion(path: Path | str, category: str | None = None) -> Motion:
     or the CMU cgspeed names of tests/data/mocap in metres). CorpusError for a file that is not such a BVH."""
     path = Path(path)
     try:
-        names = read_bvh(path).names
+        bvh = read_bvh(path)
     except (OSError, UnicodeDecodeError, ValueError, IndexError) as error:
         raise CorpusError(f"{path} is not a readable BVH file ({error}): give a BVH of the CMU or iClone skeleton") from None
-    iclone = "CC_Base_Hip" in names
-    if iclone:
-        joints, fps = _iclone_keypoints(path)
-    elif "LeftAnkle" in names and "LeftToe" in names:
-        joints, fps = bvh_keypoints(path)
-    else:
-        raise CorpusError(f"{path}: a skeleton this corpus does not know (neither iClone CC_Base_* nor the CMU cgspeed "
-                          "names): give a BVH of one of those")
-    if len(joints) < 2 or not np.isfinite(fps) or fps <= 0:
+    if len(bvh.motion) < 2 or not (np.isfinite(bvh.frame_time) and bvh.frame_time > 0):
         raise CorpusError(f"{path}: fewer than two frames or no frame time: give a BVH with motion")
+    iclone = "CC_Base_Hip" in bvh.names
+    needed = (set(_CC_AT_JOINT.values()) | {j for _, j, _ in _CC_IN_FRAME} if iclone
+              else {"LeftHip", "LeftKnee", "LeftAnkle", "LeftToe", "RightAnkle", "RightToe", "Head"})
+    missing = sorted(needed - set(bvh.names))
+    if missing:
+        raise CorpusError(f"{path}: a skeleton this corpus does not know (no joint {', '.join(missing[:3])}): give a BVH "
+                          "of the iClone (CC_Base_*) or CMU cgspeed skeleton")
+    joints, fps = _iclone_keypoints(bvh) if iclone else bvh_keypoints(path)
+    if not np.isfinite(joints[:, _PLACED]).all():
+        raise CorpusError(f"{path}: its motion has values that are not finite numbers: give a BVH of finite motion")
     fps = round(fps, 2)  # a frame time of 0.016667 s is 60 fps
     joints = joints[_first_moving(joints, fps):]
     # the iClone retarget's vertical is its floor's across the path (a plane fitted to two foot lines tilts it by up to
     # 5 degrees); the CMU captures of the project's clips are levelled as tests/mocap_clips.py levels them
-    return Motion(path.stem, category or category_of(path), level_floor(joints, across=not iclone), float(fps))
+    joints = level_floor(joints, across=not iclone)
+    if not (np.abs(joints[:, _PLACED]) < MAX_EXTENT).all():
+        raise CorpusError(f"{path}: its motion reaches further than {MAX_EXTENT:g} m: give a BVH in centimetres or metres")
+    return Motion(path.stem, category or category_of(path), joints, float(fps))
 
 
 def _first_moving(joints: np.ndarray, fps: float) -> int:
@@ -201,8 +209,7 @@ def corpus_motions(folder: Path | str | None = None) -> list[Motion]:
     return [load_motion(path) for path in corpus_files(folder)]
 
 
-def _iclone_keypoints(path: Path) -> tuple[np.ndarray, float]:
-    bvh = read_bvh(path)
+def _iclone_keypoints(bvh) -> tuple[np.ndarray, float]:
     positions, rotations = forward(bvh)
     positions = positions / 100.0  # centimetres
     index = {n: i for i, n in enumerate(bvh.names)}

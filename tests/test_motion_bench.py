@@ -305,6 +305,20 @@ def test_corpus_errors_say_what_to_do(tmp_path):
                      " End Site\n {\n OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.1\n0 0 0\n0 0 1\n")
     with pytest.raises(corpus.CorpusError, match="a skeleton this corpus does not know"):
         corpus.load_motion(other)
+    good = tmp_path / "stand_cmu_00_01.bvh"
+    _write_cc_bvh(good)
+    text = good.read_text()
+    for name, changed, message in (
+            ("still", text.replace(f"Frame Time: {1 / _FPS:.6f}", "Frame Time: 0"), "no frame time"),
+            ("nan", text.replace("\n20.000000 100.000000", "\nnan 100.000000", 1), "not finite"),
+            ("huge", "\n1e308 1e308".join(text.rsplit("\n20.000000 100.000000", 1)), "reaches further than 1000 m"),
+            ("cut", text[: len(text) // 2], "not a readable BVH")):
+        path = tmp_path / f"{name}.bvh"
+        path.write_text(changed)
+        with pytest.raises(corpus.CorpusError, match=message):
+            corpus.load_motion(path)
+    (tmp_path / "folder.bvh").mkdir()  # a folder named like a file is not a clip
+    assert corpus.corpus_files(tmp_path) == sorted(tmp_path.glob("[!f]*.bvh"))
 
 
 # ---- the bench end to end ----
