@@ -170,6 +170,8 @@ def load_motion(path: Path | str, category: str | None = None) -> Motion:
         raise CorpusError(f"{path} is not a readable BVH file ({error}): give a BVH of the CMU or iClone skeleton") from None
     if len(bvh.motion) < 2 or not (np.isfinite(bvh.frame_time) and bvh.frame_time > 0):
         raise CorpusError(f"{path}: fewer than two frames or no frame time: give a BVH with motion")
+    if not np.isfinite(bvh.motion).all():
+        raise CorpusError(f"{path}: its motion has values that are not finite numbers: give a BVH of finite motion")
     iclone = "CC_Base_Hip" in bvh.names
     needed = (set(_CC_AT_JOINT.values()) | {j for _, j, _ in _CC_IN_FRAME} if iclone
               else {"LeftHip", "LeftKnee", "LeftAnkle", "LeftToe", "RightAnkle", "RightToe", "Head"})
@@ -242,7 +244,7 @@ def _body_axes(joints: np.ndarray) -> np.ndarray:
     """(T, 3, 3) rows: the body's left (right hip -> left hip, along the floor), up (y), forward (left x up)."""
     left = joints[:, NAMES.index("left_hip")] - joints[:, NAMES.index("right_hip")]
     left[:, 1] = 0.0
-    left /= np.linalg.norm(left, axis=1, keepdims=True)
+    left /= np.maximum(np.linalg.norm(left, axis=1, keepdims=True), 1e-9)  # hips together: a broken frame
     up = np.broadcast_to([0.0, 1.0, 0.0], left.shape)
     return np.stack([left, up, np.cross(left, up)], axis=1)
 
