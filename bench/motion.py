@@ -379,9 +379,9 @@ def worst_line(per_clip: dict[tuple, dict]) -> str:
 
 def select(args) -> list[Motion]:
     """The motions the options name: every clip of the corpus and the project, narrowed by --clips, --categories
-    and --held-out-only (the corpus folder is read only when some of them come from it)."""
+    and --held-out-only (the default corpus folder is read only when some of them come from it)."""
     project = list(corpus.PROJECT)
-    need_corpus = not args.clips or any(name not in corpus.PROJECT for name in args.clips)
+    need_corpus = args.corpus is not None or not args.clips or any(name not in corpus.PROJECT for name in args.clips)
     files = corpus.corpus_files(args.corpus) if need_corpus else []
     available = {path.stem: path for path in files}
     available.update({name: corpus.PROJECT_FOLDER / f"{name}.bvh" for name in project})

@@ -354,6 +354,7 @@ def test_the_bench_runs_on_a_corpus_folder(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--corpus", "/nonexistent/mocap"], "no motion corpus at /nonexistent/mocap"),
     (["--clips", "cmu_07_04", "no_such_clip", "--corpus", "/nonexistent"], "no motion corpus"),
+    (["--clips", "cmu_07_04", "--corpus", "/nonexistent"], "no motion corpus"),  # named, so checked
     (["--clips", "no_such_clip"], "--clips: no clip named no_such_clip"),
     (["--clips", "cmu_07_04", "--categories", "ballet"], "--categories: no clip of ballet"),
     (["--clips", "cmu_07_04", "--held-out-only"], "no clip left to measure"),
