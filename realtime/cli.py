@@ -36,7 +36,7 @@ from typing import Optional  # noqa: E402
 
 # E402: these come after the signal handlers above on purpose (an early Ctrl+C must not raise from an import).
 from realtime import __version__  # noqa: E402
-from realtime.errors import Terminated, UserError, stop_exit_code  # noqa: E402
+from realtime.errors import Terminated, UserError, signals_held, stop_exit_code  # noqa: E402
 from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles  # noqa: E402
 
 log = logging.getLogger("sapiens-rt")
@@ -539,7 +539,7 @@ def _add_export_model(sub) -> None:
 
 
 def _cmd_export_model(args) -> int:
-    from realtime.models.onnx_export import export_onnx
+    from realtime.export_model import export_onnx
     from realtime.run import parse_size, parse_tasks
 
     task = parse_tasks(args.task)[0]
@@ -670,20 +670,9 @@ HEAVY_IMPORTS = {"run": ("numpy", "torch", "cv2", "av"), "batch": ("numpy", "tor
 def _import_deferring_signals(modules) -> None:
     import importlib
 
-    if threading.current_thread() is not threading.main_thread():
+    with signals_held():  # a signal during them raises once they are imported (the handler is `_raise_on_signal`)
         for name in modules:
             importlib.import_module(name)
-        return
-    held: list[int] = []
-    saved = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        for name in modules:
-            importlib.import_module(name)
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-    if held:
-        _raise_on_signal(held[-1], None)
 
 
 def _main(argv: list[str] | None) -> int:
