@@ -3,8 +3,8 @@
 Depth (the pointmap) runs every N frames; pose every frame. On a depth frame each
 measured 3D keypoint goes onto its keypoint's ray at the depth the pointmap measured along it
 (`on_rays`): across the line of sight the image is the sharper measure (a pixel is 4 mm at 4 m, a
-pointmap point's noise there is centimetres), and a depth frame's points read as motion by the
-contact detector otherwise (on the CMU walks with depth every frame, half the stances were missed).
+pointmap point's noise there is centimetres), and a depth frame's points would otherwise read as
+motion to the contact detector.
 These points re-anchor the lifter; between them each frame's 2D keypoints are lifted:
 
 1. Camera intrinsics (fx, fy, cx, cy) are fitted by least squares to every depth
@@ -43,6 +43,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.rig.gates import Gates, gate
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 from realtime.rig.scale import ScaleFilter
@@ -51,7 +52,6 @@ log = logging.getLogger(__name__)
 
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
-MIN_SCORE = 0.3  # keypoints scored lower are not lifted
 ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
 
@@ -157,7 +157,7 @@ class Lifter:
         self._frames += 1
         time = self._frames / 30.0 if timestamp is None else float(timestamp)
         if scores is not None:
-            pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
+            pixels = np.where((np.asarray(scores) >= KEYPOINT_SCORE_THRESHOLD)[:, None], pixels, np.nan)
         if points3d is not None and np.isfinite(points3d[self.root]).all():
             points3d = np.asarray(points3d, dtype=np.float64)
             self.intrinsics.add(pixels, points3d)
