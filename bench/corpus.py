@@ -1,7 +1,7 @@
 """The motion corpus by category: real motion capture as world keypoints, and its true foot contacts.
 
 Two sources, by path (nothing of the first is copied into the repository):
-- a corpus folder (`--corpus DIR`; by default `../shared/mocap` beside the repository): CMU trials as BVH,
+- a corpus folder (`--corpus DIR`, or `$SAPIENS_MOCAP_DIR`; the workplace's shared `mocap` folder): CMU trials as BVH,
   one standard body retargeted in Reallusion iClone (joints `CC_Base_*`, centimetres, y up, 60 fps), each
   file named `<category>_cmu_<subject>_<trial>.bvh`;
 - the project's own clips, `tests/data/mocap/` (CMU, the cgspeed skeleton, metres, 30 fps; its README),
@@ -28,9 +28,11 @@ judged by the same truth.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 from scipy.interpolate import CubicSpline
@@ -44,16 +46,14 @@ NAMES = keypoint_names()
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def default_corpus() -> Path:
-    """`../shared/mocap` beside the repository; in a git worktree, beside its main checkout when not beside it."""
-    beside = ROOT.parent / "shared" / "mocap"
-    git = ROOT / ".git"
-    if beside.is_dir() or not git.is_file():
-        return beside
-    text = git.read_text(errors="replace").strip()  # "gitdir: <main>/.git/worktrees/<name>"
-    main = Path(text.removeprefix("gitdir:").strip()).parents[2] if text.startswith("gitdir:") else ROOT
-    other = main.parent / "shared" / "mocap"
-    return other if other.is_dir() else beside
+CORPUS_ENV = "SAPIENS_MOCAP_DIR"  # the corpus folder when --corpus is not given
+
+
+def default_corpus() -> Optional[Path]:
+    """The folder `$SAPIENS_MOCAP_DIR` names, or None. (The benches name no folder outside the repository
+    themselves: the workplace's corpus is given by path, `--corpus`.)"""
+    value = os.environ.get(CORPUS_ENV)
+    return Path(value) if value else None
 
 # The project's own clips (tests/data/mocap) by category; the corpus folder's files carry theirs in their names.
 PROJECT = {
@@ -151,11 +151,13 @@ def category_of(path: Path) -> str:
 def corpus_files(folder: Path | str | None) -> list[Path]:
     """The BVH files of a corpus folder (None: `default_corpus()`), sorted; CorpusError when there are none."""
     folder = default_corpus() if folder is None else Path(folder)
+    if folder is None:
+        raise CorpusError(f"no motion corpus given: give --corpus a folder of BVH files by category (or set ${CORPUS_ENV})")
     if not folder.is_dir():
-        raise CorpusError(f"no motion corpus at {folder}: give --corpus a folder of BVH files (e.g. ../shared/mocap)")
+        raise CorpusError(f"no motion corpus at {folder}: give --corpus a folder of BVH files by category")
     files = sorted(path for path in folder.glob("*.bvh") if path.is_file())
     if not files:
-        raise CorpusError(f"no .bvh files in {folder}: give --corpus a folder of BVH files (e.g. ../shared/mocap)")
+        raise CorpusError(f"no .bvh files in {folder}: give --corpus a folder of BVH files by category")
     return files
 
 

@@ -1,6 +1,6 @@
 """Motion beyond walking, by category: foot contacts and the avatar's feet through the run's own stages.
 
-The corpus (`bench/corpus.py`): the CMU trials of `--corpus DIR` (default `../shared/mocap`; jump, dance, turn,
+The corpus (`bench/corpus.py`): the CMU trials of `--corpus DIR` (or `$SAPIENS_MOCAP_DIR`; jump, dance, turn,
 side step, backward, crouch, lunge, brisk and slow walk) and the project's own clips in tests/data/mocap (walks,
 runs, a turning walk, stylised walks and a hop), each at `--fps` (24, 30, 60: the 60 fps clips resampled, the 30 fps
 ones too, by a cubic spline), seen from `--views` (front: the body faces the camera on its first half second; side:
@@ -467,7 +467,7 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None,
-                        help="a folder of BVH files by category (default: ../shared/mocap beside the repository)")
+                        help="a folder of BVH files by category (default: $SAPIENS_MOCAP_DIR)")
     parser.add_argument("--fps", type=float, nargs="+", default=list(FPS_RATES), help="frame rates (24 30 60)")
     parser.add_argument("--views", nargs="+", choices=list(VIEWS), default=list(VIEWS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
