@@ -54,6 +54,7 @@ from bench import corpus  # noqa: E402
 from bench import rig as rig_bench  # noqa: E402
 from bench.corpus import NAMES, Motion, Truth  # noqa: E402
 from realtime.frames import DenseMaps, Frame  # noqa: E402
+from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
 from realtime.rig.solver import Skeleton, forward_kinematics  # noqa: E402
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points  # noqa: E402
@@ -244,42 +245,26 @@ def _frame(index: int, timestamp: float, person, maps: DenseMaps | None) -> Fram
     return Frame(index=index, timestamp=timestamp, image=_IMAGE, people=(person,), dense=dense)
 
 
-def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None) -> Run:
+def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, lag: float = 0.0,
+             contacts: str = "learned") -> Run:
     """`motion` (at its rate) seen from `view` with noise `seed`, through egomotion (static) -> ground -> world ->
     motion; the floor learnt first from WARMUP_DEPTH_FRAMES depth frames of the same motion (another track).
-    truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`)."""
+    truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`); lag: the ground
+    stage's hindsight (s, `--motion-lag`); contacts: the ground stage's decider ("learned" or "rules")."""
     truth = corpus.true_contacts(motion) if truth is None else truth
     truth_walk = seen(motion, view, truth)
-    rng, map_rng = np.random.default_rng([seed, int(motion.fps)]), np.random.default_rng([seed, int(motion.fps), 1])
-    background = rig_bench.scene_background()
-    stages = [EgomotionStage(camera="static"), GroundStage(NAMES), WorldStage(NAMES, camera="static"), MotionStage(NAMES)]
-    every = max(1, int(round(DEPTH_PERIOD * motion.fps)))
-    pixels, depth, scores, scale = rig_bench._measured(truth_walk, rng)
-
-    def through(frame: Frame) -> Frame:
-        for stage in stages:
-            frame = stage.process(frame)
-        return frame
-
-    # the warm-up: depth frames of the motion every DEPTH_PERIOD, played forward and back (another track)
+    stages = [EgomotionStage(camera="static"), GroundStage(NAMES, lag=lag, contacts=contacts), WorldStage(NAMES, camera="static"),
+              MotionStage(NAMES)]
     count = len(motion.times)
-    index = np.arange(WARMUP_DEPTH_FRAMES) * every % max(2 * count - 2, 1)
-    index = np.where(index < count, index, 2 * count - 2 - index)
-    for k, t in enumerate(index):
-        person = rig_bench._person(2, pixels[t], scores[t], depth[t], True)
-        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng)
-        through(_frame(k, k * DEPTH_PERIOD, person, maps))
-    start = WARMUP_DEPTH_FRAMES * DEPTH_PERIOD + 1.0
     decided = np.zeros((count, 2), bool)
     valid = np.zeros(count, bool)
     feet = np.full((count, 2, 2, 3), np.nan)
     root, true_root = np.full((count, 3), np.nan), np.full((count, 3), np.nan)
     true_hips = truth_walk.camera[:, HIPS].mean(axis=1)
-    for t in range(count):
-        depth_frame = t % every == 0
-        person = rig_bench._person(1, pixels[t], scores[t], depth[t], depth_frame)
-        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng) if depth_frame else None
-        frame = through(_frame(WARMUP_DEPTH_FRAMES + t, start + motion.times[t], person, maps))
+    for frame in run_frames(stages, motion, truth_walk, seed):
+        t = frame.index - WARMUP_DEPTH_FRAMES
+        if t < 0:
+            continue
         out = frame.people[0]
         if out.contacts is not None:
             decided[t], valid[t] = out.contacts, True
@@ -291,6 +276,31 @@ def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None) -
         stage.close()
     return Run(motion.name, motion.category, motion.fps, view, seed, motion.times, truth, decided, valid, feet, root,
                true_root, resting_heights(truth_walk.world, truth))
+
+
+def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int):
+    """The frames out of `stages` (in order; a stage that holds frames is flushed at the end) for `motion` as
+    `truth_walk` shows it, measured with noise `seed`: first the warm-up (WARMUP_DEPTH_FRAMES depth frames of the
+    motion every DEPTH_PERIOD, played forward and back, as another track: frame indices below WARMUP_DEPTH_FRAMES),
+    then every frame of the clip (index WARMUP_DEPTH_FRAMES + its frame), a second later."""
+    rng, map_rng = np.random.default_rng([seed, int(motion.fps)]), np.random.default_rng([seed, int(motion.fps), 1])
+    background = rig_bench.scene_background()
+    every = max(1, int(round(DEPTH_PERIOD * motion.fps)))
+    pixels, depth, scores, scale = rig_bench._measured(truth_walk, rng)
+    count = len(motion.times)
+    index = np.arange(WARMUP_DEPTH_FRAMES) * every % max(2 * count - 2, 1)
+    index = np.where(index < count, index, 2 * count - 2 - index)
+    for k, t in enumerate(index):
+        person = rig_bench._person(2, pixels[t], scores[t], depth[t], True)
+        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng)
+        yield from through(stages, _frame(k, k * DEPTH_PERIOD, person, maps))
+    start = WARMUP_DEPTH_FRAMES * DEPTH_PERIOD + 1.0
+    for t in range(count):
+        depth_frame = t % every == 0
+        person = rig_bench._person(1, pixels[t], scores[t], depth[t], depth_frame)
+        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng) if depth_frame else None
+        yield from through(stages, _frame(WARMUP_DEPTH_FRAMES + t, start + motion.times[t], person, maps))
+    yield from flush_through(stages)
 
 
 # ---- pooling ----
@@ -420,9 +430,10 @@ def select(args) -> list[Motion]:
     return motions
 
 
-def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=None) -> dict:
+def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=None, lag: float = 0.0,
+            contacts: str = "learned") -> dict:
     """Every motion at every rate, view and seed: {(clip, view, fps): Pool} and the runs' count and seconds; progress
-    to `log` (default: stderr)."""
+    to `log` (default: stderr). lag, contacts: `run_clip`'s."""
     log = log or sys.stderr
     pools: dict[tuple, Pool] = {}
     started, cpu, count = time.perf_counter(), time.process_time(), 0
@@ -436,7 +447,7 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
                 for fps in rates:
                     begun = time.perf_counter()
                     at_rate = corpus.resample(motion, fps)
-                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times))
+                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times), lag=lag, contacts=contacts)
                     count += 1
                     pools.setdefault((motion.name, view, fps), Pool()).add(runs[fps])
                     print(f"{motion.name} {view} {fps:g} fps seed {seed}: {len(runs[fps].times)} frames in "
@@ -502,7 +513,15 @@ def main(argv=None) -> int:
                         help="only the held-out clips (bench.corpus.HELD_OUT and the --extra folders)")
     parser.add_argument("--fast", action="store_true",
                         help=f"the first {FAST_SECONDS:g} s of each clip and the first seed only (a quick check)")
+    parser.add_argument("--motion-lag", type=float, default=0.0, metavar="MS",
+                        help="the ground stage's hindsight, as sapiens-rt run --motion-lag (default 0)")
+    parser.add_argument("--contacts", choices=("learned", "rules"), default="learned",
+                        help="the ground stage's contact decision: the learned model (default) or the rule-based detector")
+    parser.add_argument("--model-speed", action="store_true",
+                        help="also time the contact model's decisions per person-frame (printed to stderr)")
     args = parser.parse_args(argv)
+    if not (np.isfinite(args.motion_lag) and 0 <= args.motion_lag <= 1000):
+        parser.error(f"--motion-lag must be milliseconds from 0 to 1000, got {args.motion_lag:g}")
     bad = [f for f in args.fps if not (np.isfinite(f) and 1.0 <= f <= 240.0)]
     if bad:
         parser.error(f"--fps must be between 1 and 240 frames per second, got {bad[0]:g}")
@@ -515,10 +534,44 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
-    result = measure(motions, rates, views, seeds, fast=args.fast)
+    print(f"contacts: {args.contacts}; motion lag {args.motion_lag:g} ms", file=sys.stderr)
+    result = measure(motions, rates, views, seeds, fast=args.fast, lag=args.motion_lag / 1000, contacts=args.contacts)
     report(motions, result["pools"], rates, views)
     print(f"({result['runs']} runs in {result['seconds']:.0f} s, {result['cpu']:.0f} s of CPU)", file=sys.stderr)
+    if args.model_speed:
+        print(model_speed(motions[0]), file=sys.stderr)
     return 0
+
+
+def model_speed(motion: Motion, lag: float = 0.1, repeats: int = 3) -> str:
+    """The contact model's cost per person-frame on this CPU: `LearnedContacts.update` (the decision without
+    hindsight, what the lifter holds) and `decide` with `lag` of hindsight, over `motion`'s frames as the ground stage
+    saw them at 30 fps from the side; the best of `repeats` passes."""
+    from realtime.rig.contact_model import LearnedContacts, default_model
+
+    at_rate = corpus.resample(motion, 30.0)
+    truth = corpus.true_contacts(at_rate)
+    walk = seen(at_rate, "side", truth)
+    ground = GroundStage(NAMES)
+    stages = [EgomotionStage(camera="static"), ground]
+    frames = [(f.timestamp, f.people[0].keypoints3d.astype(np.float64), ground.floor)
+              for f in run_frames(stages, at_rate, walk, 0) if f.people[0].contacts is not None]
+    net = default_model()
+    best = np.inf
+    for _ in range(repeats):
+        contacts = LearnedContacts(frames[0][2], NAMES, net=net, lag=lag)
+        begun = time.perf_counter()
+        pending = []
+        for timestamp, points, floor in frames:  # as the ground stage calls it
+            contacts.floor = floor
+            due = [t for t in pending if t <= timestamp - lag + 1e-6] if lag > 0 else []
+            contacts.update(timestamp, points, hindsight=due)
+            for t in due:
+                contacts.decide(t)
+            pending = [t for t in pending if t not in due] + ([timestamp] if lag > 0 else [])
+        best = min(best, (time.perf_counter() - begun) / len(frames))
+    return (f"contact model: {1000 * best:.3f} ms per person-frame (update + decide with {1000 * lag:g} ms of hindsight, "
+            f"{net.parameters} parameters, {len(frames)} frames of {motion.name}, best of {repeats})")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from realtime.mode import RunMode
 from realtime.models import hub, load_model
 from realtime.models.archs import SIZES
 from realtime.models.loading import cli_name, download_command, missing_weights
-from realtime.options import PYTHON, Caller, RunOptions
+from realtime.options import MAX_MOTION_LAG_MS, PYTHON, Caller, RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +217,7 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     check.choice("smooth", smoothing.smooth, SMOOTHERS)
     check.number("smoothness", smoothing.smoothness, low=0.0, high=1.0, example=0.5)
     check.number("face_calibrate", smoothing.face_calibrate, low=0.0, low_ok=False, example=2.0)
+    check.number("motion_lag", smoothing.motion_lag, low=0.0, high=MAX_MOTION_LAG_MS, example=100)
 
     if not isinstance(src.webcam_size, (tuple, list)) or len(src.webcam_size) != 2:
         raise UserError(f"{caller.given('webcam_size', src.webcam_size)} is not (HEIGHT, WIDTH); give e.g. "
@@ -383,7 +384,8 @@ class Builder:
         if task_table.gives_3d(models):
             fingers = any(getattr(s, "fingers", False) for s in self.options.live_outputs.senders)  # what VMC senders send
             # egomotion before ground: the lifter holds planted feet in the world when the camera moves
-            stages += [EgomotionStage(camera=camera), GroundStage(names), WorldStage(names, camera=camera),
+            stages += [EgomotionStage(camera=camera), GroundStage(names, lag=smoothing.motion_lag / 1000.0),
+                       WorldStage(names, camera=camera),
                        MotionStage(names, fingers=fingers, smooth=smoothing.smooth, smoothness=smoothing.smoothness)]
         return stages
 

@@ -77,6 +77,12 @@ def unit_float(text: str) -> float:
     return _number(text, float, "a number from 0 to 1", 0.0, high=1.0)
 
 
+def lag_ms(text: str) -> float:
+    from realtime.options import MAX_MOTION_LAG_MS
+
+    return _number(text, float, f"a number of milliseconds from 0 to {MAX_MOTION_LAG_MS:g}", 0.0, high=MAX_MOTION_LAG_MS)
+
+
 def ray_address(text: str) -> str:
     """`auto`, HOST:PORT or a URL such as ray://HOST:10001. A bare `--ray` before the inputs
     would otherwise take the first input for the address."""
@@ -261,6 +267,9 @@ def _add_smoothing_options(p) -> None:
     d.add_argument("--smoothness", type=unit_float, default=0.5, help="0 = raw, 1 = strongest smoothing (default 0.5)")
     d.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face at the "
                    "start from which each person's face baseline is learned (default 2)")
+    d.add_argument("--motion-lag", type=lag_ms, default=0.0, metavar="MS", help="foot contacts (and the feet's lock) decided "
+                   "seeing up to MS milliseconds ahead: every frame leaves that much later (0 to 1000, default 0: at once; "
+                   "100 for a file; see bench/RESULTS.md for quality against lag)")
 
 
 def _add_source_options(p, *, live: bool = True):
@@ -337,7 +346,8 @@ def _people_options(args):
 def _smoothing_options(args):
     from realtime.options import SmoothingOptions
 
-    return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness, face_calibrate=args.face_calibrate)
+    return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness, face_calibrate=args.face_calibrate,
+                            motion_lag=args.motion_lag)
 
 
 def _source_options(args):

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 
+MAX_MOTION_LAG_MS = 1000.0  # the most hindsight `motion_lag` takes: beyond the contact model's own 0.2 s only latency
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """How the source is read."""
@@ -76,6 +79,7 @@ class SmoothingOptions:
     smooth: str = "one_euro"  # "one_euro", "kalman" or "none"
     smoothness: float = 0.5  # 0 = raw, 1 = strongest
     face_calibrate: float = 2.0  # seconds of each person's first face from which its neutral is learned
+    motion_lag: float = 0.0  # ms of hindsight for foot contacts (the ground stage's fixed lag); 0: decided at once
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,13 @@ makes every thread leave after its current frame (a thread waiting for its
 next frame is handed `END` too, and the stop flag says not to pass it on).
 Either way all threads are joined, then every stage and the source are
 closed, before `run()` returns.
+
+A stage that holds frames (`holds_frames`: the ground stage's fixed lag) lets them go from `push`, and
+`flush` gives the rest at the end. The frames it holds do not count against `max_in_flight` (a lag of
+many frames never stalls the gate). On a stop that is not an error (Ctrl+C, SIGTERM, a closed
+window) that stage and every stage after it finish what they were given: the held frames are flushed
+and go through the later stages to the outputs, in order, before `END`; the stages before it stop as
+above. A second stop request, an error or a reader that closed the output stop them at once.
 """
 
 from __future__ import annotations
@@ -61,7 +68,9 @@ PR_SET_NAME = 15  # prctl option (linux/prctl.h)
 
 
 class Stage(Protocol):
-    """A pipeline stage: a plain object; the pipeline owns the thread."""
+    """A pipeline stage: a plain object; the pipeline owns the thread. A stage that holds frames (a fixed lag:
+    the ground stage's `lag`) has `push(frame) -> list[Frame]` (the frames it lets go, oldest first) and
+    `flush() -> list[Frame]` (every frame still held) instead of a one-in, one-out `process` (`holds_frames`)."""
 
     name: str
 
@@ -70,6 +79,31 @@ class Stage(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def holds_frames(stage) -> bool:
+    """The stage may hold frames (it has `push` and `flush`)."""
+    return callable(getattr(stage, "push", None)) and callable(getattr(stage, "flush", None))
+
+
+def through(stages: Sequence, frame: Frame) -> list[Frame]:
+    """One frame through `stages` on the calling thread: the frames that leave the last one (the frame itself, or,
+    behind a stage that holds frames, none or the frames that stage let go), in order."""
+    frames = [frame]
+    for stage in stages:
+        frames = [out for f in frames for out in (stage.push(f) if holds_frames(stage) else [stage.process(f)])]
+    return frames
+
+
+def flush_through(stages: Sequence) -> list[Frame]:
+    """The frames `stages` still hold (the end of a source), each through the stages after its own, in order."""
+    frames: list[Frame] = []
+    for stage in stages:
+        held = holds_frames(stage)
+        frames = [out for f in frames for out in (stage.push(f) if held else [stage.process(f)])]
+        if held:
+            frames += stage.flush()
+    return frames
 
 
 @dataclass
@@ -142,10 +176,16 @@ class Gate:
             self._cond.notify_all()
             return item
 
-    def done(self) -> None:
+    def done(self, count: int = 1) -> None:
+        """`count` frames left the stages (or are held by a stage that holds frames)."""
         with self._cond:
-            self._in_flight -= 1
+            self._in_flight -= count
             self._cond.notify_all()
+
+    def readmit(self, count: int) -> None:
+        """`count` frames a stage held are back in the stages (they were let in before: no wait)."""
+        with self._cond:
+            self._in_flight += count
 
 
 class Pipeline:
@@ -174,6 +214,9 @@ class Pipeline:
         self.release_after = release_after  # on live sources, the gate slot is freed after this stage
         self.behind_skipped = 0  # frames the stages after `release_after` skipped (live sources)
         self.stop_event = threading.Event()
+        self.abort = threading.Event()  # leave at once: an error, a closed reader, a second stop (no draining)
+        holders = [i for i, stage in enumerate(self.stages) if holds_frames(stage)]
+        self._drain_from = holders[0] if holders else None  # on a user's stop, this stage and those after it drain
         self.finished = threading.Event()  # the end of the source went through every stage
         self._stop_reason: Optional[str] = None
         self._error: Optional[StageError] = None
@@ -181,10 +224,15 @@ class Pipeline:
         self._lock = threading.Lock()
 
     def stop(self, reason: str = "interrupted") -> None:
-        """Ask every thread to finish its current frame and leave (thread-safe, idempotent)."""
+        """Ask every thread to finish its current frame and leave (thread-safe); behind a stage that holds frames,
+        the stages from it on first finish what they hold (see the module's docstring). A second request, an
+        error or a closed reader: leave at once."""
         with self._lock:
+            again = self._stop_reason is not None
             if self._stop_reason is None:
                 self._stop_reason = reason
+        if again or reason in ("error", "reader closed"):
+            self.abort.set()
         self.stop_event.set()
 
     def _fail(self, error: StageError) -> None:
@@ -208,10 +256,14 @@ class Pipeline:
         finished = self.finished
         threads = [threading.Thread(target=self._capture, args=(gate,), name="capture", daemon=True)]
         for i, stage in enumerate(self.stages):
-            inbox = gate.take if i == 0 else _getter(queues[i - 1], self.stop_event)
+            drains = self._drain_from is not None and i >= self._drain_from
+            # a stage after the first that holds frames waits for its END on a stop: frames are still coming
+            waits = self.abort if drains and i > self._drain_from else self.stop_event
+            inbox = gate.take if i == 0 else _getter(queues[i - 1], waits)
             outbox = queues[i].put if i < len(queues) else None
             behind = release < i  # after the live senders: drawing, encoding, writing
-            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished, i == release, behind),
+            threads.append(threading.Thread(target=self._work, args=(stage, inbox, outbox, gate, finished, i == release, behind,
+                                                                     drains, i < release),
                                             name=f"stage-{stage.name}", daemon=True))
         for t in threads:
             t.start()
@@ -223,6 +275,7 @@ class Pipeline:
                     break
         except KeyboardInterrupt as err:
             self.stop("terminated" if isinstance(err, Terminated) else "interrupted")
+            self.abort.set()  # raised here: the run ends now
         finally:
             if not finished.is_set():
                 self.stop_event.set()
@@ -263,14 +316,24 @@ class Pipeline:
             self.behind_skipped += 1
 
     def _work(self, stage: Stage, inbox: Callable, outbox: Optional[Callable], gate: Gate, finished: threading.Event,
-              releases: bool, behind: bool = False) -> None:
+              releases: bool, behind: bool = False, drains: bool = False, counted: bool = True) -> None:
+        """One stage's thread. `releases`: frames leave the gate's count after this stage; `drains`: on a user's stop
+        this stage finishes what it is given (it holds frames, or comes after one that does); `counted`: its frames
+        are inside the gate's count (before the release)."""
         _name_os_thread(threading.current_thread().name)
         if behind:
             _lower_priority(BEHIND_NICE)
+        holding = holds_frames(stage)
+
+        def leaving() -> bool:
+            return self.stop_event.is_set() and (not drains or self.abort.is_set())
+
         while True:
             item = inbox()
             if item is END:
-                if self.stop_event.is_set():  # stopping: every thread leaves on its own
+                if leaving():  # stopping: every thread leaves on its own
+                    return
+                if holding and not self._emit(stage, stage.flush, None, outbox, gate, releases, counted):
                     return
                 if outbox is not None:
                     outbox(END)
@@ -278,8 +341,12 @@ class Pipeline:
                     finished.set()
                     self.stop_event.set()  # releases a main loop (viewer) waiting on it
                 return
-            if self.stop_event.is_set():
+            if leaving():
                 return
+            if holding:
+                if not self._emit(stage, lambda: stage.push(item), item, outbox, gate, releases, counted):
+                    return
+                continue
             start = time.perf_counter()
             try:
                 item = stage.process(item)
@@ -298,6 +365,37 @@ class Pipeline:
                 self.metrics.frame_done(item.read_at)
             if releases:
                 gate.done()
+
+    def _emit(self, stage: Stage, call: Callable, taken: Optional[Frame], outbox: Optional[Callable], gate: Gate,
+              releases: bool, counted: bool) -> bool:
+        """A holding stage's `push(taken)` or `flush()` (taken None), its frames passed on; False when it failed."""
+        start = time.perf_counter()
+        try:
+            frames = call()
+        except ReaderClosed:
+            self.stop("reader closed")
+            return False
+        except Exception as err:
+            self._fail(StageError(stage.name, None if taken is None else taken.index, err))
+            return False
+        seconds = time.perf_counter() - start
+        self.metrics.stage_time(stage.name, seconds)
+        change = len(frames) - (taken is not None)  # frames it let go less the one it took
+        if releases:  # the frame it took leaves the gate's count now, held or not
+            if taken is not None:
+                gate.done()
+        elif counted:  # held frames leave the gate's count, and come back into it when let go
+            if change < 0:
+                gate.done(-change)
+            elif change > 0:
+                gate.readmit(change)
+        for frame in frames:
+            frame = frame.with_stage_time(stage.name, seconds)
+            if outbox is not None:
+                outbox(frame)
+            else:
+                self.metrics.frame_done(frame.read_at)
+        return True
 
     def _close_all(self) -> None:
         for stage in self.stages:

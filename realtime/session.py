@@ -30,6 +30,7 @@ from realtime.errors import UserError
 from realtime.frames import Frame
 from realtime.mode import RunMode
 from realtime.options import GROUP_OF, Caller, RunOptions
+from realtime.pipeline import flush_through, through
 
 # Session's own argument names where they differ from the option's.
 _NAMES = {"input_hw": "input_size"}
@@ -62,6 +63,8 @@ class Session:
     max_frames:   `stream` stops after this many frames; `process` takes no more than this many.
     models:       task -> a loaded model (instead of checkpoints, e.g. `realtime.models.build_model`);
     box_finder:   your own boxes `(image, index, previous people, seg) -> (boxes, scores, source)`.
+    motion_lag:   ms of hindsight for the foot contacts (`--motion-lag`): `stream` then yields each frame that
+                  much later, and every frame at the end; `process` (each frame at once) refuses it.
     Any other `run` option (`realtime.options`) may be given by name, e.g. `flip_test=True`.
     """
 
@@ -123,7 +126,18 @@ class Session:
     def process(self, image: np.ndarray, timestamp: float) -> Frame:
         """One RGB frame ((H, W, 3) uint8) at `timestamp` seconds -> a `Frame` with its people
         (track ids, smoothed keypoints, face, 3D keypoints, contacts and bones, as the tasks allow)
-        and its dense maps. Frames must come in time order; their size may change, as in a run."""
+        and its dense maps. Frames must come in time order; their size may change, as in a run.
+        With `motion_lag` each frame leaves later than it came: use `stream`."""
+        if self.options.smoothing.motion_lag > 0:
+            raise UserError(f"process() returns each frame at once, and this Session was made with motion_lag="
+                            f"{self.options.smoothing.motion_lag!r}, which holds frames; use stream(), which yields every "
+                            f"frame after the lag, or make the Session without motion_lag.")
+        frames = self._take(image, timestamp)
+        return frames[0]
+
+    def _take(self, image: np.ndarray, timestamp: float) -> list[Frame]:
+        """One frame in (`process`'s checks), the frames that leave the stages out: this one, or with `motion_lag`
+        the frames whose lag has passed."""
         if self._closed:
             raise UserError("process() was called after close(); make a new Session.")
         image = np.asarray(image)
@@ -151,14 +165,13 @@ class Session:
             if self._stages is None:
                 self._stages = self._build(image.shape[:2], self.options.input.webcam_fps, "<frames>")
             frame = Frame(index=self._index, timestamp=timestamp, image=np.ascontiguousarray(image))
-            for stage in self._stages:
-                frame = stage.process(frame)
+            frames = through(self._stages, frame)
         except KeyboardInterrupt:  # Ctrl+C: the outputs are closed whole, the Session ends
             self.close()
             raise
         self._index += 1
         self._last_time = timestamp
-        return frame
+        return frames
 
     def _build(self, image_hw: tuple[int, int], fps: Optional[float], source: str, *, pace: bool = False) -> list:
         """The run's stages for this Session: analysis, then the live senders, the overlay and
@@ -215,9 +228,20 @@ class Session:
             for count, (timestamp, image) in enumerate(opened.frames()):
                 if (max_frames is not None and count >= max_frames) or (total is not None and self._index >= total):
                     break
-                yield self.process(image, timestamp)
+                yield from self._take(image, timestamp)
+            yield from self._flush()  # with motion_lag: the frames still held
         finally:
             opened.close()
+
+    def _flush(self) -> list[Frame]:
+        """The frames the stages still hold (a `motion_lag`), through the stages after."""
+        if self._stages is None:
+            return []
+        try:
+            return flush_through(self._stages)
+        except KeyboardInterrupt:
+            self.close()
+            raise
 
     def close(self) -> None:
         """Close the outputs (tracks, video, senders) and release the stages' state (the models

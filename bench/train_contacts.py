@@ -1,0 +1,266 @@
+"""Train the foot-contact model (`realtime.rig.contact_model`) on the motion corpus; write its weights.
+
+    python bench/train_contacts.py --corpus /work/shared/mocap          # -> realtime/data/contact_model.npz
+
+The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
+(`bench.corpus.HELD_OUT`; nor any --extra folder, which this script does not read). Each at 24, 30 and 60 fps, seen
+from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene (`bench.motion.run_frames`:
+the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first), through the run's own
+egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of `frame_sample`, from
+the ground stage's 3D keypoints and floor) are those the stage computes live. The labels: `bench.corpus.true_contacts`
+(a heel or the toes within 3 cm of where it rests and slower than 0.2 m/s), at each frame's time.
+
+Two rounds (the lifter holds the feet the decider planted on the frame before, so what is decided changes what is
+seen): round 1 runs the ground stage with the rule-based detector (noise seed 10), trains a model; round 2 runs it
+with that model deciding (seed 11); the final model is trained on both rounds' frames. Each frame is one sample per
+foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Then the
+hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the best mean of precision and recall
+(67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
+touchdown or lift-off weigh NEAR_WEIGHT in the loss.
+
+Reproducible: fixed seeds, torch on one thread; the header of the weights names the clips, rates, views, seeds,
+the command, the corpus's source and the scores on the training runs (`scores`), which a retrain reproduces.
+A few minutes on a 2-core CPU (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it (tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import corpus  # noqa: E402
+from bench import motion as motion_bench  # noqa: E402
+from bench.corpus import NAMES  # noqa: E402
+from realtime.rig.contact_model import FEATURES, ContactNet, _Index, frame_sample, windows  # noqa: E402
+from realtime.stages import EgomotionStage, GroundStage  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "realtime" / "data" / "contact_model.npz"
+STEP, PAST, FUTURE = 1 / 30, 12, 6  # s, grid steps before and after the frame decided (0.4 s, 0.2 s)
+HIDDEN = 24  # channels of both convolutions
+RATES, VIEWS = (24.0, 30.0, 60.0), ("front", "side", "45")
+ROUND_SEEDS = (10, 11)  # the noise of round 1 (rules deciding) and round 2 (the round-1 model deciding)
+NEAR_WEIGHT = 0.3  # the loss's weight of frames within bench/motion.py's tolerance of a true event
+EPOCHS, BATCH, LEARNING_RATE, WEIGHT_DECAY = 12, 256, 3e-3, 1e-4
+THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
+TORCH_SEED, SAMPLE_SEED = 0, 0
+
+
+def training_motions(folder, names=None) -> list[corpus.Motion]:
+    """The clips not held out: the corpus folder's and the project's (or those of `names`)."""
+    motions = [m for m in corpus.corpus_motions(folder) + corpus.project_motions() if not m.held_out]
+    if names:
+        unknown = sorted(set(names) - {m.name for m in motions})
+        if unknown:
+            raise corpus.CorpusError(f"--clips: no training clip named {', '.join(unknown)} (held-out clips are never "
+                                     "trained on)")
+        motions = [m for m in motions if m.name in names]
+    return motions
+
+
+def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, truth: corpus.Truth) -> dict:
+    """One clip at its rate through egomotion -> ground (deciding with `net`, or the rules when None): per frame of
+    the clip after the floor is known, its time, raw sample and true contacts (`truth` at the clip's times)."""
+    walk = motion_bench.seen(motion, view, truth)
+    ground = GroundStage(NAMES, contacts="rules" if net is None else "learned", contact_model=net)
+    stages = [EgomotionStage(camera="static"), ground]
+    index = _Index(NAMES)
+    times, raw, rows = [], [], []
+    for frame in motion_bench.run_frames(stages, motion, walk, seed):
+        t = frame.index - motion_bench.WARMUP_DEPTH_FRAMES
+        person = frame.people[0]
+        if t < 0 or person.contacts is None or person.keypoints3d is None:
+            continue
+        times.append(motion.times[t])
+        raw.append(frame_sample(person.keypoints3d, ground.floor, index))
+        rows.append(t)
+    for stage in stages:
+        stage.close()
+    return {"name": motion.name, "fps": motion.fps, "view": view, "times": np.array(times),
+            "raw": np.array(raw).reshape(len(times), -1), "truth": truth.contact[rows].reshape(len(rows), 2)}
+
+
+def record_all(motions, rates, views, seed: int, net: ContactNet | None, log) -> list[dict]:
+    runs = []
+    for motion in motions:
+        truth = corpus.true_contacts(motion)
+        for fps in rates:
+            at_rate = corpus.resample(motion, fps)
+            for view in views:  # judged by the clip's own-rate truth, as bench/motion.py judges
+                begun = time.perf_counter()
+                run = record(at_rate, view, seed, net, truth.at(at_rate.times))
+                runs.append(run)
+                print(f"  {motion.name} {fps:g} fps {view}: {len(run['times'])} frames in {time.perf_counter() - begun:.1f} s",
+                      file=log, flush=True)
+    return runs
+
+
+def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N, W, C) windows, (N,) labels and (N,) loss weights: one per foot and frame, hindsight drawn per frame."""
+    xs, ys, ws = [], [], []
+    for run in runs:
+        count = len(run["times"])
+        if count == 0:
+            continue
+        future = np.where(rng.random(count) < 0.5, 0, rng.integers(1, FUTURE + 1, count))
+        x = windows(run["times"], run["raw"], run["times"], future, net_shape)  # (T, 2, W, C)
+        near = motion_bench.near_events(run["truth"], run["times"])
+        xs.append(x.reshape(-1, *x.shape[2:]))
+        ys.append(run["truth"].reshape(-1))
+        ws.append(np.where(near, NEAR_WEIGHT, 1.0).reshape(-1))
+    return np.concatenate(xs), np.concatenate(ys).astype(np.float32), np.concatenate(ws).astype(np.float32)
+
+
+def shape_only(mean=None, scale=None) -> ContactNet:
+    """A ContactNet holding the grid (for `windows`) and, once known, the normalisation."""
+    c = len(FEATURES)
+    return ContactNet(w1=np.zeros((HIDDEN, c, 3)), b1=np.zeros(HIDDEN), w2=np.zeros((HIDDEN, HIDDEN, 3)), b2=np.zeros(HIDDEN),
+                      w3=np.zeros(HIDDEN * (PAST + 1 + FUTURE - 6)), b3=0.0,
+                      mean=np.zeros(c, np.float32) if mean is None else mean, scale=np.ones(c, np.float32) if scale is None else scale,
+                      step=STEP, past=PAST, future=FUTURE, on=0.5, off=0.5, header={})
+
+
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log) -> ContactNet:
+    """The model trained on (N, W, C) windows: Adam on the weighted binary cross-entropy, fixed seeds, one thread."""
+    import torch
+
+    torch.manual_seed(TORCH_SEED)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    mean = x.mean(axis=(0, 1)).astype(np.float32)
+    scale = np.maximum(x.std(axis=(0, 1)), 1e-3).astype(np.float32)
+    mean[-1], scale[-1] = 0.0, 1.0  # the mask channel as it is
+    width, c = x.shape[1], x.shape[2]
+    model = torch.nn.Sequential(torch.nn.Conv1d(c, HIDDEN, 3), torch.nn.ReLU(), torch.nn.Conv1d(HIDDEN, HIDDEN, 3, dilation=2),
+                                torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(HIDDEN * (width - 6), 1))
+    optimiser = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs)
+    tx = torch.from_numpy(((x - mean) / scale).transpose(0, 2, 1).copy()).float()  # torch's (N, C, W)
+    ty, tw = torch.from_numpy(y), torch.from_numpy(w)
+    generator = torch.Generator().manual_seed(TORCH_SEED)
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
+    for epoch in range(epochs):
+        order = torch.randperm(len(tx), generator=generator)
+        total = 0.0
+        for start in range(0, len(tx), BATCH):
+            batch = order[start:start + BATCH]
+            loss = (loss_fn(model(tx[batch])[:, 0], ty[batch]) * tw[batch]).sum() / tw[batch].sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(batch)
+        schedule.step()
+        print(f"  epoch {epoch + 1}/{epochs}: loss {total / len(tx):.4f}", file=log, flush=True)
+    conv1, conv2, linear = model[0], model[2], model[5]
+
+    def a(t):
+        return t.detach().numpy().astype(np.float32)
+
+    return ContactNet(w1=a(conv1.weight), b1=a(conv1.bias), w2=a(conv2.weight), b2=a(conv2.bias), w3=a(linear.weight)[0],
+                      b3=float(linear.bias.detach()[0]), mean=mean, scale=scale, step=STEP, past=PAST, future=FUTURE,
+                      on=0.5, off=0.5, header={})
+
+
+def probabilities(runs: list[dict], net: ContactNet, future: int) -> list[np.ndarray]:
+    """Per recorded run, (T, 2) the model's probability of contact, every frame seeing `future` grid steps."""
+    out = []
+    for run in runs:
+        x = windows(run["times"], run["raw"], run["times"], np.full(len(run["times"]), future), net)
+        out.append(net.probabilities(x.reshape(-1, *x.shape[2:])).reshape(-1, 2))
+    return out
+
+
+def hysteresis(p: np.ndarray, on: float, off: float) -> np.ndarray:
+    """(T, 2) decisions from (T, 2) probabilities: planted at `on`, released below `off` (as LearnedContacts)."""
+    out = np.zeros(p.shape, bool)
+    state = np.zeros(2, bool)
+    for t in range(len(p)):
+        state = np.where(state, p[t] >= off, p[t] >= on)
+        out[t] = state
+    return out
+
+
+def scores(runs: list[dict], probs: list[np.ndarray], on: float, off: float) -> dict:
+    """Precision and recall (67 ms tolerance) pooled over recorded runs."""
+    tp = fp = fn = 0
+    for run, p in zip(runs, probs):
+        if len(run["times"]) == 0:
+            continue
+        a, b, c = motion_bench.contact_counts(hysteresis(p, on, off), run["truth"], run["times"])
+        tp, fp, fn = tp + a, fp + b, fn + c
+    return {"precision": round(tp / max(tp + fp, 1), 4), "recall": round(tp / max(tp + fn, 1), 4)}
+
+
+def with_thresholds(net: ContactNet, on: float, off: float, header: dict) -> ContactNet:
+    from dataclasses import replace
+
+    return replace(net, on=on, off=off, header=header)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the weights file (default: {OUT.relative_to(OUT.parents[2])})")
+    parser.add_argument("--clips", nargs="+", help="only these training clips")
+    parser.add_argument("--fps", type=float, nargs="+", default=list(RATES))
+    parser.add_argument("--views", nargs="+", choices=list(VIEWS), default=list(VIEWS))
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
+    args = parser.parse_args(argv)
+    log = sys.stderr
+    started = time.perf_counter()
+    try:
+        motions = training_motions(args.corpus, args.clips)
+    except corpus.CorpusError as error:
+        print(f"error: {error}", file=log)
+        return 2
+    if args.epochs < 1:
+        parser.error("--epochs must be 1 or more")
+    rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
+    rng = np.random.default_rng(SAMPLE_SEED)
+    print(f"round 1: {len(motions)} clips x {len(rates)} rates x {len(views)} views, the rules deciding", file=log)
+    first = record_all(motions, rates, views, ROUND_SEEDS[0], None, log)
+    x, y, w = samples(first, shape_only(), rng)
+    print(f"round 1: {len(y)} samples", file=log)
+    model = fit(x, y, w, args.epochs, log)
+    print("round 2: the round-1 model deciding", file=log)
+    second = record_all(motions, rates, views, ROUND_SEEDS[1], model, log)
+    x2, y2, w2 = samples(second, shape_only(), rng)
+    x, y, w = np.concatenate([x, x2]), np.concatenate([y, y2]), np.concatenate([w, w2])
+    print(f"final: {len(y)} samples", file=log)
+    model = fit(x, y, w, args.epochs, log)
+    runs = first + second
+    probs = {f: probabilities(runs, model, f) for f in (0, 3, FUTURE)}
+    best = max(((on, off) for on in THRESHOLDS for off in THRESHOLDS if off <= on),
+               key=lambda pair: sum(scores(runs, probs[0], *pair).values()))
+    header = {
+        "model": "realtime.rig.contact_model.ContactNet",
+        "features": list(FEATURES),
+        "clips": sorted(m.name for m in motions),
+        "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
+        "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
+                 "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap) and tests/data/mocap; seen "
+                 "through bench/motion.py's camera, noise and scene; truth from bench.corpus.true_contacts"),
+        "held_out": list(corpus.HELD_OUT),
+        "samples": int(len(y)),
+        "torch": __import__("torch").__version__, "numpy": np.__version__, "python": platform.python_version(),
+        "scores": {f"future_{f}": scores(runs, probs[f], *best) for f in (0, 3, FUTURE)},
+    }
+    model = with_thresholds(model, best[0], best[1], header)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.out)
+    print(f"on {best[0]}, off {best[1]}; scores on the training runs: {json.dumps(header['scores'])}", file=log)
+    print(f"wrote {args.out} ({args.out.stat().st_size} bytes, {model.parameters} parameters) in "
+          f"{time.perf_counter() - started:.0f} s", file=log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,346 @@
+"""Foot contact learned from motion capture: a small temporal convolution per foot over a window of its motion.
+
+What the model sees (`windows`): each frame's heel and toes (the mean of the big and small toe) heights above the
+floor, their velocities in m/s (up, and along the floor across and along the line of sight: between depth frames
+the lifted depth along it is carried over, so that part is the less trusted), the knee's and ankle's angles, the
+other foot's heights and speed, and the hips' height and velocity; sampled on a fixed grid of `step` seconds (1/30 s)
+by linear interpolation over the frames' timestamps, from `past` steps before the frame decided to up to `future`
+steps after it, so 24, 30 and 60 fps give the model the same input. A grid point outside the frames known (before
+the person's first frame, after the last one the decision may see) repeats the nearest one known, its velocities
+0, and a mask channel says so. One model decides every foot (the left foot's window is the right's mirror).
+
+The weights (`realtime/data/contact_model.npz`, < 20 kB) come from `bench/train_contacts.py` (its header names the
+clips, the command and the data); its grid, window, feature normalisation and decision thresholds travel with them.
+`ContactNet` runs it in numpy. `LearnedContacts` keeps one person's recent frames and decides each foot with
+hysteresis in probability (`on` to plant, `off` to release): `update` with no hindsight (what the lifter holds
+on the next frame), `decide` for a frame already seen with up to `future` grid steps after it (a fixed lag).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realtime.rig.floor import Floor
+from realtime.rig.leg_ik import SIDES
+
+WEIGHTS = "contact_model.npz"  # in realtime/data
+FEATURES = ("heel_height", "toes_height", "heel_up_speed", "heel_across_speed", "heel_along_speed", "toes_up_speed",
+            "toes_across_speed", "toes_along_speed", "knee_angle", "ankle_angle", "other_heel_height",
+            "other_toes_height", "other_heel_across_speed", "hips_height", "hips_up_speed", "hips_across_speed",
+            "hips_along_speed", "known")
+# Each frame's raw sample, per person: per side (left, right) the heel's and toes' positions (camera metres) and
+# heights above the floor (m), the knee and ankle angles (rad); the hips' position and height; the floor's up; the
+# camera's centre (the line of sight's origin) in the points' frame.
+_SIDE = 10  # heel xyz, toes xyz, heel height, toes height, knee angle, ankle angle
+_HIPS, _UP, _CAMERA = 2 * _SIDE, 2 * _SIDE + 4, 2 * _SIDE + 7
+RAW = 2 * _SIDE + 10
+
+
+@dataclass(frozen=True)
+class ContactNet:
+    """The contact model: two 1-D convolutions (kernel 3, the second dilated by 2) with ReLU, then a linear read-out
+    of every remaining time step, over `windows`' (N, C, W) features, normalised by the training data's mean and
+    spread. `step`, `past`, `future`: the input grid (s) and its steps before and after the frame decided; `on`,
+    `off`: the hysteresis in probability. `header`: what `bench/train_contacts.py` wrote of its making."""
+
+    w1: np.ndarray  # (H1, C, 3)
+    b1: np.ndarray
+    w2: np.ndarray  # (H2, H1, 3), dilation 2
+    b2: np.ndarray
+    w3: np.ndarray  # (H2 * (W - 6),)
+    b3: float
+    mean: np.ndarray  # (C,)
+    scale: np.ndarray  # (C,)
+    step: float
+    past: int
+    future: int
+    on: float
+    off: float
+    header: dict
+
+    @property
+    def width(self) -> int:
+        """Grid points in a window: past + 1 + future."""
+        return self.past + 1 + self.future
+
+    @property
+    def parameters(self) -> int:
+        return int(sum(a.size for a in (self.w1, self.b1, self.w2, self.b2, self.w3)) + 1)
+
+    @classmethod
+    def load(cls, path: Optional[str | Path] = None) -> "ContactNet":
+        """The weights file at `path` (default: the package's)."""
+        if path is None:
+            return default_model()
+        with np.load(Path(path), allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        header = json.loads(str(arrays.pop("header")))
+        return cls(w1=arrays["w1"], b1=arrays["b1"], w2=arrays["w2"], b2=arrays["b2"], w3=arrays["w3"],
+                   b3=float(arrays["b3"]), mean=arrays["mean"], scale=arrays["scale"], step=float(arrays["step"]),
+                   past=int(arrays["past"]), future=int(arrays["future"]), on=float(arrays["on"]),
+                   off=float(arrays["off"]), header=header)
+
+    def save(self, path: str | Path) -> None:
+        np.savez_compressed(Path(path), w1=self.w1.astype(np.float32), b1=self.b1.astype(np.float32),
+                            w2=self.w2.astype(np.float32), b2=self.b2.astype(np.float32), w3=self.w3.astype(np.float32),
+                            b3=np.float32(self.b3), mean=self.mean.astype(np.float32), scale=self.scale.astype(np.float32),
+                            step=np.float64(self.step), past=np.int64(self.past), future=np.int64(self.future),
+                            on=np.float64(self.on), off=np.float64(self.off), header=np.array(json.dumps(self.header)))
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """(N, W, C) features (time-major: `windows`' per-foot windows) -> (N,) logits of contact: torch's Conv1d,
+        ReLU, Conv1d with dilation 2, ReLU, Flatten, Linear over the (N, C, W) transpose, as matrix products over
+        each convolution's patches."""
+        m1, m2, m3, first, second = self._matrices
+        x = (x - self.mean) / self.scale
+        n = len(x)
+        h = np.maximum(x[:, first].reshape(n, first.shape[0], -1) @ m1 + self.b1, 0.0)  # (N, W1, H1)
+        h = np.maximum(h[:, second].reshape(n, second.shape[0], -1) @ m2 + self.b2, 0.0)  # (N, W2, H2)
+        return h.reshape(n, -1) @ m3 + self.b3
+
+    @cached_property
+    def _matrices(self) -> tuple[np.ndarray, ...]:
+        """For `logits`: the weights as matrices over patches ((3 * C, H1), (3 * H1, H2), (W2 * H2,)) and the patches'
+        time indices ((W1, 3), (W2, 3))."""
+        h1, h2 = len(self.b1), len(self.b2)
+        m1 = self.w1.transpose(2, 1, 0).reshape(-1, h1).astype(np.float32)
+        m2 = self.w2.transpose(2, 1, 0).reshape(-1, h2).astype(np.float32)
+        m3 = self.w3.reshape(h2, -1).T.reshape(-1).astype(np.float32)  # torch flattens (H2, W2)
+        first = np.arange(self.width - 2)[:, None] + np.arange(3)
+        second = np.arange(self.width - 6)[:, None] + 2 * np.arange(3)
+        return m1, m2, m3, first, second
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """(W + 1,) s: the grid about a frame decided, from one step before the first point (its velocity)."""
+        return self.step * np.arange(-self.past - 1, self.future + 1)
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """(N, W, C) features -> (N,) probability that the foot is on the floor."""
+        return 1.0 / (1.0 + np.exp(-np.clip(self.logits(x), -60.0, 60.0)))
+
+
+@lru_cache(maxsize=None)
+def default_model() -> ContactNet:
+    """The package's weights (`realtime/data/contact_model.npz`)."""
+    with resources.as_file(resources.files("realtime.data").joinpath(WEIGHTS)) as path:
+        return ContactNet.load(path)
+
+
+class _Index:
+    """The keypoints the model reads, in one index array: the heels (left, right), the big and small toes (left big,
+    left small, right big, right small), the ankles, the knees, the hips."""
+
+    def __init__(self, keypoint_names: Sequence[str]):
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        names = ([f"{s}_heel" for s in SIDES] + [f"{s}_{t}" for s in SIDES for t in ("big_toe", "small_toe")]
+                 + [f"{s}_{j}" for j in ("ankle", "knee", "hip") for s in SIDES])
+        self.rows = np.array([index[n] for n in names])
+
+
+def frame_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Optional[np.ndarray] = None) -> np.ndarray:
+    """(RAW,) one frame's raw sample of a person (see RAW) from its (K, 3) points and the floor in the camera frame, or
+    in the world with `camera` the camera's centre there."""
+    p = np.asarray(points, np.float64)[index.rows]  # (12, 3), `_Index`'s order
+    normal = np.asarray(floor.normal, np.float64)
+    normal = normal / np.sqrt(normal @ normal)
+    heel, toes = p[0:2], (p[2:6:2] + p[3:6:2]) / 2
+    ankle, knee, hip = p[6:8], p[8:10], p[10:12]
+    # the knee's angle (hip, knee, ankle) and the ankle's (knee, ankle, toes), both sides
+    u = np.concatenate([hip - knee, knee - ankle])
+    v = np.concatenate([ankle - knee, toes - ankle])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosine = (u * v).sum(axis=1) / np.sqrt((u * u).sum(axis=1) * (v * v).sum(axis=1))
+    angles = np.arccos(np.clip(cosine, -1.0, 1.0))  # NaN where a point is unknown or two coincide
+    hips = (hip[0] + hip[1]) / 2
+    out = np.empty(RAW)
+    sides = out[:_HIPS].reshape(2, _SIDE)
+    sides[:, 0:3], sides[:, 3:6] = heel, toes
+    sides[:, 6], sides[:, 7] = (heel - floor.point) @ normal, (toes - floor.point) @ normal
+    sides[:, 8], sides[:, 9] = angles[:2], angles[2:]
+    out[_HIPS:_HIPS + 3] = hips
+    out[_HIPS + 3] = (hips - floor.point) @ normal
+    out[_UP:_UP + 3] = normal
+    out[_CAMERA:] = 0.0 if camera is None else camera
+    return out
+
+
+def _interpolate(times: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """(T,) times, (T, D) values, (...) query times within them -> (..., D), linear between the frames."""
+    if len(times) == 1:
+        return np.broadcast_to(values[0], (*query.shape, values.shape[1])).copy()
+    right = np.minimum(np.maximum(np.searchsorted(times, query, side="right"), 1), len(times) - 1)
+    left = right - 1
+    span = times[right] - times[left]
+    w = np.minimum(np.maximum((query - times[left]) / np.where(span > 0, span, 1.0), 0.0), 1.0)[..., None]
+    return values[left] + (values[right] - values[left]) * w
+
+
+# The points whose motion the model reads (their xyz columns in a raw sample): left heel, left toes, right heel, right
+# toes, hips; their heights' columns; the knee and ankle angles' columns (left knee, left ankle, right knee, right ankle).
+_POINTS = np.array([0, 3, _SIDE, _SIDE + 3, _HIPS])[:, None] + np.arange(3)
+_HEIGHTS = np.array([6, 7, _SIDE + 6, _SIDE + 7, _HIPS + 3])
+_ANGLES = np.array([8, 9, _SIDE + 8, _SIDE + 9])
+# A grid point's table (`windows`): the five points' heights, up speeds, speeds across and along the line of sight,
+# then the four angles, then known; each foot's FEATURES are columns of it (the right foot's mirror the left's).
+_P = 5
+
+
+def _foot_columns(side: int) -> list[int]:
+    own, other, hips = 2 * side, 2 * (1 - side), 4
+    return [own, own + 1, _P + own, 2 * _P + own, 3 * _P + own, _P + own + 1, 2 * _P + own + 1, 3 * _P + own + 1,
+            4 * _P + own, 4 * _P + own + 1, other, other + 1, 2 * _P + other, hips, _P + hips, 2 * _P + hips,
+            3 * _P + hips, 4 * _P + 4]
+
+
+_COLUMNS = np.array([_foot_columns(0), _foot_columns(1)])  # (2, C)
+
+
+def windows(times: np.ndarray, raw: np.ndarray, centres: np.ndarray, future: np.ndarray, net: ContactNet) -> np.ndarray:
+    """The model's input for frames at `centres` (M,) seconds, each seeing `future` (M,) grid steps after it (at most
+    net.future), from a person's frames at `times` (T,) with their raw samples (T, RAW) (`frame_sample`; NaN values are
+    filled from the nearest known frame). -> (M, 2, W, C) float32: per frame, the left foot's and the right foot's
+    window, time-major (the transpose of torch's (C, W))."""
+    times, raw = np.asarray(times, np.float64), _filled(np.asarray(raw, np.float64))
+    centres = np.atleast_1d(np.asarray(centres, np.float64))
+    future = np.minimum(np.maximum(np.asarray(future), 0), net.future)
+    grid = centres[:, None] + net.offsets
+    last = (centres + future * net.step)[:, None]
+    known = (grid >= times[0] - 1e-6) & (grid <= last + 1e-6)
+    samples = _interpolate(times, raw, np.minimum(np.maximum(grid, times[0]), last))  # (M, W + 1, RAW)
+    normal = samples[:, net.past + 1, _UP:_UP + 3]  # the floor's up at the frame decided
+    normal = (normal / np.sqrt((normal * normal).sum(axis=-1, keepdims=True)))[:, None, None]  # (M, 1, 1, 3)
+    position = samples[..., _POINTS]  # (M, W + 1, 5, 3)
+    velocity = (position[:, 1:] - position[:, :-1]) / net.step  # (M, W, 5, 3)
+    up = (velocity * normal).sum(axis=-1)
+    flat = velocity - up[..., None] * normal
+    sight = position[:, 1:] - samples[:, 1:, None, _CAMERA:]
+    sight = sight - (sight * normal).sum(axis=-1, keepdims=True) * normal
+    sight = sight / np.maximum(np.sqrt((sight * sight).sum(axis=-1, keepdims=True)), 1e-9)
+    along = (flat * sight).sum(axis=-1)
+    across = np.sqrt(np.maximum((flat * flat).sum(axis=-1) - along ** 2, 0.0))
+    table = np.concatenate([samples[:, 1:, _HEIGHTS], up, across, np.abs(along), samples[:, 1:, _ANGLES],
+                            known[:, 1:, None]], axis=-1).astype(np.float32)  # (M, W, 25)
+    return table[:, :, _COLUMNS].transpose(0, 2, 1, 3)  # (M, 2, W, C)
+
+
+def _filled(raw: np.ndarray) -> np.ndarray:
+    """NaN values replaced by the nearest earlier known value of the column (else the nearest later one, else 0)."""
+    if np.isfinite(raw).all():
+        return raw
+    out = raw.copy()
+    for column in np.flatnonzero(~np.isfinite(raw).all(axis=0)):
+        values = out[:, column]
+        known = np.isfinite(values)
+        if not known.any():
+            values[:] = 0.0
+            continue
+        at = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
+        at = np.where(at < 0, np.flatnonzero(known)[0], at)
+        out[:, column] = values[at]
+    return out
+
+
+class LearnedContacts:
+    """One person's foot contacts from `ContactNet` (see the module's docstring): the calls of
+    `realtime.rig.contacts.ContactDetector` (`update`, `state`, `floor`), and `decide` for hindsight.
+
+    floor: the floor now (the caller sets the latest refit); keypoint_names: the points' order; net: the model (None:
+    the package's); lag: the hindsight `decide` gives (s): the model's grid steps after a frame it sees (at most its
+    `future`), and the frames kept for it."""
+
+    def __init__(self, floor: Floor, keypoint_names: Sequence[str], *, net: Optional[ContactNet] = None, lag: float = 0.0):
+        self.floor = floor
+        self.net = net or default_model()
+        self.index = _Index(keypoint_names)
+        self.future = min(self.net.future, int(np.floor(max(float(lag), 0.0) / self.net.step + 1e-6)))
+        self.keep = (self.net.past + 2) * self.net.step + max(float(lag), 0.0) + 1e-6  # s of frames kept
+        self._start()
+
+    def _start(self) -> None:
+        self._times = np.zeros(64)  # the frames kept, times (s) and raw samples, in [_first, _end)
+        self._raw = np.zeros((64, RAW))
+        self._first = self._end = 0
+        self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight
+        self._decided = np.zeros(2, bool)  # the last decision with hindsight (its hysteresis) ...
+        self._decided_at = -np.inf  # ... and the time of its frame
+        self._ready: dict[float, np.ndarray] = {}  # frame time -> its decision with hindsight, made by `update`
+
+    @property
+    def last_sample(self) -> Optional[tuple[float, np.ndarray]]:
+        """(time s, raw sample) of the newest frame, or None."""
+        return (float(self._times[self._end - 1]), self._raw[self._end - 1].copy()) if self._end > self._first else None
+
+    def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None,
+               hindsight: Sequence[float] = ()) -> np.ndarray:
+        """(K, 3) metres at `timestamp` s -> (2,) bool contact (left, right) with no hindsight. Points in the camera
+        frame, or in the world (with the floor there) and `camera` the camera's centre there. A time not after the
+        last frame's starts over (the source started again). hindsight: times of earlier frames whose lag has passed
+        with this one: decided now, in the same pass of the model, for `decide`."""
+        timestamp = float(timestamp)
+        if not np.isfinite(timestamp):
+            raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
+        if self._end > self._first and timestamp <= self._times[self._end - 1]:
+            self._start()
+        self._append(timestamp, frame_sample(points3d, self.floor, self.index, camera))
+        times = self._times[self._first:self._end]
+        centres = np.array([timestamp, *hindsight])
+        future = np.minimum(self.future, np.floor((timestamp - centres) / self.net.step + 1e-6)).astype(int)
+        future[0] = 0
+        p = self._probabilities(centres, future)
+        now = self._hysteresis(p[0], np.array([self.state[s] for s in SIDES]), timestamp, times)
+        self.state = dict(zip(SIDES, (bool(v) for v in now)))
+        for centre, q in zip(centres[1:], p[1:]):
+            self._ready[float(centre)] = self._lagged(float(centre), q, times)
+        return now
+
+    def decide(self, timestamp: float) -> np.ndarray:
+        """(2,) bool contact of the frame at `timestamp` (given to `update`, still kept) seeing `future` grid steps
+        after it (fewer where the frames kept end sooner): as `update`'s hindsight made it, or made now. Frames are
+        decided in time order (the hysteresis)."""
+        ready = self._ready.pop(float(timestamp), None)
+        if ready is not None:
+            return ready.copy()
+        times = self._times[self._first:self._end]
+        future = int(min(self.future, np.floor((times[-1] - timestamp) / self.net.step + 1e-6)))
+        p = self._probabilities(np.array([timestamp]), np.array([max(future, 0)]))[0]
+        return self._lagged(float(timestamp), p, times).copy()
+
+    def _append(self, timestamp: float, sample: np.ndarray) -> None:
+        if self._end == len(self._times):  # full: the frames kept to the front, or a larger buffer
+            count = self._end - self._first
+            size = len(self._times) * (2 if count > len(self._times) // 2 else 1)
+            times, raw = np.zeros(size), np.zeros((size, RAW))
+            times[:count], raw[:count] = self._times[self._first:self._end], self._raw[self._first:self._end]
+            self._times, self._raw, self._first, self._end = times, raw, 0, count
+        self._times[self._end], self._raw[self._end] = timestamp, sample
+        self._end += 1
+        while timestamp - self._times[self._first] > self.keep:
+            self._first += 1
+
+    def _probabilities(self, centres: np.ndarray, future: np.ndarray) -> np.ndarray:
+        """(M, 2) the model's probability of contact of each foot at `centres` seeing `future` steps."""
+        x = windows(self._times[self._first:self._end], self._raw[self._first:self._end], centres, future, self.net)
+        return self.net.probabilities(x.reshape(-1, *x.shape[2:])).reshape(-1, 2)
+
+    def _lagged(self, timestamp: float, p: np.ndarray, times: np.ndarray) -> np.ndarray:
+        before = self._decided if timestamp > self._decided_at else np.zeros(2, bool)
+        self._decided = self._hysteresis(p, before, timestamp, times)
+        self._decided_at = timestamp
+        return self._decided
+
+    def _hysteresis(self, p: np.ndarray, before: np.ndarray, timestamp: float, times: np.ndarray) -> np.ndarray:
+        """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
+        or toes are unknown on the frame is off."""
+        out = np.where(before, p >= self.net.off, p >= self.net.on)
+        sample = self._raw[self._first + min(int(np.searchsorted(times, timestamp)), len(times) - 1)]
+        known = np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
+        return out & known
