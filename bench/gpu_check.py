@@ -1,34 +1,37 @@
-"""One command for anyone with an NVIDIA GPU: check the GPU path, then time it, in one call.
+"""One command for anyone with an NVIDIA GPU: check the GPU path, time it, and record the run, in one call.
 
-    python bench/gpu_check.py                 # tests, SDPA rates, fps per mode, the detector (7-8 min on an H200)
-    python bench/gpu_check.py --no-compile    # skip the compiled modes (their warm-up: 22 s on an H200)
-    python bench/gpu_check.py --budget 300    # seconds: modes that would not fit are skipped, and said so
-    python bench/gpu_check.py --no-tests --modes compile+graphs+cudnn+fp8   # one mode's timing alone
-    python bench/gpu_check.py --no-tests --input-size 768x576 --modes graphs compile+graphs   # the lighter preset
-    python bench/gpu_check.py --no-tests --people 3 --modes graphs   # three people in the frame
+    python bench/gpu_check.py --no-tests --record-dir "$OUT"   # what a lent GPU runs: about 8 min on an H100 (the plan
+                                                                # printed first counts it), the record written as it goes
+    python bench/gpu_check.py                 # the GPU tests first (5-6 min more)
+    python bench/gpu_check.py --skip kernels profile           # leave parts out (PARTS)
+    python bench/gpu_check.py --no-tests --modes default       # one mode's timing
+    python bench/gpu_check.py --no-tests --input-size 768x576 --modes default   # the lighter preset
+    python bench/gpu_check.py --dry-run --record-dir /tmp/x    # no GPU: every part's logic at tiny scale on the CPU
 
-Needs only PyTorch, NumPy, safetensors and OpenCV (and pytest for step 1): no PyAV,
-pyqtgraph or filterpy, no network. tests/test_gpu_standin.py runs its import path with those
-three made unimportable.
+Needs only PyTorch, NumPy, safetensors and OpenCV (and pytest for the tests): no PyAV, pyqtgraph or
+filterpy, no network. tests/test_gpu_standin.py runs its import path with those three made unimportable.
 
-1. Runs the GPU tests (GPU_TESTS, by file: collecting the whole tests folder would import
-   modules that need PyAV), among them the ones that run `Predictor.predict` and the detector
-   under `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
-2. Times each attention kernel (`--sdpa`) on the 0.4B backbone's shapes (bench/gpu_sdpa.py), and
-   its linear layers in bf16 and FP8 (bench/gpu_gemm.py): the rates the estimate assumes.
-3. Pose + seg at 1024x768 network input (`--input-size`), 1 person (`--people`), random 0.4B weights (speed does not depend
-   on weight values), per mode (MODES: eager, --cuda-graphs, --compile --cuda-graphs, and that
-   with --sdpa cudnn --fp8): frames per second pipelined (frame N+1 launched before frame N is
-   collected, as the run's stages do), host launches per frame (CUDA runtime launch and copy
-   calls, counted by torch.profiler), the CUDA graph keys captured in the warm-up against
-   those that fell back to eager or were captured after it, and bench/gpu_estimate.py's
-   estimate for this GPU beside each measured number. Each mode is timed with seg on every
-   frame (`--seg-every 1`, what files run) and then, on the same warmed-up models, with seg on
-   every other frame (`--seg-every 2`, what `auto`, the live default, does while a run is behind).
-4. Times the RTMDet-m person detector per call on a 720p frame, eager and as a CUDA graph.
+The parts (PARTS), in order; `--skip` leaves any out, `--budget` skips what would not fit and says so:
+- **tests**: the GPU tests (GPU_TESTS, by file: collecting the whole tests folder would import modules that
+  need PyAV), among them the ones that run `Predictor.predict` and the detector under
+  `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
+- **kernels**: bench/gpu_kernels.py, every case timed inside CUDA graphs: the four linear layers at
+  M = 3,072 / 3,081 / 6,162 in bf16 and FP8 (per-tensor and per-token x per-channel scales), the two
+  models' layers as one batched GEMM, every attention kernel and FlexAttention at (batch, tokens) =
+  (1, 3,081), (1, 3,072), (2, 3,081), and the memory-bound passes eager and compiled.
+- **fps**: pose + seg at 1024x768 network input (`--input-size`), 720p frames, random 0.4B weights (speed does
+  not depend on weight values), per mode (MODES: the `sapiens-rt run` speed flags, "default" for none, built
+  as `run` builds the Predictor): frames per second pipelined (frame N+1 launched before frame N is
+  collected, as the run's stages do) with seg every frame and every other frame, and for the default also
+  three people; host launches per frame, the CUDA graph keys captured in the warm-up against those that
+  failed or came later, the warm-up, and bench/gpu_estimate.py's estimate beside each number.
+- **profile**: a torch.profiler pass over one frame of each compiled mode (its graphs replayed): every kernel's
+  name and time, summed by kind (GEMM, attention, convolution, fused memory passes, copies).
+- **detector**: the RTMDet-m person detector per call on a 720p frame, eager and as a CUDA graph.
 
-Exits 1 if a test failed or a CUDA graph capture failed or happened after a warm-up.
-Without a CUDA GPU it says so and exits 0.
+The record (bench/gpu_record.py's fields) is rewritten after every part, so a call cut short keeps what it
+measured. Exits 1 if a test failed or a CUDA graph capture failed or happened after a warm-up.
+Without a CUDA GPU (and without --dry-run) it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ import functools
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -56,18 +61,38 @@ PEAK_TFLOPS = {("H100", "HBM3"): 989, ("H100", "SXM"): 989, ("H100", "NVL"): 835
                ("H200",): 989, ("GH200",): 989, ("B200",): 2250, ("A100",): 312, ("L40S",): 362, ("L40",): 181,
                ("L4",): 121, ("A10",): 125, ("RTX", "6000", "Ada"): 364, ("RTX", "4090"): 165, ("RTX", "4080"): 97,
                ("RTX", "3090"): 71}
-# mode -> (Predictor options, is compiled); the estimate's Config is built from the same flags
+PARTS = ("tests", "kernels", "fps", "profile", "detector")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A configuration as `sapiens-rt run` asks for it. options: what its flags change in the Predictor
+    `run` builds (`run_predictor_options`); people: the person counts timed."""
+
+    options: dict
+    compiled: bool = False
+    people: tuple = (1,)
+    profile: bool = False  # a profiler pass over one frame
+
+
+# flags -> Mode. The Predictor on CUDA as `run` builds it: CUDA graphs on, every person bucket up to 16.
 MODES = {
-    "eager": dict(),
-    "graphs": dict(cuda_graphs=True),
-    "compile+graphs": dict(compile=True, cuda_graphs=True),
-    "compile+graphs+cudnn+fp8": dict(compile=True, cuda_graphs=True, sdpa="cudnn", fp8=True),
+    "default": Mode({}, people=(1, 3), profile=True),
+    "--compile": Mode({"compile": True}, compiled=True, profile=True),
+    "--no-cuda-graphs": Mode({"cuda_graphs": False}),
+    "--compile --sdpa cudnn --fp8": Mode({"compile": True, "sdpa": "cudnn", "fp8": True}, compiled=True),
 }
-# What a compiled mode may take (two 0.4B models compiled, captured and timed): skipped when it would not fit.
-# Measured on an H200 machine (16 cores), torch 2.11: 22 s of warm-up, about 28 s in all for the FP8 mode.
-COMPILE_SECONDS = 60
-LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
-                "cudaMemcpyAsync", "cudaMemsetAsync")
+# Seconds each step takes on an H100 (a cold compile cache), for the plan printed first and `--budget`:
+# measured on the lent H100 / H200s (bench/gpu_runs/): 61-77 s of warm-up for two compiled 0.4B graphs,
+# 283-363 s of GPU tests, the detector and the modes' timing a few seconds each.
+START_S = 15  # torch import, CUDA initialisation, the plan
+TESTS_S = 330
+COMPILE_GRAPH_S = 36  # one 0.4B forward compiled from a cold cache
+CAPTURE_S = 0.5  # one CUDA graph captured (the warm-up's forward and the capture)
+TIMING_S = 2.5  # one (people, seg rate) timed: 50 frames, plus building the models
+PROFILE_S = 5
+DETECTOR_S = 10
+PLANNED_S = 480  # what the lent GPU's one call may take (about 8 minutes; the call's limit is 10)
 
 
 def peak_tflops(name: str) -> float | None:
@@ -93,8 +118,8 @@ def imports() -> None:
     """Import everything the check uses (what tests/test_gpu_standin.py runs with PyAV,
     pyqtgraph and filterpy blocked)."""
     import bench.gpu_estimate  # noqa: F401
-    import bench.gpu_gemm  # noqa: F401
-    import bench.gpu_sdpa  # noqa: F401
+    import bench.gpu_kernels  # noqa: F401
+    import bench.gpu_record  # noqa: F401
     import realtime.infer  # noqa: F401
     import realtime.models  # noqa: F401
     import realtime.models.fp8  # noqa: F401
@@ -119,22 +144,28 @@ def estimate_gpu(name: str):
     return GPUS["h100"], f" (estimate for an H100; this is {name})"
 
 
+def run_predictor_options(mode: str) -> dict:
+    """The Predictor options `sapiens-rt run` passes on CUDA with `mode`'s flags (CUDA graphs on by default)."""
+    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, **MODES[mode].options}
+
+
 def estimate_for(mode: str, gpu, seg_every: int = 1, input_hw: tuple[int, int] = (1024, 768), people: int = 1):
     from bench.gpu_estimate import Config, estimate
 
-    opts = MODES[mode]
-    config = Config(mode, input_hw=input_hw, graphs=opts.get("cuda_graphs", False), compiled=opts.get("compile", False),
-                    fp8="static" if opts.get("fp8") else "", sdpa=opts.get("sdpa", "default"), seg_every=seg_every,
-                    people=people)
+    opts = run_predictor_options(mode)
+    config = Config(mode, input_hw=input_hw, graphs=opts["cuda_graphs"], compiled=bool(opts["compile"]),
+                    fp8="static" if opts["fp8"] else "", sdpa=opts["sdpa"], seg_every=seg_every, people=people)
     return estimate(config, gpu)
 
 
 def person_boxes(people: int, width: int = 1280, height: int = 720) -> np.ndarray:
     """`people` side-by-side boxes across a 720p frame (one person: the centred 480x640 box)."""
     if people == 1:
-        return np.array([[400, 60, 880, 700]], np.float32)
-    step = (width - 80) / people
-    return np.array([[40 + i * step, 60, 40 + (i + 1) * step, height - 20] for i in range(people)], np.float32)
+        return np.array([[400, 60, 880, 700]], np.float32) * np.array([width / 1280, height / 720] * 2, np.float32)
+    step = (width - 80 * width / 1280) / people
+    left = 40 * width / 1280
+    return np.array([[left + i * step, 60 * height / 720, left + (i + 1) * step, height - 20 * height / 720]
+                     for i in range(people)], np.float32)
 
 
 def pipelined_fps(predictor, image: np.ndarray, boxes: np.ndarray, frames: int, seg_every: int = 1) -> float:
@@ -143,7 +174,8 @@ def pipelined_fps(predictor, image: np.ndarray, boxes: np.ndarray, frames: int, 
     def tasks(i: int) -> set[str]:
         return {"pose", "seg"} if i % seg_every == 0 else {"pose"}
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
     start = time.perf_counter()
     pending = predictor.launch(image, boxes, tasks(0))
     for i in range(1, frames):
@@ -152,6 +184,10 @@ def pipelined_fps(predictor, image: np.ndarray, boxes: np.ndarray, frames: int, 
         pending = queued
     predictor.collect(pending)
     return frames / (time.perf_counter() - start)
+
+
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
+                "cudaMemcpyAsync", "cudaMemsetAsync")
 
 
 def host_launches(fn) -> int:
@@ -164,43 +200,118 @@ def host_launches(fn) -> int:
     return sum(1 for e in prof.events() if e.name in LAUNCH_CALLS)
 
 
-def time_mode(mode: str, frames: int, dtype: torch.dtype, input_hw: tuple[int, int] = (1024, 768), people: int = 1) -> dict:
-    """Pose + seg on a 720p frame with `people` people: fps pipelined, launches per frame and the graph keys."""
-    from realtime.infer import BATCH_BUCKETS, Predictor
+# ----------------------------------------------------------------------------- the plan
+
+
+def plan(args) -> list[tuple[str, float]]:
+    """(step, seconds on an H100 with a cold compile cache) of what this call will run, in order."""
+    steps = [("start", START_S)]
+    if "tests" not in args.skip:
+        steps.append(("tests", TESTS_S))
+    if "kernels" not in args.skip:
+        from bench.gpu_kernels import GPU_SHAPES, budget_s, cases
+
+        steps.append(("kernels", budget_s(cases(shapes=GPU_SHAPES, device="meta"))))
+    if "fps" not in args.skip:
+        for name in args.modes:
+            mode = MODES[name]
+            if mode.compiled and args.no_compile:
+                continue
+            buckets = len(buckets_for(name, args.people))
+            graphs = (1 + (buckets > 1) + 1) if mode.compiled else 0  # pose bucket 1, pose's dynamic batch, seg
+            seconds = graphs * COMPILE_GRAPH_S + (buckets + 1) * CAPTURE_S + 2 * len(people_for(name, args.people)) * TIMING_S
+            if mode.profile and "profile" not in args.skip:
+                seconds += PROFILE_S
+            steps.append((f"fps {name}", seconds))
+    if "detector" not in args.skip:
+        steps.append(("detector", DETECTOR_S))
+    return steps
+
+
+def people_for(mode: str, people: int) -> tuple[int, ...]:
+    """The person counts timed for `mode`: `--people` and, for the default at one person, also three."""
+    return tuple(sorted({people, *MODES[mode].people})) if mode == "default" and people == 1 else (people,)
+
+
+def buckets_for(mode: str, people: int) -> tuple[int, ...]:
+    """The person buckets the mode's Predictor warms up: `run`'s own (every bucket up to 16) for the default,
+    else the one the people timed need (a compiled mode then compiles one pose graph)."""
+    from realtime.infer import BATCH_BUCKETS
+
+    if mode == "default":
+        return BATCH_BUCKETS
+    need = min(b for b in BATCH_BUCKETS if b >= max(people_for(mode, people)))  # 5 people run as a bucket of 6
+    return tuple(b for b in BATCH_BUCKETS if b <= need)
+
+
+# ----------------------------------------------------------------------------- one mode
+
+
+@dataclass
+class Setting:
+    """Where the check runs: the real GPU, or a dry run on the CPU at tiny scale."""
+
+    device: str
+    arch: str
+    input_hw: tuple[int, int]
+    frame_hw: tuple[int, int]
+    dtype: torch.dtype
+    frames: int
+    dry: bool = False
+
+
+def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], None], profile: bool) -> dict:
+    """Pose + seg with `mode`'s options: the warm-up, fps per (people, seg rate), launches per frame, graph keys,
+    and a profile of one frame if asked."""
+    from realtime.infer import Predictor
     from realtime.models import build_model
 
-    tasks = ("pose", "seg")
-    models = {task: build_model(task, "sapiens2_0.4b", device="cuda", dtype=dtype) for task in tasks}
-    bucket = min(b for b in BATCH_BUCKETS if b >= people)  # the crops are padded to it, as in `run` (5 people: 6)
-    predictor = Predictor(models, device="cuda", dtype=dtype, input_hw=input_hw, max_batch=bucket, **MODES[mode])
-    image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
-    boxes = person_boxes(people)
+    options = run_predictor_options(mode)
+    if setting.dry:  # the CPU: no graphs, no cuDNN; compiling is proven elsewhere (inductor on two cores takes minutes)
+        options = {**options, "compile": False, "fp8": False, "sdpa": "default"}
+    models = {task: build_model(task, setting.arch, device=setting.device, dtype=setting.dtype) for task in ("pose", "seg")}
+    buckets = buckets_for(mode, people)
+    predictor = Predictor(models, device=setting.device, dtype=setting.dtype, input_hw=setting.input_hw,
+                          max_batch=max(buckets), **options)
+    h, w = setting.frame_hw
+    image = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
     start = time.perf_counter()
     predictor.warm_up(image.shape[:2])  # compiles and captures every key here
     warm_s = time.perf_counter() - start
-    for _ in range(3):
-        predictor.predict(image, boxes)
-    launches = host_launches(functools.partial(predictor.predict, image, boxes))
-    fps = pipelined_fps(predictor, image, boxes, frames)
-    fps_seg2 = pipelined_fps(predictor, image, boxes, frames, seg_every=2)
+    rows = []
+    for n in people_for(mode, people):
+        boxes = person_boxes(n, w, h)
+        for _ in range(3):
+            predictor.predict(image, boxes)
+        launches = host_launches(functools.partial(predictor.predict, image, boxes)) if setting.device == "cuda" else None
+        for every in (1, 2):
+            fps = pipelined_fps(predictor, image, boxes, setting.frames, seg_every=every)
+            rows.append({"people": n, "seg_every": every, "fps": fps, "launches": launches})
+    kernels = None
+    if profile:
+        from bench.gpu_kernels import profile_kernels
+
+        kernels = profile_kernels(functools.partial(predictor.predict, image, person_boxes(1, w, h)), setting.device)
     graphs = predictor._graphs
-    out = {"fps": fps, "fps_seg2": fps_seg2, "launches": launches, "warm_s": warm_s, "captured": len(graphs.captured()),
-           "failed": dict(graphs.failed), "late": list(graphs.late)}
+    out = {"rows": rows, "warm_s": warm_s, "captured": len(graphs.captured()), "failed": dict(graphs.failed),
+           "late": list(graphs.late), "max_batch": max(buckets), "options": options, "profile": kernels}
     del predictor, models
-    torch.cuda.empty_cache()
+    if setting.device == "cuda":
+        torch.cuda.empty_cache()
     return out
 
 
-def time_detector(graphs: bool, calls: int, dtype: torch.dtype) -> tuple[float, list[str]]:
+def time_detector(graphs: bool, calls: int, dtype: torch.dtype, device: str = "cuda", widen: float = 0.75,
+                  frame_hw: tuple[int, int] = (720, 1280)) -> tuple[float, list[str]]:
     """Milliseconds per detector call (upload, network, decoding, the one wait, the host NMS)
     on a 720p frame, RTMDet-m with random weights, batch norms folded as at load; and its
     graph warnings."""
     from realtime.models.rtmdet import Detector, RTMDet, fold_batchnorm
 
-    model = RTMDet(widen=0.75).eval()
+    model = RTMDet(widen=widen).eval()
     fold_batchnorm(model)
-    detector = Detector(model, device="cuda", dtype=dtype, cuda_graphs=graphs)
-    image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+    detector = Detector(model, device=device, dtype=dtype, cuda_graphs=graphs)
+    image = np.random.default_rng(0).integers(0, 256, (*frame_hw, 3), dtype=np.uint8)
     detector.warm_up(image.shape[:2])
     for _ in range(3):
         detector(image, rgb=True)
@@ -210,83 +321,196 @@ def time_detector(graphs: bool, calls: int, dtype: torch.dtype) -> tuple[float, 
     return 1e3 * (time.perf_counter() - start) / calls, detector.graph_report()
 
 
-def main() -> int:
+# ----------------------------------------------------------------------------- the call
+
+
+def commit_of(root: Path = ROOT) -> str:
+    """The code's commit (short), "-dirty" when tracked files differ from it; "unknown" outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                               text=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class Recorder:
+    """The run's record, rewritten (atomically) after every part; a folder it cannot write is said once, and
+    the check goes on measuring."""
+
+    def __init__(self, record: dict, folder: Optional[Path]) -> None:
+        self.record, self.folder, self.path = record, folder, None
+
+    def save(self) -> None:
+        if self.folder is None:
+            return
+        from bench.gpu_record import write_record
+
+        try:
+            self.path = write_record(self.record, self.folder, path=self.path)
+        except OSError as error:
+            print(f"could not write the run's record in {self.folder} ({error.strerror or error}); the check goes on "
+                  "without it: pass --record-dir with a folder you can write", flush=True)
+            self.folder = None
+
+
+def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=50)
-    parser.add_argument("--no-tests", action="store_true")
-    parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--no-tests", action="store_true", help="skip the GPU tests (as --skip tests)")
+    parser.add_argument("--no-compile", action="store_true", help="skip the compiled modes")
+    parser.add_argument("--skip", nargs="+", choices=PARTS, default=[], metavar="PART",
+                        help=f"parts to leave out, of {', '.join(PARTS)}")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES), metavar="MODE",
-                        help=f"the modes to time, of {', '.join(MODES)} (default all)")
+                        help=f"the modes to time, of {', '.join(repr(m) for m in MODES)} (default all)")
     parser.add_argument("--input-size", type=parse_hw, default=(1024, 768), metavar="HxW",
                         help="the network input, as `run --input-size` (default 1024x768, the released size)")
     parser.add_argument("--people", type=int, default=1, help="people in the frame (pose crops per frame; default 1)")
-    parser.add_argument("--budget", type=float, default=450, help="seconds the whole check may take (default 450)")
+    parser.add_argument("--budget", type=float, default=PLANNED_S + 60,
+                        help=f"seconds the whole check may take (default {PLANNED_S + 60:g})")
     parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16/fp16 peak (default: from a table by name)")
-    args = parser.parse_args()
+    parser.add_argument("--record-dir", type=Path, help="where the run's record goes (default bench/gpu_runs; a dry run "
+                        "writes one only here)")
+    parser.add_argument("--commit", help="the code's commit for the record (default: git's, or 'unknown')")
+    parser.add_argument("--dry-run", action="store_true", help="no GPU: every part's logic on the CPU at tiny scale "
+                        "(tiny models, eager; not a measurement)")
+    args = parser.parse_args(argv)
+    if args.no_tests or args.dry_run:
+        args.skip = sorted(set(args.skip) | {"tests"})
+    if args.frames < 2 or args.people < 1:
+        parser.error("--frames must be 2 or more and --people 1 or more")
     began = time.perf_counter()
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not args.dry_run:
         print(f"No CUDA GPU here (torch {torch.__version__}, built with CUDA {torch.version.cuda}): nothing to check. "
-              "Run this on a machine with an NVIDIA GPU and a CUDA build of torch.")
+              "Run this on a machine with an NVIDIA GPU and a CUDA build of torch (or pass --dry-run).")
         return 0
     imports()
-    from bench import gpu_gemm, gpu_sdpa
+    from bench import gpu_kernels
+    from bench.gpu_record import RUNS, new_record, quote, result
     from realtime.infer import default_dtype
 
-    name = torch.cuda.get_device_name()
+    steps = plan(args)
+    print("plan (seconds on an H100, cold compile cache): " + ", ".join(f"{name} {s:.0f}" for name, s in steps)
+          + f"; {sum(s for _, s in steps):.0f} s in all", flush=True)
+    if args.dry_run:
+        setting = Setting("cpu", "fixture_e32_h4_l18", (64, 48), (72, 128), torch.float32, min(args.frames, 4), dry=True)
+        name, dtype = "CPU dry run (no GPU; not a measurement)", torch.float32
+        torch.set_num_threads(1)  # tiny models: a second thread only waits for the first on a shared CPU
+        folder = args.record_dir
+    else:
+        dtype = default_dtype("cuda")
+        setting = Setting("cuda", "sapiens2_0.4b", args.input_size, (720, 1280), dtype, args.frames)
+        name = torch.cuda.get_device_name()
+        folder = args.record_dir or RUNS
+    (h, w), people = setting.input_hw, args.people
+    record = new_record(device=name, torch_version=torch.__version__, commit=args.commit or commit_of(),
+                        input_size=f"{h}x{w}", people=people)
+    record.update(dtype=str(dtype).removeprefix("torch."), cuda=torch.version.cuda or "none",
+                  command=" ".join(["python bench/gpu_check.py", *(argv if argv is not None else sys.argv[1:])]))
+    if args.dry_run:
+        record["dry_run"] = True
+    recorder = Recorder(record, folder)
+    recorder.save()
     peak = args.peak_tflops or peak_tflops(name)
-    dtype = default_dtype("cuda")
     gpu, note = estimate_gpu(name)
-    print(f"GPU: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, dtype {str(dtype).removeprefix('torch.')}; "
+    print(f"GPU: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, dtype {record['dtype']}; "
           f"peak {'%g TFLOP/s dense half precision' % peak if peak else 'unknown'}; estimates: {gpu.name}{note}", flush=True)
-    failed = 0 if args.no_tests else run_gpu_tests()
-    torch.backends.cudnn.benchmark = True
-    print(f"== SDPA backends (TFLOP/s measured; the estimate assumes {gpu.attention})", flush=True)
-    print("\n".join(gpu_sdpa.rates()), flush=True)
-    print(f"== the 0.4B's linear layers (TFLOP/s measured; the estimate assumes bf16 {gpu.gemm_bf16:g}, fp8 {gpu.gemm_fp8:g})",
-          flush=True)
-    print("\n".join(gpu_gemm.rates()), flush=True)
-    (h, w), people = args.input_size, args.people
-    print(f"== pose + seg, {h}x{w} network input, {people} {'person' if people == 1 else 'people'}, 0.4B models, "
-          f"720p frames, {args.frames} frames pipelined; "
-          f"seg schedule: every frame (--seg-every 1, files), then every other frame (--seg-every 2: what auto, the "
-          f"live default, does while behind)")
+    failed = 0
+    if "tests" not in args.skip:
+        failed = run_gpu_tests()
+        record["tests"] = {"exit_code": failed}
+        recorder.save()
+    if not args.dry_run:
+        torch.backends.cudnn.benchmark = True
+
+    def left() -> float:
+        return args.budget - (time.perf_counter() - began)
+
+    if "kernels" not in args.skip:
+        print("== kernels inside CUDA graphs (bench/gpu_kernels.py): us per call" if not args.dry_run else
+              "== kernels (dry run: tiny shapes, eager on the CPU)", flush=True)
+        for part in gpu_kernels.PARTS:
+            record["microbenchmarks"][part] = gpu_kernels.run((part,), dry=args.dry_run,
+                                                              say=lambda line: print(line, flush=True))[part]
+            recorder.save()
     bad_graphs = 0
-    for mode, opts in MODES.items():
-        if mode not in args.modes:
-            continue
-        left = args.budget - (time.perf_counter() - began)
-        if opts.get("fp8") and torch.cuda.get_device_capability() < (8, 9):
-            print(f"  {mode:<25}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
-            continue
-        if opts.get("compile") and (args.no_compile or left < COMPILE_SECONDS):
-            why = "--no-compile" if args.no_compile else f"{left:.0f} s of the budget left"
-            print(f"  {mode:<25}: skipped ({why})", flush=True)
-            continue
-        try:
-            got = time_mode(mode, args.frames, dtype, args.input_size, people)
-        except Exception as error:  # a mode this GPU or build cannot run (e.g. FP8 before sm_89): say so, go on
-            print(f"  {mode:<25}: FAILED: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}", flush=True)
-            failed += 1
-            continue
-        want = estimate_for(mode, gpu, input_hw=args.input_size, people=people)
-        bad_graphs += len(got["failed"]) + len(got["late"])
-        keys = ""
-        if opts.get("cuda_graphs"):
-            keys = (f", graph keys {got['captured']} captured in warm-up / {len(got['failed'])} eager (failed) / "
-                    f"{len(got['late'])} captured later")
-            keys += "".join(f"\n      failed {key}: {reason}" for key, reason in got["failed"].items())
-        halved = estimate_for(mode, gpu, seg_every=2, input_hw=args.input_size, people=people)
-        print(f"  {mode:<25}: {got['fps']:7.1f} fps (estimate {want.fps:6.1f}); seg every other frame {got['fps_seg2']:7.1f} "
-              f"(estimate {halved.fps:6.1f}); {got['launches']:5d} host launches per frame (estimate {want.launches:5.0f} "
-              f"kernels), warm-up {got['warm_s']:5.1f} s{keys}", flush=True)
-    print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {args.frames} calls", flush=True)
-    for graphs in (False, True):
-        ms, report = time_detector(graphs, args.frames, torch.float16)
-        bad_graphs += len(report)
-        warnings = "".join(f"\n      {r}" for r in report)
-        print(f"  {'CUDA graph' if graphs else 'eager':>10}: {ms:6.2f} ms per call{warnings}", flush=True)
+    if "fps" not in args.skip:
+        print(f"== pose + seg, {h}x{w} network input, 0.4B models, {setting.frame_hw[1]}x{setting.frame_hw[0]} frames, "
+              f"{setting.frames} frames pipelined; seg every frame (--seg-every 1, files), then every other frame "
+              "(--seg-every 2: what auto, the live default, does while behind)", flush=True)
+        for mode in args.modes:
+            spec = MODES[mode]
+            opts = run_predictor_options(mode)
+            if opts["fp8"] and not args.dry_run and torch.cuda.get_device_capability() < (8, 9):
+                print(f"  {mode:<30}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
+                continue
+            cost = dict(steps).get(f"fps {mode}", 0.0)
+            if spec.compiled and (args.no_compile or left() < cost):
+                why = "--no-compile" if args.no_compile else f"{left():.0f} s of the budget left, about {cost:.0f} s needed"
+                print(f"  {mode:<30}: skipped ({why})", flush=True)
+                continue
+            try:
+                got = time_mode(mode, setting, people, print, profile=spec.profile and "profile" not in args.skip)
+            except Exception as error:  # a mode this GPU or build cannot run: say so, go on
+                print(f"  {mode:<30}: FAILED: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}", flush=True)
+                failed += 1
+                continue
+            bad_graphs += len(got["failed"]) + len(got["late"])
+            keys = (f"; graph keys {got['captured']} captured in warm-up / {len(got['failed'])} failed / "
+                    f"{len(got['late'])} later") if opts["cuda_graphs"] and not args.dry_run else ""
+            print(f"  {mode:<30}: warm-up {got['warm_s']:5.1f} s (buckets up to {got['max_batch']}){keys}", flush=True)
+            for key, reason in got["failed"].items():
+                print(f"      failed {key}: {reason}")
+            for row in got["rows"]:
+                want = estimate_for(mode, gpu, seg_every=row["seg_every"], input_hw=setting.input_hw if not args.dry_run
+                                    else (1024, 768), people=row["people"])
+                launches = f"; {row['launches']:5d} host launches per frame" if row["launches"] is not None else ""
+                print(f"      {row['people']} {'person' if row['people'] == 1 else 'people'}, seg every "
+                      f"{'frame' if row['seg_every'] == 1 else 'other frame'}: {row['fps']:7.1f} fps (estimate "
+                      f"{want.fps:6.1f}){launches}", flush=True)
+                extra = {"config": {**{k: v for k, v in got["options"].items()}, "max_batch": got["max_batch"]},
+                         "estimate_fps": round(want.fps, 1), "estimate_gpu": gpu.name}
+                if row["launches"] is not None:
+                    extra["launches"] = row["launches"]
+                if row["people"] != people:
+                    extra["people"] = row["people"]
+                if got["failed"] or got["late"]:
+                    extra["graphs_failed_or_late"] = len(got["failed"]) + len(got["late"])
+                record["results"].append(result(mode, seg_every=row["seg_every"], fps=round(row["fps"], 2),
+                                                warmup_s=round(got["warm_s"], 2), **extra))
+            if got["profile"] is not None:
+                kinds, top = got["profile"]
+                record["microbenchmarks"].setdefault("profile", []).extend(
+                    [{"mode": mode, "kind": kind, **value} for kind, value in kinds.items()]
+                    + [{"mode": mode, **row} for row in top])
+                print("      profile of one frame, by kind: " + ", ".join(
+                    f"{kind} {value['us'] / 1e3:.2f} ms ({value['kernels']})" for kind, value in kinds.items()), flush=True)
+            recorder.save()
+    if "detector" not in args.skip:
+        calls = setting.frames
+        print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {calls} calls", flush=True)
+        rows = []
+        for graphs in ((False,) if args.dry_run else (False, True)):
+            if args.dry_run:
+                ms, report = time_detector(graphs, calls, torch.float32, "cpu", widen=0.25, frame_hw=setting.frame_hw)
+            else:
+                ms, report = time_detector(graphs, calls, torch.float16)
+            bad_graphs += len(report)
+            warnings = "".join(f"\n      {r}" for r in report)
+            print(f"  {'CUDA graph' if graphs else 'eager':>10}: {ms:6.2f} ms per call{warnings}", flush=True)
+            rows.append({"what": "RTMDet-m, 720p frame, fp16" if not args.dry_run else "RTMDet widen 0.25, CPU",
+                         "mode": "CUDA graph" if graphs else "eager", "ms": round(ms, 3)})
+        record["microbenchmarks"]["detector"] = rows
+        recorder.save()
+    record["elapsed_s"] = round(time.perf_counter() - began, 1)
+    recorder.save()
     print(f"== done in {time.perf_counter() - began:.0f} s; {failed} failure(s), {bad_graphs} failed or late CUDA graph "
           "capture(s)")
+    if recorder.path is not None:
+        print(f"record: {recorder.path}\n{quote(recorder.path, record)}", flush=True)
     return 1 if failed or bad_graphs else 0
 
 

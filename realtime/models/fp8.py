@@ -54,6 +54,13 @@ def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (x.float() / scale).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3), scale
 
 
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (..., K) -> (E4M3 tensor, fp32 scales (..., 1)): one scale per row (a token of an input, an output
+    channel of a weight), each mapping its row's amax to 448."""
+    scale = (x.detach().abs().amax(dim=-1, keepdim=True).float() / E4M3_MAX).clamp(min=1e-12)
+    return (x.float() / scale).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3), scale
+
+
 HEADROOM = 2.0  # static scales leave this factor above the largest calibration input (E4M3 is a float: little is lost)
 
 
