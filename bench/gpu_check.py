@@ -73,21 +73,23 @@ class Mode:
     compiled: bool = False
     people: tuple = (1,)
     profile: bool = False  # a profiler pass over one frame
+    compile_s: float = 0.0  # its warm-up's compiles on an H100 with a cold cache (the plan)
 
 
 # flags -> Mode. The Predictor on CUDA as `run` builds it: CUDA graphs on, every person bucket up to 16.
 MODES = {
     "default": Mode({}, people=(1, 3), profile=True),
-    "--compile": Mode({"compile": True}, compiled=True, profile=True),
+    "--compile": Mode({"compile": True}, compiled=True, profile=True, compile_s=2 * 36),  # pose and seg: two graphs
     "--no-cuda-graphs": Mode({"cuda_graphs": False}),
-    "--compile --sdpa cudnn --fp8": Mode({"compile": True, "sdpa": "cudnn", "fp8": True}, compiled=True),
+    "--compile --sdpa cudnn --fp8": Mode({"compile": True, "sdpa": "cudnn", "fp8": True}, compiled=True, compile_s=2 * 36),
+    # the dual graph (both backbones: about twice one) and pose and seg alone (from the cache --compile left)
+    "--compile --dual-backbone": Mode({"compile": True, "dual": True}, compiled=True, profile=True, compile_s=2 * 36 + 2 * 8),
 }
 # Seconds each step takes on an H100 (a cold compile cache), for the plan printed first and `--budget`:
 # measured on the lent H100 / H200s (bench/gpu_runs/): 61-77 s of warm-up for two compiled 0.4B graphs,
 # 283-363 s of GPU tests, the detector and the modes' timing a few seconds each.
 START_S = 15  # torch import, CUDA initialisation, the plan
 TESTS_S = 330
-COMPILE_GRAPH_S = 36  # one 0.4B forward compiled from a cold cache
 CAPTURE_S = 0.5  # one CUDA graph captured (the warm-up's forward and the capture)
 TIMING_S = 2.5  # one (people, seg rate) timed: 50 frames, plus building the models
 PROFILE_S = 5
@@ -146,7 +148,7 @@ def estimate_gpu(name: str):
 
 def run_predictor_options(mode: str) -> dict:
     """The Predictor options `sapiens-rt run` passes on CUDA with `mode`'s flags (CUDA graphs on by default)."""
-    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, **MODES[mode].options}
+    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, "dual": False, **MODES[mode].options}
 
 
 def estimate_for(mode: str, gpu, seg_every: int = 1, input_hw: tuple[int, int] = (1024, 768), people: int = 1):
@@ -218,8 +220,7 @@ def plan(args) -> list[tuple[str, float]]:
             if mode.compiled and args.no_compile:
                 continue
             buckets = len(buckets_for(name, args.people))
-            graphs = (1 + (buckets > 1) + 1) if mode.compiled else 0  # pose bucket 1, pose's dynamic batch, seg
-            seconds = graphs * COMPILE_GRAPH_S + (buckets + 1) * CAPTURE_S + 2 * len(people_for(name, args.people)) * TIMING_S
+            seconds = mode.compile_s + (buckets + 1) * CAPTURE_S + 2 * len(people_for(name, args.people)) * TIMING_S
             if mode.profile and "profile" not in args.skip:
                 seconds += PROFILE_S
             steps.append((f"fps {name}", seconds))

@@ -151,6 +151,10 @@ class Predictor:
     fp8:         the backbones' attention projections in E4M3 (`realtime.models.fp8`, q/k/v as
                  one GEMM), their static input scales calibrated here once on
                  `fp8.calibration_batch`; needs `compile` (it is slower than bf16 eager).
+    dual:        when pose and seg run on the same frame with one pose crop, their two backbones run as one
+                 (`realtime.models.dual`: stacked weights as batched GEMMs, one attention call of batch 2,
+                 each model's own norms and heads), on pose's stream; other frames run the models apart.
+                 Needs pose and seg of one size at one input size; off by default until measured on a GPU.
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -163,7 +167,7 @@ class Predictor:
                  input_hw: Optional[tuple[int, int]] = None, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False):
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False, dual: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -192,6 +196,7 @@ class Predictor:
                 float8.to_float8(model, "attention")
                 dtype_of = next(model.parameters()).dtype
                 float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
+        self.dual_model = self._make_dual(models, flip_test) if dual else None
         self.compiled = bool(compile)
         if compile:
             for name, model in models.items():  # RoPE tables made now, eagerly: no graph break at the first call
@@ -204,6 +209,8 @@ class Predictor:
             graphs = recompile_budget(self.tasks.values())
             models = {name: CompiledModel(model, backend=backend, options=options, graphs=graphs)
                       for name, model in models.items()}
+            if self.dual_model is not None:
+                self.dual_model = CompiledModel(self.dual_model, backend=backend, options=options, graphs=graphs)
         self.models = models
         # Fixed batch shapes pay off only for compiled graphs; an eager run (CPU or CUDA)
         # would only compute the padding (3 people would cost 4 forwards).
@@ -237,6 +244,9 @@ class Predictor:
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
         self.predict(black, whole)
+        if self.dual_model is not None:  # the frames that run pose or seg alone meet the single models' keys
+            self.predict(black, whole, tasks={"pose"})
+            self.predict(black, whole[:0], tasks={"seg"})
         per_person = {name for name, t in self.tasks.items() if t.per_person}
         if self.padded and per_person:
             for n in self.buckets()[1:]:
@@ -272,13 +282,20 @@ class Predictor:
         plans = {t.name: self._plan(t, boxes) for t in run if t.per_person}
         frame, geometry = self._upload(image, plans)
         outputs: dict[str, torch.Tensor] = {}
+        made_on: dict[str, str] = {}  # output -> the stream that makes it
+        dual = self._dual_fits(run, plans)
         for task in run:  # launch all, then download all
+            if dual and task.name == "seg":
+                continue  # made with pose
             with self._on_stream(task.name, frame, geometry):
-                if task.per_person:
+                if dual and task.name == "pose":
+                    outputs["pose"], outputs["seg"] = self._dual(frame, plans["pose"], geometry["pose"], map_hw)
+                    made_on["seg"] = "pose"
+                elif task.per_person:
                     outputs[task.name] = self._persons(task, frame, boxes, plans[task.name], geometry)
                 else:
                     outputs[task.name] = self._whole_image(task, frame, map_hw)
-        return self._download(outputs)
+        return self._download(outputs, made_on)
 
     def collect(self, launched: Launched) -> Prediction:
         """Wait for a launched frame (the frame's only host wait, on CUDA: a blocking event, so
@@ -348,6 +365,54 @@ class Predictor:
         # decode in float32: half-precision argmax ties and log() of small values are coarse
         return task.postprocess(heatmaps.float(), (center, scale), input_hw)
 
+    def _make_dual(self, models: dict[str, nn.Module], flip_test: bool) -> nn.Module:
+        """The pose and seg backbones as one (`realtime.models.dual`), or a user error saying why not."""
+        from realtime.models.dual import DualTaskModel, dual_refusal
+
+        if not {"pose", "seg"} <= set(models):
+            raise UserError("dual=True (--dual-backbone) runs the pose and seg backbones as one: it needs both tasks; add "
+                            "pose and seg to the tasks or drop it.")
+        why = dual_refusal(getattr(models["pose"], "backbone", None), getattr(models["seg"], "backbone", None))
+        if why is None and self.sizes["pose"] != self.sizes["seg"]:
+            why = f"pose runs at {self.sizes['pose']} and seg at {self.sizes['seg']}"
+        if why is None and flip_test:
+            why = "the flip test runs pose twice"
+        if why is not None:
+            raise UserError(f"dual=True (--dual-backbone) cannot run these models as one: {why}; drop it.")
+        return DualTaskModel(models["pose"], models["seg"])
+
+    def _dual_fits(self, run, plans) -> bool:
+        """Whether this frame runs pose and seg through the dual backbone: both asked for and one pose crop (the seg
+        image's batch; more people run the models apart)."""
+        if self.dual_model is None or not {"pose", "seg"} <= {t.name for t in run}:
+            return False
+        chunks = plans["pose"][1]
+        return len(chunks) == 1 and chunks[0][2] == 1
+
+    def _dual(self, frame: torch.Tensor, plan, geometry: torch.Tensor, map_hw: tuple[int, int]):
+        """(pose (1, K, 3), seg map) through the dual backbone, as `_persons` and `_whole_image` make them."""
+        pose, seg = self.tasks["pose"], self.tasks["seg"]
+        _, _, bucket, sampling = plan[1][0]
+        if self.cuda_graphs and pose.host_sampling:  # one graph: sampled per crop on the device
+            sampling = None if self.crop_sampling == "official" else self.crop_sampling
+        key = ("dual", bucket, tuple(frame.shape), map_hw)
+        try:
+            return self._run(key, functools.partial(self._dual_work, pose, seg, sampling, map_hw), frame, geometry[:bucket])
+        except torch.cuda.OutOfMemoryError:
+            raise UserError("The GPU ran out of memory running pose and seg as one backbone; drop dual=True "
+                            "(--dual-backbone), lower --input-size, or turn off tasks with --tasks.") from None
+
+    def _dual_work(self, pose, seg, sampling: Optional[str], map_hw: tuple[int, int], frame: torch.Tensor,
+                   rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_person_work` and `_image_work` of pose and seg, their backbones run as one."""
+        input_hw = self.sizes["pose"]
+        center, scale = rows[:, :2], rows[:, 2:]
+        chosen = {"sampling": sampling} if pose.host_sampling else {}
+        x_pose = pose.preprocess(frame, center, scale, input_hw, **chosen).to(self.dtype)
+        x_seg, meta = seg.preprocess(frame, self.sizes["seg"])
+        heatmaps, raw = self.dual_model(x_pose, x_seg.to(self.dtype), map_hw if seg.resized_in_model else None)
+        return pose.postprocess(heatmaps.float(), (center, scale), input_hw), seg.postprocess(raw.float(), meta, map_hw)
+
     def _image_work(self, task, map_hw: tuple[int, int], frame: torch.Tensor) -> torch.Tensor:
         x, meta = task.preprocess(frame, self.sizes[task.name])
         model = self.models[task.name]
@@ -360,7 +425,8 @@ class Predictor:
         `key` (task, shapes), captured by `warm_up` (or on a first use after it, counted late)."""
         if not self.cuda_graphs:
             return work(*inputs)
-        return self._graphs.run(key, key[0], work, *inputs)  # one memory pool per task (its stream)
+        pool = "pose" if key[0] == "dual" else key[0]  # one memory pool per task stream (the dual runs on pose's)
+        return self._graphs.run(key, pool, work, *inputs)
 
     def _shrink_batch(self, tried: int) -> None:
         torch.cuda.empty_cache()
@@ -414,16 +480,17 @@ class Predictor:
             geometry[task].record_stream(stream)
         return torch.cuda.stream(stream)
 
-    def _download(self, outputs: dict[str, torch.Tensor]) -> Launched:
+    def _download(self, outputs: dict[str, torch.Tensor], made_on: Optional[dict[str, str]] = None) -> Launched:
         """Queue each output's copy into its own pinned host buffer on the collect stream (each
         frame in flight owns its buffers; the pinned allocator recycles a buffer only after the
-        copy into it is done), and an event after the copies."""
+        copy into it is done), and an event after the copies. `made_on`: outputs made on another
+        task's stream (the dual backbone's seg, on pose's)."""
         if not self.cuda:
             return Launched(outputs, None)
         collect = self._streams["collect"]
         pinned = {}
         for name, out in outputs.items():
-            collect.wait_stream(self._streams[name])
+            collect.wait_stream(self._streams[(made_on or {}).get(name, name)])
             out.record_stream(collect)
             pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
             with torch.cuda.stream(collect):
