@@ -267,7 +267,7 @@ def frame_counts(task: str, input_hw: tuple[int, int], fp8: str, map_hw: tuple[i
 
     model = build_model(task, arch, device="meta", dtype=torch.bfloat16)
     to_channels_last(model)  # what a CUDA Predictor does
-    set_sdpa_backend(model, sdpa)
+    set_sdpa_backend(model, "default" if sdpa == "triton" else sdpa)  # one fused kernel either way (meta runs no Triton)
     if fp8:  # a scale's value changes no count
         fp8_module.to_float8(model, scope="attention", static_scale=1.0 if fp8 == "static" else None)
     x = torch.zeros(batch, 3, *input_hw, device="meta", dtype=torch.bfloat16)
@@ -300,11 +300,11 @@ class GPU:
 
 
 GPUS = {
-    "h100": GPU("H100 SXM", gemm_bf16=540, gemm_fp8=900, attention={"default": 250, "flash": 250, "cudnn": 380},
+    "h100": GPU("H100 SXM", gemm_bf16=540, gemm_fp8=900, attention={"default": 250, "flash": 250, "cudnn": 380, "triton": 250},
                 conv=350, bandwidth=2.6, gap_us=1.5, graph_gap_us=0.6, host_us=7.0,
                 notes="peaks 989 bf16 / 1979 FP8 TFLOP/s dense, 3.35 TB/s; SDPA 'default' with enable_gqa is "
                       "FlashAttention-2 (~250 at head_dim 64); cuDNN attention ~380 (assumed, gpu_sdpa.py measures)"),
-    "4090": GPU("RTX 4090", gemm_bf16=150, gemm_fp8=290, attention={"default": 120, "flash": 120, "cudnn": 120},
+    "4090": GPU("RTX 4090", gemm_bf16=150, gemm_fp8=290, attention={"default": 120, "flash": 120, "cudnn": 120, "triton": 120},
                 conv=110, bandwidth=0.9, gap_us=2.0, graph_gap_us=0.8, host_us=7.0,
                 notes="peaks 165 bf16 / 330 FP8 TFLOP/s dense with fp32 accumulation, 1.0 TB/s; no faster "
                       "cuDNN attention assumed on Ada"),

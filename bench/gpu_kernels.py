@@ -79,7 +79,7 @@ class Case:
     flop: float = 0.0
     bytes: float = 0.0
     needs_cuda: bool = False  # a kernel only CUDA runs (cuDNN attention, FP8 on the CPU is emulated: still runs)
-    cost_s: float = 0.3  # budget: seconds this case takes on an H100 (compiles counted)
+    cost_s: float = 0.2  # budget: seconds on an H100 (a capture of CALLS calls, REPLAYS + 1 replays; compiles counted)
     extra: dict = field(default_factory=dict)
 
 
@@ -204,16 +204,25 @@ def _flex():
     return torch.compile(flex_attention, dynamic=False) if torch.cuda.is_available() else flex_attention
 
 
+FLEX_SHAPES = ((1, 3081, 16), (1, 3081, 8), (2, 3081, 8))  # (batch, tokens, kv heads): each a compile of its own
+
+
 def attention_cases(shapes: Shapes, device: str) -> list[Case]:
+    """Every backend at every shape; the Triton kernel also at each tile size of its sweep (`BLOCKS`, beside the
+    one `blocks` picks); FlexAttention compiled, at FLEX_SHAPES (the dry run: the smallest shapes)."""
     from realtime.models.sapiens2 import attention
+    from realtime.models.triton_attention import BLOCKS
 
     cases, flex = [], None
     H, hd = shapes.heads, shapes.head_dim
+    flex_at = FLEX_SHAPES if shapes is GPU_SHAPES else ((*shapes.attention[0], H), (*shapes.attention[0], H // 2))
     for batch, tokens in shapes.attention:
         for kv in (H, H // 2):
             flop = 4.0 * batch * H * tokens * tokens * hd
-            for backend in attention_backends():
-                def build(batch=batch, tokens=tokens, kv=kv, backend=backend):
+            variants = [(b, None) for b in attention_backends() if b != "flex" or (batch, tokens, kv) in flex_at]
+            variants += [("triton", config) for config in BLOCKS]
+            for backend, config in variants:
+                def build(batch=batch, tokens=tokens, kv=kv, backend=backend, config=config):
                     nonlocal flex
                     q = _randn(batch, H, tokens, hd, device=device, dtype=shapes.dtype)
                     k = _randn(batch, kv, tokens, hd, device=device, dtype=shapes.dtype, seed=1)
@@ -221,18 +230,26 @@ def attention_cases(shapes: Shapes, device: str) -> list[Case]:
                     if backend == "flex":
                         flex = flex or _flex()
                     kernel = flex if backend == "flex" else None
+                    if backend == "triton":
+                        from realtime.models import triton_attention
+
+                        triton_attention.prepare(q.device)
 
                     def call():
                         if kernel is not None:
                             return kernel(q, k, v, enable_gqa=kv != H)
+                        if config is not None:
+                            return triton_attention.attention(q, k, v, config)
                         return attention(q, k, v, backend, heads=(H, kv))
 
                     want = attention(q.float(), k.float(), v.float(), "math", heads=(H, kv))
                     return call, (call().float() - want).abs().max().item()
 
-                cost = 8.0 if backend == "flex" else 2.0 if backend == "triton" else 0.4  # compiles
-                cases.append(Case("attention", dict(backend=backend, batch=batch, tokens=tokens, heads=H, kv_heads=kv),
-                                  build, flop=flop, needs_cuda=backend == "cudnn", cost_s=cost))
+                cost = 8.0 if backend == "flex" else 1.0 if backend == "triton" else 0.4  # compiles
+                params = dict(backend=backend, batch=batch, tokens=tokens, heads=H, kv_heads=kv)
+                if config is not None:
+                    params["tile"] = "x".join(map(str, config))  # rows x keys x warps x stages
+                cases.append(Case("attention", params, build, flop=flop, needs_cuda=backend == "cudnn", cost_s=cost))
     return cases
 
 

@@ -13,7 +13,7 @@ from bench import gpu_kernels, gpu_record
 def _args(*argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip", nargs="+", default=[])
-    parser.add_argument("--modes", nargs="+", default=list(check.MODES))
+    parser.add_argument("--modes", nargs="+", default=check.PLANNED_MODES)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--people", type=int, default=1)
     args = parser.parse_args(argv)
@@ -27,7 +27,7 @@ def test_the_dry_run_writes_a_record_of_every_part(tmp_path, capsys):
     (path, record), = gpu_record.records(tmp_path)
     assert record["dry_run"] is True and "dry run" in record["device"] and record["input_size"] == "64x48"
     got = {(row["mode"], row.get("people", 1), row["seg_every"]) for row in record["results"]}
-    want = {(mode, 1, every) for mode in check.MODES for every in (1, 2)} | {("default", 3, 1), ("default", 3, 2)}
+    want = {(mode, 1, every) for mode in check.PLANNED_MODES for every in (1, 2)} | {("default", 3, 1), ("default", 3, 2)}
     assert got == want
     for row in record["results"]:
         assert row["fps"] > 0 and row["warmup_s"] >= 0 and row["config"]["max_batch"] >= 1
@@ -43,7 +43,7 @@ def test_the_dry_run_writes_a_record_of_every_part(tmp_path, capsys):
     assert all(row["error_vs_reference"] < 1e-4 for row in benches["attention"] if "us" in row)  # fp32 on the CPU
     assert any(row.get("error") == "needs CUDA" for row in benches["attention"] if row["backend"] == "cudnn")
     modes = {row["mode"] for row in benches["profile"]}
-    assert modes == {m for m, spec in check.MODES.items() if spec.profile}
+    assert modes == {m for m in check.PLANNED_MODES if check.MODES[m].profile}
     assert any(row["kind"] == "gemm" and row.get("us", 0) > 0 for row in benches["profile"])
 
 
@@ -53,11 +53,11 @@ def test_the_lent_gpus_call_fits_its_time():
     lent = check.plan(_args("--skip", "tests"))
     names = [name for name, _ in lent]
     assert names[0] == "start" and "kernels" in names and "detector" in names
-    assert {f"fps {mode}" for mode in check.MODES} <= set(names)
+    assert {f"fps {mode}" for mode in check.PLANNED_MODES} <= set(names)
     assert sum(s for _, s in lent) <= check.PLANNED_S
     assert sum(s for _, s in check.plan(_args())) > check.PLANNED_S  # the GPU tests take 5-6 minutes more
     assert dict(check.plan(_args("--skip", "tests", "--no-compile"))).keys() == {
-        "start", "kernels", "detector", *(f"fps {m}" for m, spec in check.MODES.items() if not spec.compiled)}
+        "start", "kernels", "detector", *(f"fps {m}" for m in check.PLANNED_MODES if not check.MODES[m].compiled)}
 
 
 def test_parts_can_be_left_out_and_an_unwritable_folder_is_said_once(tmp_path, capsys):

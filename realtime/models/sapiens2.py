@@ -266,10 +266,11 @@ class GroupedQueryAttention(nn.Module):
 
 # Explicit attention kernels (`--sdpa`): PyTorch's default picks one by its own rules, and with
 # `enable_gqa` (the GQA layers) that is FlashAttention-2 on a Hopper GPU. cuDNN's fused attention
-# is faster there (bench/gpu_sdpa.py measures each), but takes equal q and kv head counts, so
-# the KV heads are expanded first (repeat_interleave: a copy of K and V, counted by
-# bench/gpu_estimate.py).
-SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient", "math")
+# takes equal q and kv head counts, so the KV heads are expanded first (repeat_interleave: a copy
+# of K and V, counted by bench/gpu_estimate.py). "triton" is the project's own kernel for these
+# shapes (realtime/models/triton_attention.py; CUDA, needs the triton package). bench/gpu_kernels.py
+# times each inside CUDA graphs.
+SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient", "math", "triton")
 _EQUAL_HEADS = ("cudnn", "efficient")  # kernels that take no enable_gqa: K/V heads are expanded
 
 
@@ -289,6 +290,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = 
     H, KV = heads if heads is not None else (q.shape[1], k.shape[1])
     if backend == "default":
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
+    if backend == "triton":
+        from realtime.models import triton_attention
+
+        return triton_attention.attention(q, k, v)
     from torch.nn.attention import sdpa_kernel
 
     if KV != H and backend in _EQUAL_HEADS:
@@ -301,10 +306,19 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = 
 def set_sdpa_backend(model: nn.Module, backend: str) -> int:
     """Run every attention layer of `model` with the SDPA kernel `backend` (SDPA_BACKENDS);
     returns how many layers. A kernel the device cannot run fails at the first forward, with
-    PyTorch's reason (the Predictor's warm-up, before any output exists)."""
+    PyTorch's reason (the Predictor's warm-up, before any output exists); "triton" is checked here
+    (the package installed, a CUDA device), a user error in one sentence when it cannot run."""
     if backend not in SDPA_BACKENDS:
         raise ValueError(f"SDPA backend must be one of {SDPA_BACKENDS}, got {backend!r}")
     layers = [m for m in model.modules() if isinstance(m, GroupedQueryAttention)]
+    if backend == "triton" and layers:
+        from realtime.errors import UserError
+        from realtime.models import triton_attention
+
+        try:
+            triton_attention.prepare(next(model.parameters()).device)
+        except (RuntimeError, ValueError) as error:  # no triton package, or not a CUDA device
+            raise UserError(str(error)) from None
     for layer in layers:
         layer.sdpa = backend
     return len(layers)
