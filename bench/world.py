@@ -51,7 +51,7 @@ stages' foot contacts against the truth (`Person.contacts`: the world stage's on
 ground stage's; precision and recall over the frames that have them), and each stage's cost per frame.
 `--hold camera`: the ground stage is not shown the egomotion stage's camera (as before round 5, when it
 ran before the egomotion), so its lifter holds planted feet in the camera frame.
-`--no-background-scale`: the ground stage is not shown the egomotion's `Camera.pointmap_scale` (as before
+`--no-background-scale`: the ground stage is not shown the egomotion's `Odometry.pointmap_scale` (as before
 round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
 Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks|turning|unseen]
      [--pipeline [--hold world|camera] [--no-background-scale]]

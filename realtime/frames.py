@@ -10,9 +10,9 @@ own fields; nobody mutates another stage's fields:
     infer    people (keypoints, keypoint_scores, keypoints3d), dense
     smooth   people (track_id, keypoints_smoothed, predicted)
     face     people (face, lips_open, head_rotation)
-    egomotion camera (in the odometry frame, for the ground and world stages)
+    egomotion odometry (the camera's pose in the odometry frame, for the ground and world stages)
     ground   people (contacts; keypoints3d refined: scale-steadied, lifted between depth frames), floor_up
-    world    camera (again, in the world); people (height; contacts again, in the world, while `camera.world`)
+    world    camera (the camera in the world); people (height; contacts again, in the world, while `camera.world`)
     motion   people (keypoints3d_smoothed, bones)
     live     (nothing: sends datagrams; the avatar gets the frame here)
     render   overlay
@@ -162,11 +162,8 @@ CAMERA_STATUS = ("waiting", "static", "tracking", "lost")
 
 @dataclass(frozen=True)
 class Camera:
-    """The camera of one frame in the world (the world stage, `realtime.stages.world`).
-
-    Between the egomotion stage (`realtime.stages.egomotion`) and the world stage it is the egomotion
-    stage's: the pose in the odometry frame (the first pointmap frame's camera), not rounded,
-    `grounded` False and `world` True once the camera moves; the world stage replaces it.
+    """The camera of one frame in the world (the world stage, `realtime.stages.world`; the egomotion
+    stage's pose before the world is fixed is `Odometry`).
 
     The world: metres, y up (the floor's normal), origin on the floor under the first tracked
     person's start, z along the floor towards the first camera (the rig axes of `Bones`); with a
@@ -220,6 +217,36 @@ class Camera:
                        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
         out[:3, 3] = self.position
         return out
+
+
+@dataclass(frozen=True)
+class Odometry:
+    """The camera of one frame in the odometry frame (the egomotion stage, `realtime.stages.egomotion`), for
+    the ground stage (a planted foot held still while the camera moves) and the world stage (which anchors it
+    in the world and hands on `Camera`). Not rounded, not written to the tracks file.
+
+    The odometry frame is the first pointmap frame's camera (x right, y down, z forward, metres).
+
+    odometry_from_camera: (4, 4) float64 the camera's pose in the odometry frame.
+    intrinsics:     (4,) float64 fx, fy, cx, cy in pixels of the original image, or None before the first pointmap.
+    status:         as `Camera.status`.
+    moving:         True when the camera moves: seen to move (`--camera auto`) or said to (`--camera moving`).
+    pointmap_scale: as `Camera.pointmap_scale` (measured here, handed on by the world stage).
+    """
+
+    odometry_from_camera: np.ndarray
+    intrinsics: Optional[np.ndarray] = None
+    status: str = "static"
+    moving: bool = False
+    pointmap_scale: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        if np.shape(self.odometry_from_camera) != (4, 4):
+            raise ValueError(f"Odometry.odometry_from_camera must be (4, 4), got {np.shape(self.odometry_from_camera)}")
+        if self.intrinsics is not None and np.shape(self.intrinsics) != (4,):
+            raise ValueError(f"Odometry.intrinsics must be (4,) fx, fy, cx, cy, got {np.shape(self.intrinsics)}")
+        if self.status not in CAMERA_STATUS:
+            raise ValueError(f"Odometry.status must be one of {CAMERA_STATUS}, got {self.status!r}")
 
 
 def _quaternion(m: np.ndarray) -> np.ndarray:
@@ -319,6 +346,7 @@ class Frame:
     boxes_from:     where the boxes came from: "detector", "pose", "seg" or "frame" (the
                     whole frame, also when the detector found nobody).
     dense:          whole-image task outputs by field (`DenseMaps`), if any such task ran.
+    odometry:       the camera in the odometry frame (`Odometry`, the egomotion stage); None without one.
     camera:         the camera in the world (`Camera`, the world stage); None without one.
     floor_up:       (3,) float64 the floor's up (its unit normal) in this frame's camera (x right, y down,
                     z forward), measured by the ground stage from the pointmap's background
@@ -337,6 +365,7 @@ class Frame:
     people: tuple[Person, ...] = ()
     boxes_from: Optional[str] = None
     dense: Optional[DenseMaps] = None
+    odometry: Optional[Odometry] = None
     camera: Optional[Camera] = None
     floor_up: Optional[np.ndarray] = None
     overlay: Optional[np.ndarray] = None

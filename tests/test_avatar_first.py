@@ -98,7 +98,7 @@ def test_a_run_and_a_stream_of_its_tracks_send_the_same_bytes(tmp_path, clip, mo
     assert len(live) >= 2 * FRAMES  # 21 bones (+ face): at least two datagrams per frame
 
     records = [record for _, record in TrackRecords(tracks)]
-    assert records[0]["version"] == 4 and len(records[0]["bone_names"]) == 21
+    assert records[0]["version"] == 5 and len(records[0]["bone_names"]) == 21
     people = [p for r in records[1:] for p in r["people"] if p.get("id") is not None]
     assert people and all(len(p["bones"]["rot"]) == 21 for p in people)  # the solved bones are recorded
     assert any(not all(p["bones"]["held"]) for p in people)  # ... and some were measured, not only held

@@ -26,7 +26,7 @@ def test_file_follows_schema_v2(tmp_path):
     lines = path.read_text().splitlines()
     assert len(lines) == 1 + NUM_FRAMES  # header + one line per frame, also the empty frame 2
     header = json.loads(lines[0])
-    assert header["type"] == "header" and header["version"] == 4
+    assert header["type"] == "header" and header["version"] == 5
     assert header["keypoint_names"] == NAMES and header["image_size"] == list(IMAGE_SIZE) and header["fps"] == FPS
     assert header["source"] == "synthetic.mp4" and header["model"] == {"pose": "synthetic"}
     assert header["software"]["name"] == "sapiens-realtime"
@@ -155,7 +155,7 @@ def test_reader_skips_cut_off_last_line_and_unknown_fields(tmp_path):
     [
         (lambda lines: lines[:2] + ["{not json"] + lines[2:], "line 3 is not valid JSON"),
         (lambda lines: lines[1:], "does not start with a tracks header"),
-        (lambda lines: [lines[0].replace('"version":4', '"version":5')] + lines[1:], "schema version 5"),
+        (lambda lines: [lines[0].replace('"version":5', '"version":6')] + lines[1:], "schema version 6"),
     ],
 )
 def test_reader_rejects_damaged_files_with_one_sentence(tmp_path, damage, message):
@@ -201,14 +201,14 @@ def test_killed_writer_leaves_one_line_per_written_frame(tmp_path):
     np.testing.assert_allclose(tracks.people[7].keypoints[0], expected_xy(7, 0.0), atol=0.006)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_version_file_still_reads(tmp_path, version):
     """Files from before lips and bones (schema version 1), before floor_up (2) and before the camera's
-    pointmap_scale (3) read as they always did."""
+    pointmap_scale (3), and version 4 (a camera that could have been the egomotion's) read as they always did."""
     path = write_synthetic(tmp_path / "t.jsonl")
     lines = path.read_text().splitlines()
     old = tmp_path / "old.jsonl"
-    old.write_text("\n".join([lines[0].replace('"version":4', f'"version":{version}'), *lines[1:]]) + "\n")
+    old.write_text("\n".join([lines[0].replace('"version":5', f'"version":{version}'), *lines[1:]]) + "\n")
     new, before = read_tracks(path), read_tracks(old)
     assert before.header["version"] == version and before.floor_up is None
     assert sorted(before.people) == sorted(new.people)

@@ -39,7 +39,7 @@ def test_cli_end_to_end_frames_timestamps_and_audio(tmp_path, fixtures_dir):
     assert len(got) == len(times) and has_audio
     assert np.allclose(got_times, times, atol=1e-3)
     header, rows = _read_jsonl(tracks)
-    assert header["version"] == 4 and len(header["keypoint_names"]) == 308 and header["image_size"] == [160, 120]
+    assert header["version"] == 5 and len(header["keypoint_names"]) == 308 and header["image_size"] == [160, 120]
     assert [r["frame"] for r in rows] == list(range(len(times)))
     assert np.allclose([r["t"] for r in rows], times, atol=1e-3)
     assert all(len(r["people"]) == 1 and len(r["people"][0]["kpts"]) == 308 for r in rows)

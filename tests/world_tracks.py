@@ -45,8 +45,8 @@ def scene_frames(path: str, frames: int, seed: int = 0, motions=None):
 def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True,
               hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None):
     """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only).
-    background_scale False: the ground stage not shown the egomotion's `Camera.pointmap_scale`; hold 'camera':
-    not shown the egomotion's camera at all (its lifter holds planted feet in the camera frame); `motions`: the
+    background_scale False: the ground stage not shown the egomotion's `Odometry.pointmap_scale`; hold 'camera':
+    not shown the egomotion's odometry at all (its lifter holds planted feet in the camera frame); `motions`: the
     performers (`scene_frames`); `cost`: filled with each stage's seconds per frame, by stage name."""
     stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES)]
               + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
@@ -55,9 +55,9 @@ def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, 
         for stage in stages:
             start = time.perf_counter()
             if stage.name == "ground" and hold == "camera":
-                frame = stage.process(frame.replace(camera=None)).replace(camera=frame.camera)
-            elif stage.name == "ground" and not background_scale and frame.camera is not None:
-                frame = stage.process(frame.replace(camera=dataclasses.replace(frame.camera, pointmap_scale=None)))
+                frame = stage.process(frame.replace(odometry=None)).replace(odometry=frame.odometry)
+            elif stage.name == "ground" and not background_scale and frame.odometry is not None:
+                frame = stage.process(frame.replace(odometry=dataclasses.replace(frame.odometry, pointmap_scale=None)))
             else:
                 frame = stage.process(frame)
             if cost is not None:

@@ -1,9 +1,9 @@
 """The tracks JSONL file: its schema and the reader every exporter uses (the live
 writer is `realtime.sinks.tracks.TrackWriter`).
 
-Schema version 4, one JSON object per line:
+Schema version 5, one JSON object per line:
 
-    {"type": "header", "version": 4, "keypoint_names": [...K], "image_size": [W, H],
+    {"type": "header", "version": 5, "keypoint_names": [...K], "image_size": [W, H],
      "fps": float, "source": str, "model": {...}, "software": {...},
      "bone_names": [...B]  (when the run solved bones: pose + depth)}
     {"type": "frame", "frame": int, "t": seconds, "people": [
@@ -57,8 +57,9 @@ from realtime.frames import CAMERA_STATUS
 log = logging.getLogger(__name__)
 
 # 2: lips, bones and bone_names, camera and height; 3: floor_up (Frame.floor_up); 4: the camera's pointmap_scale
-# (Camera.pointmap_scale). Versions 1-3 still read.
-SCHEMA_VERSION = 4
+# (Camera.pointmap_scale); 5: "camera" is only ever the world stage's pose (the egomotion stage's odometry pose is
+# Frame.odometry, never written). Versions 1-4 still read.
+SCHEMA_VERSION = 5
 # Decimals written: pixels, scores, metres. 0.01 px and 0.1 mm are far below the models' error.
 PX_DECIMALS, SCORE_DECIMALS, METRE_DECIMALS = 2, 3, 4
 INT64 = (-(2 ** 63), 2 ** 63 - 1)  # track ids and frame numbers must fit the int64 arrays of NPZ and C3D

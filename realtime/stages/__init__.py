@@ -5,10 +5,10 @@ and `close()`; the pipeline (`realtime.pipeline`) owns the threads.
 
 `detect` person boxes; `infer`/`collect` launch a frame on the device and wait for it;
 `smooth` identities and the live 2D filter; `face` expressions and head rotation; `egomotion` the
-camera's pose in the odometry frame (`Frame.camera`, `--camera`); `ground` 3D keypoints at pose rate
+camera's pose in the odometry frame (`Frame.odometry`, `--camera`); `ground` 3D keypoints at pose rate
 and foot contacts (planted feet held in the world when the camera moves), and the floor's up from the
-pointmap's background (`Frame.floor_up`); `world` the camera's pose in a world frame (`Frame.camera`
-again; its up `Frame.floor_up` when measured), heights, and world contacts once the camera moves;
+pointmap's background (`Frame.floor_up`); `world` the camera's pose in a world frame (`Frame.camera`;
+its up `Frame.floor_up` when measured), heights, and world contacts once the camera moves;
 `motion` the live 3D filter, foot locking and the skeleton solve (`Person.bones`); `live` the
 avatar's senders (VMC, OSC), before anything is drawn or written; `render` the picture; `write`
 the sinks (tracks, video, viewer, progress).

@@ -1,4 +1,4 @@
-"""The egomotion stage: the camera's pose every frame in the odometry frame (`Frame.camera`), for
+"""The egomotion stage: the camera's pose every frame in the odometry frame (`Frame.odometry`), for
 the ground stage's lifter (a planted foot held in the world) and the world stage (which anchors that
 pose in the world).
 
@@ -12,13 +12,12 @@ else the person boxes filled) and the pointmap on the frames it was computed on.
 - `auto` (default): egomotion; the camera moves once its pose is more than MOVED_M or MOVED_DEG
   from where it started.
 
-What it hands on (`realtime.frames.Camera`): position and rotation = odometry_from_camera (the first
-pointmap frame's camera; not the world yet, so `grounded` is False), the intrinsics in pixels of the
-original image, the tracker's status, `world` = the camera moves (as above): the frames on which
-the ground stage holds feet in the world and the world stage may put the people in it, and on a frame
-with its own pointmap that pointmap's scale against the odometry's metres (measured on the background
-corners at re-anchoring), by which the ground stage divides a moving camera's people's 3D. The world
-stage replaces this camera with its pose in the world.
+What it hands on (`realtime.frames.Odometry`): odometry_from_camera (the first pointmap frame's camera;
+not the world yet), the intrinsics in pixels of the original image, the tracker's status, `moving` = the
+camera moves (as above): the frames on which the ground stage holds feet in the world and the world stage
+may put the people in it, and on a frame with its own pointmap that pointmap's scale against the odometry's
+metres (measured on the background corners at re-anchoring), by which the ground stage divides a moving
+camera's people's 3D. The world stage anchors this pose in the world (`Frame.camera`).
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ from typing import Optional
 
 import cv2
 import numpy as np
-from scipy.spatial.transform import Rotation
 
-from realtime.frames import Camera, Frame
+from realtime.frames import Frame, Odometry
 from realtime.rig.egomotion import CameraTracker, intrinsics_from_pointmap
 
 CAMERA_MODES = ("static", "moving", "auto")
@@ -90,10 +88,7 @@ class EgomotionStage:
         if self.mode == "auto" and not self.moved and status == "tracking":
             self.moved = _moved(odometry_from_camera)
         # Not rounded: the world stage rounds the pose it hands on (the tracks file's numbers).
-        rotation = Rotation.from_matrix(odometry_from_camera[:3, :3]).as_quat()
-        camera = Camera(odometry_from_camera[:3, 3].copy(), rotation, intrinsics, status, self.moved, grounded=False,
-                        pointmap_scale=scale)
-        return frame.replace(camera=camera)
+        return frame.replace(odometry=Odometry(np.array(odometry_from_camera, np.float64), intrinsics, status, self.moved, scale))
 
     def _track(self, frame: Frame, pointmap: Optional[np.ndarray]
                ) -> tuple[np.ndarray, str, Optional[np.ndarray], Optional[float]]:

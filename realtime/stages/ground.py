@@ -22,12 +22,12 @@ class GroundStage:
 
     `Person.keypoints3d`: on depth frames the pointmap's, divided by the frame's scale (first the background's:
     with a still camera against the floor's distance, `FloorDistanceScale`, with a moving one the egomotion
-    stage's `Camera.pointmap_scale`; then against the person's own bone lengths, `realtime.rig.scale`), each on
+    stage's `Odometry.pointmap_scale`; then against the person's own bone lengths, `realtime.rig.scale`), each on
     its keypoint's ray; between depth frames lifted from the 2D
     keypoints (`Lifter`), so the tracks file and the live sinks get 3D at pose rate; a foot the
     contact detector had planted on the last frame (or that stands still in the image) is held along
     the line of sight. Left None before the person's first depth frame. Once the egomotion stage (run
-    before this one) says the camera moves (`Frame.camera.world`), that hold is in the world: the
+    before this one) says the camera moves (`Frame.odometry.moving`), that hold is in the world: the
     lifter gets the camera's motion since the person's last frame, so a dolly's motion along the line
     of sight does not carry a planted foot with it.
     `Person.contacts`: `ContactDetector` on those points against the camera's floor, one for
@@ -104,18 +104,18 @@ class GroundStage:
         it has a pointmap of its own and people with 3D, or None: the feet's tilt; the frame's scale, by which
         its people's measured 3D are divided: with a still camera from the distance of the floor found in this
         frame's background, `FloorDistanceScale`; with a moving one the egomotion stage's
-        `Camera.pointmap_scale` (its background corners' depths against its map, so the people share the
+        `Odometry.pointmap_scale` (its background corners' depths against its map, so the people share the
         camera path's metres); else 1)."""
         frame_scale = 1.0
-        camera = frame.camera  # the egomotion stage's: odometry_from_camera
-        still = camera is None or not camera.world
+        odometry = frame.odometry  # the egomotion stage's
+        still = odometry is None or not odometry.moving
         if not still:  # a moving camera's distance to the floor changes: start again once it is still
             self._floor_scale.reset()
-            if camera.pointmap_scale is not None and self.stabilise_scale:  # measured on the background corners
-                frame_scale = camera.pointmap_scale
+            if odometry.pointmap_scale is not None and self.stabilise_scale:  # measured on the background corners
+                frame_scale = odometry.pointmap_scale
         if self.scene is None:
             return None, frame_scale
-        rotation = None if camera is None else camera.world_from_camera[:3, :3]
+        rotation = None if odometry is None else odometry.odometry_from_camera[:3, :3]
         pointmap = fresh_map(frame, "pointmap")
         measured = [np.asarray(p.keypoints3d, np.float64) for p in frame.people if p.keypoints3d is not None]
         cues = body_cues(measured, self.floors.feet, self._hips, self._neck) if pointmap is not None and measured else None
@@ -123,20 +123,20 @@ class GroundStage:
             found = self.scene.add(pointmap, person_mask(frame, grid_shape(pointmap.shape)), *cues, rotation)
             if found is not None and still and self.stabilise_scale:
                 frame_scale = self._floor_scale.update(abs(float(found.normal @ found.point)))
-        return self.scene.normal(rotation, moving=camera is not None and camera.world), frame_scale
+        return self.scene.normal(rotation, moving=not still), frame_scale
 
     def _camera_motion(self, frame: Frame, track: int) -> Optional[np.ndarray]:
         """(4, 4) this frame's camera from the one of the person's last frame, while the egomotion stage
         says the camera moves; None (the hold in the camera frame, as without egomotion) otherwise: a
         camera not seen to move leaves the points exactly as they were."""
-        camera = frame.camera
-        if camera is None:
+        odometry = frame.odometry
+        if odometry is None:
             self._poses.pop(track, None)
             return None
-        pose = camera.world_from_camera  # odometry_from_camera: the world stage has not run yet
+        pose = odometry.odometry_from_camera
         last = self._poses.get(track)
         self._poses[track] = pose
-        if not camera.world or last is None:
+        if not odometry.moving or last is None:
             return None
         return np.linalg.inv(pose) @ last
 

@@ -13,7 +13,7 @@ from the pointmap's background) when it has one, else the feet's fit. `--camera`
   constant); people stay camera-relative (`Camera.world` False), as without this stage.
 - `moving`: egomotion, and people in the world as soon as the floor is known.
 - `auto` (default): egomotion; people in the world once the camera is seen to move (the egomotion
-  stage's `Camera.world`: its pose more than `MOVED_M` or `MOVED_DEG` from where it started) and the
+  stage's `Odometry.moving`: its pose more than `MOVED_M` or `MOVED_DEG` from where it started) and the
   floor is known; until then as `static`.
 """
 
@@ -53,11 +53,12 @@ class WorldStage:
         self._people: dict[int, tuple[Optional[ContactDetector], HeightEstimator, float]] = {}
 
     def process(self, frame: Frame) -> Frame:
-        if frame.camera is None:
-            raise ValueError("the world stage needs the egomotion stage before it (Frame.camera is None)")
+        odometry = frame.odometry
+        if odometry is None:
+            raise ValueError("the world stage needs the egomotion stage before it (Frame.odometry is None)")
         depth_frame = fresh_map(frame, "pointmap") is not None
-        odometry_from_camera = frame.camera.world_from_camera  # the egomotion stage's: in the odometry frame
-        self.moved = self.moved or frame.camera.world
+        odometry_from_camera = odometry.odometry_from_camera
+        self.moved = self.moved or odometry.moving
         for person in frame.people:  # the world from the people's feet and first place
             if depth_frame and person.track_id is not None and person.keypoints3d is not None:
                 self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up)
@@ -70,8 +71,8 @@ class WorldStage:
         people = tuple(self._person(frame, p, world_from_camera, world.grounded, in_world, depth_frame) for p in frame.people)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]
-        camera = rounded_camera(world_from_camera, frame.camera.intrinsics, frame.camera.status, in_world, world.grounded,
-                                frame.camera.pointmap_scale)
+        camera = rounded_camera(world_from_camera, odometry.intrinsics, odometry.status, in_world, world.grounded,
+                                odometry.pointmap_scale)
         return frame.replace(people=people, camera=camera)
 
     def _person(self, frame: Frame, person: Person, world_from_camera: np.ndarray, grounded: bool, in_world: bool,
