@@ -86,6 +86,7 @@ MODES = {
     "--no-cuda-graphs": Mode({"cuda_graphs": False}),
     "--sdpa triton": Mode({"sdpa": "triton"}),
     "--dual-backbone": Mode({"dual": True}),
+    "--fuse": Mode({"fuse": True}),
     # the dual graph (both backbones: about twice one) and pose and seg alone (from the cache --compile left)
     "--compile --dual-backbone": Mode({"compile": True, "dual": True}, compiled=True, profile=True, compile_s=2 * 36 + 2 * 8,
                                       planned=False),
@@ -156,7 +157,8 @@ def estimate_gpu(name: str):
 
 def run_predictor_options(mode: str) -> dict:
     """The Predictor options `sapiens-rt run` passes on CUDA with `mode`'s flags (CUDA graphs on by default)."""
-    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, "dual": False, **MODES[mode].options}
+    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, "dual": False, "fuse": False,
+            **MODES[mode].options}
 
 
 def estimate_for(mode: str, gpu, seg_every: int = 1, input_hw: tuple[int, int] = (1024, 768), people: int = 1):
@@ -277,7 +279,7 @@ def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], Non
 
     options = run_predictor_options(mode)
     if setting.dry:  # the CPU: no graphs, no cuDNN; compiling is proven elsewhere (inductor on two cores takes minutes)
-        options = {**options, "compile": False, "fp8": False, "sdpa": "default"}
+        options = {**options, "compile": False, "fp8": False, "sdpa": "default", "fuse": False}
     models = {task: build_model(task, setting.arch, device=setting.device, dtype=setting.dtype) for task in ("pose", "seg")}
     buckets = buckets_for(mode, people)
     predictor = Predictor(models, device=setting.device, dtype=setting.dtype, input_hw=setting.input_hw,

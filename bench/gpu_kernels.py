@@ -254,37 +254,64 @@ def attention_cases(shapes: Shapes, device: str) -> list[Case]:
 
 
 def fused_cases(shapes: Shapes, device: str) -> list[Case]:
-    """The memory-bound passes around the GEMMs: SiLU times the gate, and the residual add with the next RMSNorm,
-    eager (as `--no-compile` runs them) and compiled (what inductor makes of them)."""
+    """The memory-bound passes around the GEMMs, each eager (as `--no-compile` runs them), compiled (what inductor
+    makes of them) and as the Triton kernel of `--fuse` (realtime/models/triton_fused.py): w12's GEMM with SiLU
+    times the gate (the kernel: in the GEMM's epilogue, at each tile size of its sweep), and the residual add with
+    the next RMSNorm."""
+    from realtime.models import triton_fused
+
     cases = []
+    size = torch.tensor([], dtype=shapes.dtype).element_size()
+    E, hidden = shapes.embed, shapes.hidden
     for m in shapes.rows[1:]:
-        for compiled in (False, True):
-            def swiglu(m=m, compiled=compiled):
-                ab = _randn(m, 2 * shapes.hidden, device=device, dtype=shapes.dtype)
+        ways = [("eager", None), ("compiled", None), ("triton", None)] + [("triton", c) for c in triton_fused.SWIGLU_BLOCKS]
+        for way, config in ways:
+            def swiglu(m=m, way=way, config=config):
+                x = _randn(m, E, device=device, dtype=shapes.dtype)
+                w = _randn(2 * hidden, E, device=device, dtype=shapes.dtype, seed=1) / math.sqrt(E)
+                b = _randn(2 * hidden, device=device, dtype=shapes.dtype, seed=2)
 
                 def eager():
-                    a, b = ab.chunk(2, dim=-1)
-                    return F.silu(a) * b
+                    a, gate = F.linear(x, w, b).chunk(2, dim=-1)
+                    return F.silu(a) * gate
 
-                return (_maybe_compiled(eager, compiled)), None
+                if way == "triton":
+                    from realtime.models.triton_attention import check_device
 
-            def add_norm(m=m, compiled=compiled):
-                x = _randn(m, shapes.embed, device=device, dtype=shapes.dtype)
-                r = _randn(m, shapes.embed, device=device, dtype=shapes.dtype, seed=1)
-                w = _randn(shapes.embed, device=device, dtype=shapes.dtype, seed=2)
+                    check_device(x.device)
+                    call = (lambda: triton_fused.swiglu_linear(x, w, b, config))  # noqa: E731
+                else:
+                    call = _maybe_compiled(eager, way == "compiled")
+                want = eager().float()
+                return call, ((call().float() - want).norm() / want.norm()).item()
+
+            params = dict(op="w12 GEMM + silu(a) * b", m=m, k=E, n=hidden, way=way)
+            if config is not None:
+                params["tile"] = "x".join(map(str, config))
+            cases.append(Case("fused", params, swiglu, flop=2.0 * m * E * 2 * hidden,
+                              cost_s=4.0 if way == "compiled" else 1.5 if way == "triton" else 0.2))
+        for way in ("eager", "compiled", "triton"):
+            def add_norm(m=m, way=way):
+                x = _randn(m, E, device=device, dtype=shapes.dtype)
+                r = _randn(m, E, device=device, dtype=shapes.dtype, seed=1)
+                w = _randn(E, device=device, dtype=shapes.dtype, seed=2)
 
                 def eager():
                     s = x + r
-                    return s, F.rms_norm(s, (shapes.embed,), w, 1e-6)
+                    return s, F.rms_norm(s, (E,), w, 1e-6)
 
-                return (_maybe_compiled(eager, compiled)), None
+                if way == "triton":
+                    from realtime.models.triton_attention import check_device
 
-            way = "compiled" if compiled else "eager"
-            size = torch.tensor([], dtype=shapes.dtype).element_size()
-            cases.append(Case("fused", dict(op="silu(a) * b", m=m, n=shapes.hidden, way=way), swiglu,
-                              bytes=3.0 * m * shapes.hidden * size, cost_s=4.0 if compiled else 0.3))
-            cases.append(Case("fused", dict(op="x + r, rms_norm(x + r)", m=m, n=shapes.embed, way=way), add_norm,
-                              bytes=4.0 * m * shapes.embed * size, cost_s=4.0 if compiled else 0.3))
+                    check_device(x.device)
+                    call = (lambda: triton_fused.add_rms_norm(x, r, w))  # noqa: E731
+                else:
+                    call = _maybe_compiled(eager, way == "compiled")
+                want = eager()[1].float()
+                return call, ((call()[1].float() - want).norm() / want.norm()).item()
+
+            cases.append(Case("fused", dict(op="x + r, rms_norm(x + r)", m=m, n=E, way=way), add_norm,
+                              bytes=4.0 * m * E * size, cost_s=4.0 if way == "compiled" else 1.0 if way == "triton" else 0.2))
     return cases
 
 

@@ -222,6 +222,9 @@ def _add_model_options(p) -> None:
     m.add_argument("--dual-backbone", action="store_true",
                    help="run the pose and seg backbones as one when both run on a frame with one person (batched GEMMs, one "
                         "attention call; GPU, not yet measured: see docs/gpu-performance.md)")
+    m.add_argument("--fuse", action="store_true",
+                   help="the backbones' SwiGLU product in its GEMM's epilogue and each residual add with the next norm as one "
+                        "pass (Triton kernels; GPU, not yet measured: see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="replay one CUDA graph per task and person count, and one for the detector, all captured in "
                         "the warm-up (default: on when the run is on CUDA; --no-cuda-graphs runs eagerly; see "
@@ -294,7 +297,7 @@ def _model_options(args):
     return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
                         device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
                         dense_auto=dense_auto, seg_every=seg_every, seg_auto=seg_auto, flip_test=args.flip_test,
-                        compile=args.compile, dual_backbone=args.dual_backbone,
+                        compile=args.compile, dual_backbone=args.dual_backbone, fuse=args.fuse,
                         fp8=args.fp8, sdpa=args.sdpa, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
 
 

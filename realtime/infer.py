@@ -25,7 +25,7 @@ from realtime.errors import UserError
 from realtime.models import heads
 from realtime.models.archs import INPUT_HW
 from realtime.models.cuda_graph import GraphCache
-from realtime.models.sapiens2 import set_sdpa_backend
+from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,8 @@ class Predictor:
                  (`realtime.models.dual`: stacked weights as batched GEMMs, one attention call of batch 2,
                  each model's own norms and heads), on pose's stream; other frames run the models apart.
                  Needs pose and seg of one size at one input size; off by default until measured on a GPU.
+    fuse:        the backbones' SwiGLU product in w12's GEMM epilogue and each residual add with the next
+                 RMSNorm as one pass (`realtime.models.triton_fused`, CUDA); off by default until measured.
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -167,7 +169,8 @@ class Predictor:
                  input_hw: Optional[tuple[int, int]] = None, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False, dual: bool = False):
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False, dual: bool = False,
+                 fuse: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -188,6 +191,8 @@ class Predictor:
                 heads.to_channels_last(model)
         for model in models.values():
             set_sdpa_backend(model, sdpa)
+            if fuse:
+                set_fused_kernels(model)
         if fp8:
             from realtime.models import fp8 as float8
 

@@ -51,6 +51,7 @@ class ModelOptions:
     fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
     sdpa: str = "default"  # the backbones' attention kernel (realtime.models.sapiens2.SDPA_BACKENDS; bench/gpu_sdpa.py)
     dual_backbone: bool = False  # pose and seg backbones as one on frames with both (realtime.models.dual)
+    fuse: bool = False  # SwiGLU in its GEMM's epilogue, residual add + RMSNorm in one pass (realtime.models.triton_fused)
     # replay a CUDA graph per (task, person bucket) and for the detector; None: on when the run is on CUDA
     cuda_graphs: Optional[bool] = None
     crop_sampling: str = "official"  # person-crop interpolation, realtime.transforms.CROP_SAMPLING

@@ -284,7 +284,7 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
                           flip_test=options.flip_test,
                           compile=options.compile, cuda_graphs=cuda_graphs_for(options, device),
                           crop_sampling=options.crop_sampling,
-                          fp8=options.fp8, sdpa=options.sdpa, dual=options.dual_backbone)
+                          fp8=options.fp8, sdpa=options.sdpa, dual=options.dual_backbone, fuse=options.fuse)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
     if hasattr(box_finder, "warm_up"):
         box_finder.warm_up(image_hw)  # the detector's CUDA graph too: no capture mid-run

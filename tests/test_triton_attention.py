@@ -1,8 +1,8 @@
-"""`--sdpa triton` (realtime/models/triton_attention.py): the flash-attention kernel equals SDPA on the
-CPU under Triton's interpreter (tests/triton_interpreted.py, in a process started with
-TRITON_INTERPRET=1: grouped-query heads, ragged tiles, the 5B's head size, bf16, a fixture model within the
-golden fixtures' tolerance); its tiles fill the waves at the 0.4B's shapes; where it cannot run, one
-sentence says why."""
+"""The Triton kernels: `--sdpa triton` (realtime/models/triton_attention.py) and `--fuse`
+(realtime/models/triton_fused.py) equal eager on the CPU under Triton's interpreter (tests/triton_interpreted.py,
+in a process started with TRITON_INTERPRET=1: grouped-query heads, ragged tiles, the 5B's head size, bf16,
+fixture models within the golden fixtures' tolerance); the attention tiles fill the waves at the 0.4B's
+shapes; where they cannot run, one sentence says why."""
 
 import os
 import subprocess
@@ -18,7 +18,7 @@ else:
 
 from realtime.errors import UserError  # noqa: E402
 from realtime.models import load_model, triton_attention  # noqa: E402
-from realtime.models.sapiens2 import set_sdpa_backend  # noqa: E402
+from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,5 +52,11 @@ def test_where_it_cannot_run_one_sentence_says_why(monkeypatch, fixtures_dir):
 
     with pytest.raises(UserError, match="triton"):
         Predictor({"pose": model}, input_hw=(64, 48), sdpa="triton")
+    with pytest.raises(UserError, match=r"fuse=True \(--fuse\) needs the triton package"):
+        Predictor({"pose": model}, input_hw=(64, 48), fuse=True)
+    monkeypatch.undo()
+    with pytest.raises(UserError, match=r"fuse=True \(--fuse\) runs on CUDA GPUs.*drop it\.$"):
+        set_fused_kernels(model)
+    assert not model.backbone.fused  # refused: nothing changed
 
 

@@ -37,11 +37,11 @@ LOG2E = 1.4426950408889634
 BLOCKS = ((128, 64, 8, 3), (64, 64, 4, 3), (128, 128, 8, 3), (64, 128, 4, 2))  # (rows, keys, warps, stages) to sweep
 
 
-def missing() -> Optional[str]:
+def missing(option: str = "--sdpa triton", instead: str = "pick another --sdpa") -> Optional[str]:
     """None when the Triton kernels can run here; else one sentence saying what to do."""
     if triton is None:
-        return ("--sdpa triton needs the triton package (CUDA builds of torch bring it; else `pip install triton`); "
-                "install it or pick another --sdpa.")
+        return (f"{option} needs the triton package (CUDA builds of torch bring it; else `pip install triton`); "
+                f"install it or {instead}.")
     return None
 
 
@@ -49,11 +49,11 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
-def check_device(device: torch.device) -> None:
-    """ValueError unless the kernel can run on `device` (CUDA, or the CPU under the interpreter)."""
+def check_device(device: torch.device, option: str = "--sdpa triton", instead: str = "pick another --sdpa") -> None:
+    """ValueError unless the Triton kernels can run on `device` (CUDA, or the CPU under the interpreter)."""
     if device.type != "cuda" and not (device.type == "cpu" and interpreting()):
-        raise ValueError(f"the Triton attention kernel runs on CUDA GPUs and this run is on {device.type} (a CPU runs it "
-                         "only under TRITON_INTERPRET=1, for tests); pick another --sdpa.")
+        raise ValueError(f"{option} runs on CUDA GPUs and this run is on {device.type} (a CPU runs it only under "
+                         f"TRITON_INTERPRET=1, for tests); {instead}.")
 
 
 def _attn_fwd(Q, K, V, Out, scale_log2,
