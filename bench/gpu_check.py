@@ -92,6 +92,7 @@ MODES = {
                                       planned=False),
     "--compile --sdpa cudnn --fp8": Mode({"compile": True, "sdpa": "cudnn", "fp8": True}, compiled=True, compile_s=2 * 36,
                                          planned=False),  # four H200 runs: 1 % over --compile
+    "--compile --fp8 ffn": Mode({"compile": True, "fp8": "ffn"}, compiled=True, profile=True, compile_s=2 * 36, planned=False),
 }
 PLANNED_MODES = [name for name, mode in MODES.items() if mode.planned]
 # Seconds each step takes on an H100 (a cold compile cache), for the plan printed first and `--budget`:
@@ -279,7 +280,7 @@ def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], Non
 
     options = run_predictor_options(mode)
     if setting.dry:  # the CPU: no graphs, no cuDNN; compiling is proven elsewhere (inductor on two cores takes minutes)
-        options = {**options, "compile": False, "fp8": False, "sdpa": "default", "fuse": False}
+        options = {**options, "compile": False, "fp8": False, "sdpa": "default", "fuse": False}  # what a CPU runs
     models = {task: build_model(task, setting.arch, device=setting.device, dtype=setting.dtype) for task in ("pose", "seg")}
     buckets = buckets_for(mode, people)
     predictor = Predictor(models, device=setting.device, dtype=setting.dtype, input_hw=setting.input_hw,

@@ -214,8 +214,10 @@ def _add_model_options(p) -> None:
                    "between; auto: every frame, or every other frame while the run is behind the source's frame rate "
                    "(default: auto for cameras and streams, 1 for files)")
     m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
-    m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
-                   "(Ada, Hopper); needs --compile; see docs/deploy.md")
+    m.add_argument("--fp8", nargs="?", const="attention", default=False, choices=("attention", "ffn", "attention+ffn"),
+                   metavar="SCOPE", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, "
+                   "Hopper): attention (the projections; the default), ffn (the FFN's, per-token scales) or attention+ffn; "
+                   "needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math", "triton"), default="default",
                    help="the attention kernel (default: PyTorch's choice, the fastest or tied on an H200; "
                         "`python bench/gpu_sdpa.py` times each on yours; see docs/gpu-performance.md)")

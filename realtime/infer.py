@@ -148,9 +148,10 @@ class Predictor:
     sdpa:        the attention kernel of the backbones (`sapiens2.SDPA_BACKENDS`: "default" is
                  PyTorch's choice, "cudnn" cuDNN's fused attention with KV heads expanded, ...;
                  bench/gpu_sdpa.py measures them); changes the given models in place.
-    fp8:         the backbones' attention projections in E4M3 (`realtime.models.fp8`, q/k/v as
-                 one GEMM), their static input scales calibrated here once on
-                 `fp8.calibration_batch`; needs `compile` (it is slower than bf16 eager).
+    fp8:         the backbones' linear layers in E4M3 (`realtime.models.fp8`): True or "attention" the
+                 attention projections (q/k/v as one GEMM, static input scales calibrated here once
+                 on `fp8.calibration_batch`), "ffn" the FFN's (per-token x per-channel scales),
+                 "attention+ffn" both; needs `compile` (it is slower than bf16 eager).
     dual:        when pose and seg run on the same frame with one pose crop, their two backbones run as one
                  (`realtime.models.dual`: stacked weights as batched GEMMs, one attention call of batch 2,
                  each model's own norms and heads), on pose's stream; other frames run the models apart.
@@ -169,7 +170,7 @@ class Predictor:
                  input_hw: Optional[tuple[int, int]] = None, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False, dual: bool = False,
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: "bool | str" = False, dual: bool = False,
                  fuse: bool = False):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
@@ -196,9 +197,12 @@ class Predictor:
         if fp8:
             from realtime.models import fp8 as float8
 
+            scope = "attention" if fp8 is True else fp8
+            if scope not in float8.CHOICES:
+                raise ValueError(f"fp8 must be True or one of {', '.join(float8.CHOICES)}, got {fp8!r}")
             float8.check_fp8_compiled(bool(compile))
             for name, model in models.items():
-                float8.to_float8(model, "attention")
+                float8.to_float8(model, scope)
                 dtype_of = next(model.parameters()).dtype
                 float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
         self.dual_model = self._make_dual(models, flip_test) if dual else None

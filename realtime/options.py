@@ -48,7 +48,7 @@ class ModelOptions:
     seg_auto: bool = False  # seg every other frame when behind, for any source
     flip_test: bool = False
     compile: bool = False
-    fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
+    fp8: "bool | str" = False  # backbone linears in E4M3 (compute capability 8.9+): True/"attention", "ffn", "attention+ffn"
     sdpa: str = "default"  # the backbones' attention kernel (realtime.models.sapiens2.SDPA_BACKENDS; bench/gpu_sdpa.py)
     dual_backbone: bool = False  # pose and seg backbones as one on frames with both (realtime.models.dual)
     fuse: bool = False  # SwiGLU in its GEMM's epilogue, residual add + RMSNorm in one pass (realtime.models.triton_fused)
