@@ -61,40 +61,48 @@ PEAK_TFLOPS = {("H100", "HBM3"): 989, ("H100", "SXM"): 989, ("H100", "NVL"): 835
                ("H200",): 989, ("GH200",): 989, ("B200",): 2250, ("A100",): 312, ("L40S",): 362, ("L40",): 181,
                ("L4",): 121, ("A10",): 125, ("RTX", "6000", "Ada"): 364, ("RTX", "4090"): 165, ("RTX", "4080"): 97,
                ("RTX", "3090"): 71}
-PARTS = ("tests", "kernels", "fps", "profile", "detector")
+PARTS = ("tests", "kernels", "fps", "launch", "profile", "detector")
 
 
 @dataclass(frozen=True)
 class Mode:
     """A configuration as `sapiens-rt run` asks for it. options: what its flags change in the Predictor
-    `run` builds (`run_predictor_options`); people: the person counts timed."""
+    `run` builds (RUN_DEFAULTS); people: the person counts timed."""
 
     options: dict
-    compiled: bool = False
     people: tuple = (1,)
     profile: bool = False  # a profiler pass over one frame
     compile_s: float = 0.0  # its warm-up's compiles on an H100 with a cold cache (the plan)
     planned: bool = True  # timed unless --modes names others
 
+    @property
+    def compiled(self) -> bool:
+        return bool({**RUN_DEFAULTS, **self.options}["compile"])
 
-# flags -> Mode. The Predictor on CUDA as `run` builds it: CUDA graphs on, every person bucket up to 16. The modes
-# marked `planned` are what a call times unless --modes says otherwise (the plan must fit the lent GPU's one call);
-# each new option is timed on the graphed default (cheap: no compile), its kernels inside graphs by gpu_kernels.
+
+# The Predictor on CUDA as `sapiens-rt run` builds it (realtime.run): CUDA graphs, compiled (where torch can:
+# compile_cache.compiles_here, true on the lent machines) with the compile cache, every person bucket up to 16.
+RUN_DEFAULTS = {"cuda_graphs": True, "compile": True, "sdpa": "default", "fp8": False, "dual": False, "fuse": False}
+GRAPH_S = 36  # one 0.4B forward compiled from a cold cache on an H100 (61-77 s for two: bench/gpu_runs/)
+# flags -> Mode. The modes marked `planned` are what a call times unless --modes says otherwise (the plan must fit
+# the lent GPU's one call); each new option is timed on the graphed plain path (cheap: no compile) and its kernels
+# inside graphs by gpu_kernels; of the compiled ones, the dual backbone (whether it becomes the default).
 MODES = {
-    "default": Mode({}, people=(1, 3), profile=True),
-    "--compile": Mode({"compile": True}, compiled=True, profile=True, compile_s=2 * 36),  # pose and seg: two graphs
-    "--no-cuda-graphs": Mode({"cuda_graphs": False}),
-    "--sdpa triton": Mode({"sdpa": "triton"}),
-    "--dual-backbone": Mode({"dual": True}),
-    "--fuse": Mode({"fuse": True}),
-    # the dual graph (both backbones: about twice one) and pose and seg alone (from the cache --compile left)
-    "--compile --dual-backbone": Mode({"compile": True, "dual": True}, compiled=True, profile=True, compile_s=2 * 36 + 2 * 8,
-                                      planned=False),
-    "--compile --sdpa cudnn --fp8": Mode({"compile": True, "sdpa": "cudnn", "fp8": True}, compiled=True, compile_s=2 * 36,
-                                         planned=False),  # four H200 runs: 1 % over --compile
-    "--compile --fp8 ffn": Mode({"compile": True, "fp8": "ffn"}, compiled=True, profile=True, compile_s=2 * 36, planned=False),
+    "default": Mode({}, people=(1, 3), profile=True, compile_s=3 * GRAPH_S),  # pose bucket 1, pose's dynamic batch, seg
+    "--no-compile": Mode({"compile": False}, profile=True),
+    "--no-compile --sdpa triton": Mode({"compile": False, "sdpa": "triton"}),
+    "--no-compile --dual-backbone": Mode({"compile": False, "dual": True}),
+    "--no-compile --fuse": Mode({"compile": False, "fuse": True}),
+    # the dual graph (both backbones: about twice one) and pose and seg alone (the default's, from the cache)
+    "--dual-backbone": Mode({"dual": True}, profile=True, compile_s=2 * GRAPH_S + 2 * 8),
+    "--no-compile --no-cuda-graphs": Mode({"compile": False, "cuda_graphs": False}, planned=False),  # host-bound
+    "--sdpa triton": Mode({"sdpa": "triton"}, profile=True, compile_s=2 * GRAPH_S, planned=False),
+    "--fuse": Mode({"fuse": True}, profile=True, compile_s=2 * GRAPH_S, planned=False),
+    "--fp8 ffn": Mode({"fp8": "ffn"}, profile=True, compile_s=2 * GRAPH_S, planned=False),
+    "--sdpa cudnn --fp8": Mode({"sdpa": "cudnn", "fp8": True}, compile_s=2 * GRAPH_S, planned=False),  # H200: +1 %
 }
 PLANNED_MODES = [name for name, mode in MODES.items() if mode.planned]
+SECOND_LAUNCH_S = 45  # a fresh process: torch, the models, three graphs loaded from the compile cache, one timing
 # Seconds each step takes on an H100 (a cold compile cache), for the plan printed first and `--budget`:
 # measured on the lent H100 / H200s (bench/gpu_runs/): 61-77 s of warm-up for two compiled 0.4B graphs,
 # 283-363 s of GPU tests, the detector and the modes' timing a few seconds each.
@@ -158,16 +166,16 @@ def estimate_gpu(name: str):
 
 def run_predictor_options(mode: str) -> dict:
     """The Predictor options `sapiens-rt run` passes on CUDA with `mode`'s flags (CUDA graphs on by default)."""
-    return {"cuda_graphs": True, "compile": False, "sdpa": "default", "fp8": False, "dual": False, "fuse": False,
-            **MODES[mode].options}
+    return {**RUN_DEFAULTS, **MODES[mode].options}
 
 
 def estimate_for(mode: str, gpu, seg_every: int = 1, input_hw: tuple[int, int] = (1024, 768), people: int = 1):
     from bench.gpu_estimate import Config, estimate
 
     opts = run_predictor_options(mode)
-    config = Config(mode, input_hw=input_hw, graphs=opts["cuda_graphs"], compiled=bool(opts["compile"]),
-                    fp8="static" if opts["fp8"] else "", sdpa=opts["sdpa"], seg_every=seg_every, people=people)
+    fp8 = {False: "", True: "static", "attention": "static"}.get(opts["fp8"], opts["fp8"])
+    config = Config(mode, input_hw=input_hw, graphs=opts["cuda_graphs"], compiled=bool(opts["compile"]), fp8=fp8,
+                    sdpa=opts["sdpa"], seg_every=seg_every, people=people, dual=opts["dual"], fused=opts["fuse"])
     return estimate(config, gpu)
 
 
@@ -228,13 +236,15 @@ def plan(args) -> list[tuple[str, float]]:
     if "fps" not in args.skip:
         for name in args.modes:
             mode = MODES[name]
-            if mode.compiled and args.no_compile:
+            if mode.compiled and args.skip_compiled:
                 continue
             buckets = len(buckets_for(name, args.people))
             seconds = mode.compile_s + (buckets + 1) * CAPTURE_S + 2 * len(people_for(name, args.people)) * TIMING_S
             if mode.profile and "profile" not in args.skip:
                 seconds += PROFILE_S
             steps.append((f"fps {name}", seconds))
+            if name == "default" and mode.compiled and not args.skip_compiled and "launch" not in args.skip:
+                steps.append(("second launch", SECOND_LAUNCH_S))
     if "detector" not in args.skip:
         steps.append(("detector", DETECTOR_S))
     return steps
@@ -270,11 +280,11 @@ class Setting:
     dtype: torch.dtype
     frames: int
     dry: bool = False
+    compile_cache: Optional[Path] = None  # where compiled modes keep their kernels (the second launch loads them)
 
 
-def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], None], profile: bool) -> dict:
-    """Pose + seg with `mode`'s options: the warm-up, fps per (people, seg rate), launches per frame, graph keys,
-    and a profile of one frame if asked."""
+def build_predictor(mode: str, setting: Setting, people: int):
+    """`mode`'s Predictor as `run` builds it, on random weights: (predictor, its options, its person buckets)."""
     from realtime.infer import Predictor
     from realtime.models import build_model
 
@@ -284,7 +294,14 @@ def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], Non
     models = {task: build_model(task, setting.arch, device=setting.device, dtype=setting.dtype) for task in ("pose", "seg")}
     buckets = buckets_for(mode, people)
     predictor = Predictor(models, device=setting.device, dtype=setting.dtype, input_hw=setting.input_hw,
-                          max_batch=max(buckets), **options)
+                          max_batch=max(buckets), compile_cache=setting.compile_cache, **options)
+    return predictor, options, buckets
+
+
+def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], None], profile: bool) -> dict:
+    """Pose + seg with `mode`'s options: the warm-up, fps per (people, seg rate), launches per frame, graph keys,
+    and a profile of one frame if asked."""
+    predictor, options, buckets = build_predictor(mode, setting, people)
     h, w = setting.frame_hw
     image = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
     start = time.perf_counter()
@@ -306,11 +323,73 @@ def time_mode(mode: str, setting: Setting, people: int, say: Callable[[str], Non
         kernels = profile_kernels(functools.partial(predictor.predict, image, person_boxes(1, w, h)), setting.device)
     graphs = predictor._graphs
     out = {"rows": rows, "warm_s": warm_s, "captured": len(graphs.captured()), "failed": dict(graphs.failed),
-           "late": list(graphs.late), "max_batch": max(buckets), "options": options, "profile": kernels}
-    del predictor, models
+           "late": list(graphs.late), "max_batch": max(buckets), "options": options, "profile": kernels,
+           "cache_loaded": predictor.compile_cache_loaded}
+    del predictor
     if setting.device == "cuda":
         torch.cuda.empty_cache()
     return out
+
+
+SECOND = "SECOND LAUNCH "  # the line a second launch prints its numbers on
+
+
+def second_launch(setting: Setting, say: Callable[[str], None]) -> Optional[dict]:
+    """The default mode's warm-up and fps (1 person, seg every frame) in a fresh process that finds only the compile
+    cache the first launch saved: inductor's and Triton's own folders empty (as after a reboot empties /tmp), so
+    what it does not load from the cache it compiles again. None (and said) when it fails."""
+    import json
+    import os
+    import tempfile
+
+    fresh = Path(tempfile.mkdtemp(prefix="sapiens-second-launch-"))
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(fresh / "inductor"), "TRITON_CACHE_DIR": str(fresh / "triton"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    h, w = setting.input_hw
+    argv = [sys.executable, str(Path(__file__).resolve()), "--second-launch", str(setting.compile_cache),
+            "--input-size", f"{h}x{w}", "--frames", str(setting.frames)] + (["--dry-run"] if setting.dry else [])
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(SECOND)]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        say(f"  second launch: FAILED (exit {done.returncode}): {tail}")
+        return None
+    got = json.loads(lines[-1][len(SECOND):])
+    got["process_s"] = time.perf_counter() - started
+    return got
+
+
+def run_second_launch(args) -> int:
+    """`--second-launch FOLDER`: build the default Predictor with that compile cache, warm it up, time it; print one
+    SECOND line of JSON (what `second_launch` reads)."""
+    import json
+
+    setting = _setting(args)
+    setting.compile_cache = Path(args.second_launch)
+    began = time.perf_counter()
+    predictor, _, _ = build_predictor("default", setting, 1)
+    h, w = setting.frame_hw
+    image = np.random.default_rng(0).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    start = time.perf_counter()
+    predictor.warm_up(image.shape[:2])
+    warm_s = time.perf_counter() - start
+    boxes = person_boxes(1, w, h)
+    for _ in range(3):
+        predictor.predict(image, boxes)
+    fps = pipelined_fps(predictor, image, boxes, setting.frames)
+    print(SECOND + json.dumps({"warm_s": warm_s, "fps": fps, "loaded": predictor.compile_cache_loaded,
+                               "build_s": start - began}), flush=True)
+    return 0
+
+
+def _setting(args) -> Setting:
+    if args.dry_run:
+        torch.set_num_threads(1)  # tiny models: a second thread only waits for the first on a shared CPU
+        return Setting("cpu", "fixture_e32_h4_l18", (64, 48), (72, 128), torch.float32, min(args.frames, 4), dry=True)
+    from realtime.infer import default_dtype
+
+    return Setting("cuda", "sapiens2_0.4b", args.input_size, (720, 1280), default_dtype("cuda"), args.frames)
 
 
 def time_detector(graphs: bool, calls: int, dtype: torch.dtype, device: str = "cuda", widen: float = 0.75,
@@ -373,7 +452,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=50)
     parser.add_argument("--no-tests", action="store_true", help="skip the GPU tests (as --skip tests)")
-    parser.add_argument("--no-compile", action="store_true", help="skip the compiled modes")
+    parser.add_argument("--skip-compiled", action="store_true", help="skip the compiled modes (the default among them)")
     parser.add_argument("--skip", nargs="+", choices=PARTS, default=[], metavar="PART",
                         help=f"parts to leave out, of {', '.join(PARTS)}")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=PLANNED_MODES, metavar="MODE",
@@ -390,7 +469,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--commit", help="the code's commit for the record (default: git's, or 'unknown')")
     parser.add_argument("--dry-run", action="store_true", help="no GPU: every part's logic on the CPU at tiny scale "
                         "(tiny models, eager; not a measurement)")
+    parser.add_argument("--second-launch", metavar="FOLDER", help=argparse.SUPPRESS)  # the second launch's own process
     args = parser.parse_args(argv)
+    if args.second_launch:
+        return run_second_launch(args)
     if args.no_tests or args.dry_run:
         args.skip = sorted(set(args.skip) | {"tests"})
     if args.frames < 2 or args.people < 1:
@@ -401,23 +483,21 @@ def main(argv: Optional[list[str]] = None) -> int:
               "Run this on a machine with an NVIDIA GPU and a CUDA build of torch (or pass --dry-run).")
         return 0
     imports()
+    import tempfile
+
     from bench import gpu_kernels
     from bench.gpu_record import RUNS, new_record, quote, result
-    from realtime.infer import default_dtype
 
     steps = plan(args)
     print("plan (seconds on an H100, cold compile cache): " + ", ".join(f"{name} {s:.0f}" for name, s in steps)
           + f"; {sum(s for _, s in steps):.0f} s in all", flush=True)
+    setting = _setting(args)
+    setting.compile_cache = Path(tempfile.mkdtemp(prefix="sapiens-compile-cache-"))  # empty: the first launch's
+    dtype = setting.dtype
     if args.dry_run:
-        setting = Setting("cpu", "fixture_e32_h4_l18", (64, 48), (72, 128), torch.float32, min(args.frames, 4), dry=True)
-        name, dtype = "CPU dry run (no GPU; not a measurement)", torch.float32
-        torch.set_num_threads(1)  # tiny models: a second thread only waits for the first on a shared CPU
-        folder = args.record_dir
+        name, folder = "CPU dry run (no GPU; not a measurement)", args.record_dir
     else:
-        dtype = default_dtype("cuda")
-        setting = Setting("cuda", "sapiens2_0.4b", args.input_size, (720, 1280), dtype, args.frames)
-        name = torch.cuda.get_device_name()
-        folder = args.record_dir or RUNS
+        name, folder = torch.cuda.get_device_name(), args.record_dir or RUNS
     (h, w), people = setting.input_hw, args.people
     record = new_record(device=name, torch_version=torch.__version__, commit=args.commit or commit_of(),
                         input_size=f"{h}x{w}", people=people)
@@ -461,8 +541,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print(f"  {mode:<30}: skipped (no FP8 tensor cores on compute capability {torch.cuda.get_device_capability()})")
                 continue
             cost = dict(steps).get(f"fps {mode}", 0.0)
-            if spec.compiled and (args.no_compile or left() < cost):
-                why = "--no-compile" if args.no_compile else f"{left():.0f} s of the budget left, about {cost:.0f} s needed"
+            if spec.compiled and (args.skip_compiled or left() < cost):
+                why = "--skip-compiled" if args.skip_compiled else f"{left():.0f} s of the budget left, about {cost:.0f} s needed"
                 print(f"  {mode:<30}: skipped ({why})", flush=True)
                 continue
             try:
@@ -502,6 +582,21 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print("      profile of one frame, by kind: " + ", ".join(
                     f"{kind} {value['us'] / 1e3:.2f} ms ({value['kernels']})" for kind, value in kinds.items()), flush=True)
             recorder.save()
+            if mode == "default" and spec.compiled and "launch" not in args.skip and not args.skip_compiled:
+                again = second_launch(setting, print)
+                if again is None:
+                    failed += 1
+                    continue
+                print(f"  {'default, second launch':<30}: warm-up {again['warm_s']:5.1f} s (compile cache "
+                      f"{'loaded' if again['loaded'] else 'NOT loaded'}; the process {again['process_s']:.0f} s in all); "
+                      f"1 person, seg every frame: {again['fps']:7.1f} fps", flush=True)
+                record["results"].append(result(
+                    "default", seg_every=1, fps=round(again["fps"], 2), warmup_s=round(again["warm_s"], 2),
+                    process="second launch", compile_cache_loaded=again["loaded"], process_s=round(again["process_s"], 1),
+                    config={**got["options"], "max_batch": got["max_batch"]},
+                    note="a fresh process whose inductor and Triton folders are empty: only the compile cache the first "
+                         "launch saved"))
+                recorder.save()
     if "detector" not in args.skip:
         calls = setting.frames
         print(f"== RTMDet-m person detector, 720p frame, fp16 (as `run` loads it), {calls} calls", flush=True)

@@ -324,6 +324,8 @@ class Config:
     sdpa: str = "default"
     seg_every: int = 1  # seg on every Nth frame (`--seg-every`; auto on a live run: 2 while behind)
     people: int = 1  # pose crops per frame (a bucket size, so compiled and graphed runs pad none)
+    dual: bool = False  # --dual-backbone: pose and seg as one forward on frames with both and one person
+    fused: bool = False  # --fuse: SwiGLU in w12's GEMM epilogue, residual add + RMSNorm in one pass
     current: bool = False  # what the code before issue 31 ran (marked * in the table): its counts are the same
 
 

@@ -213,7 +213,10 @@ def _add_model_options(p) -> None:
     m.add_argument("--seg-every", default=None, metavar="N|auto", help="run seg every N frames and reuse its last map in "
                    "between; auto: every frame, or every other frame while the run is behind the source's frame rate "
                    "(default: auto for cameras and streams, 1 for files)")
-    m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
+    m.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile the models (default: on with CUDA, where it measured fastest; the first launch with "
+                        "new settings waits while it compiles, later launches load the kernels from ~/.cache/"
+                        "sapiens-realtime; --no-compile runs the plain path)")
     m.add_argument("--fp8", nargs="?", const="attention", default=False, choices=("attention", "ffn", "attention+ffn"),
                    metavar="SCOPE", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, "
                    "Hopper): attention (the projections; the default), ffn (the FFN's, per-token scales) or attention+ffn; "

@@ -13,6 +13,7 @@ import functools
 import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -22,7 +23,7 @@ from torch import nn
 from realtime import codec, transforms
 from realtime import tasks as task_table
 from realtime.errors import UserError
-from realtime.models import heads
+from realtime.models import compile_cache, heads
 from realtime.models.archs import INPUT_HW
 from realtime.models.cuda_graph import GraphCache
 from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend
@@ -97,12 +98,15 @@ def recompile_budget(tasks) -> int:
 
 
 class CompiledModel(nn.Module):
-    """`torch.compile(model, dynamic=False)` called with dynamo's recompile limit raised to at
-    least `graphs` (for the call only, so other compiled code in the process keeps its own)."""
+    """`torch.compile(model)` called with dynamo's recompile limit raised to at least `graphs` (for the
+    call only, so other compiled code in the process keeps its own). Shapes start static; a second
+    person bucket makes the batch dynamic (dynamo's automatic dynamic shapes), so pose compiles two
+    graphs for every bucket, not one per bucket: the warm-up of a run's eight buckets compiles three
+    graphs for pose and seg, and a second launch loads three from the compile cache."""
 
     def __init__(self, model: nn.Module, *, backend="inductor", options: Optional[dict] = None, graphs: int = 8):
         super().__init__()
-        self.compiled = torch.compile(model, dynamic=False, backend=backend, options=options)
+        self.compiled = torch.compile(model, dynamic=None, backend=backend, options=options)
         self.graphs = graphs
 
     @property
@@ -131,6 +135,9 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
+    compile_cache: a folder where the compiled kernels are kept between launches (`compile_cache`: a
+                 file per GPU, torch, models and settings; `sapiens-rt run` passes the user's cache
+                 folder): `warm_up` loads them first, and on a first launch saves them after.
     cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket) from crop to decoded
                  keypoints (and per frame size from resize to the map), all captured by `warm_up`
                  (`realtime.models.cuda_graph`, which the detector shares): the crops' sampling
@@ -171,7 +178,7 @@ class Predictor:
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
                  channels_last: Optional[bool] = None, sdpa: str = "default", fp8: "bool | str" = False, dual: bool = False,
-                 fuse: bool = False):
+                 fuse: bool = False, compile_cache: "Optional[str | Path]" = None):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -207,6 +214,15 @@ class Predictor:
                 float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
         self.dual_model = self._make_dual(models, flip_test) if dual else None
         self.compiled = bool(compile)
+        self.compile_cache = Path(compile_cache) if compile_cache is not None and compile else None
+        self.compile_cache_loaded = False  # whether `warm_up` loaded the models' kernels from the cache
+        backend_name = "inductor" if compile is True else getattr(compile, "__name__", str(compile))
+        self._settings = {  # what makes compiled graphs differ: the compile cache keeps a file per set of them
+            "models": {name: [type(m).__name__, getattr(m, "arch", ""), str(getattr(next(m.parameters(), None), "dtype", None))]
+                       for name, m in models.items()},
+            "sizes": self.sizes, "backend": backend_name, "sdpa": sdpa, "fp8": str(fp8), "dual": dual, "fuse": fuse,
+            "flip_test": flip_test, "cuda_graphs": bool(cuda_graphs), "channels_last": self.channels_last,
+            "crop_sampling": crop_sampling}
         if compile:
             for name, model in models.items():  # RoPE tables made now, eagerly: no graph break at the first call
                 _set_input_size(model, self.sizes[name])
@@ -252,6 +268,7 @@ class Predictor:
         h, w = image_hw
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
+        cache = self._load_compiled(image_hw) if self.compiled else None
         self.predict(black, whole)
         if self.dual_model is not None:  # the frames that run pose or seg alone meet the single models' keys
             self.predict(black, whole, tasks={"pose"})
@@ -263,6 +280,26 @@ class Predictor:
         self._graphs.seal()
         if self.cuda:
             torch.cuda.synchronize(self.device)
+        self.compile_cache_loaded = bool(cache and cache[1])
+        if cache is not None and not cache[1]:  # a first launch with these settings: keep what was compiled
+            compile_cache.save(cache[0])
+
+    def _load_compiled(self, image_hw: tuple[int, int]) -> "Optional[tuple[Path, bool]]":
+        """Before compiling: load the kernels a launch with these settings saved (returns their file and whether they
+        loaded), and say in one line why a first launch waits."""
+        path = None
+        if self.compile_cache is not None:
+            device = torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
+            path = compile_cache.artifacts_path(self.compile_cache, {**self._settings, "device": device,
+                                                                     "image_hw": list(image_hw),
+                                                                     "buckets": list(self.buckets())})
+            if compile_cache.load(path):
+                log.info("compiled models loaded from %s", path)
+                return path, True
+        log.warning("compiling the models (%s) for this %s and these settings, which makes them run their fastest: this "
+                    "launch waits for it, about two minutes on an H100%s", ", ".join(self.models),
+                    "GPU" if self.cuda else "device", f"; later launches load them from {path.parent}" if path else "")
+        return (path, False) if path else None
 
     def graph_keys(self) -> list[tuple]:
         """Every CUDA graph key a run on frames of the warmed-up size can meet: per-person tasks

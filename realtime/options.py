@@ -47,7 +47,7 @@ class ModelOptions:
     seg_every: Optional[int] = None  # seg every N frames; None: every other frame when behind on live sources, 1 on files
     seg_auto: bool = False  # seg every other frame when behind, for any source
     flip_test: bool = False
-    compile: bool = False
+    compile: Optional[bool] = None  # torch.compile the models; None: on with CUDA (realtime.run.compile_for)
     fp8: "bool | str" = False  # backbone linears in E4M3 (compute capability 8.9+): True/"attention", "ffn", "attention+ffn"
     sdpa: str = "default"  # the backbones' attention kernel (realtime.models.sapiens2.SDPA_BACKENDS; bench/gpu_sdpa.py)
     dual_backbone: bool = False  # pose and seg backbones as one on frames with both (realtime.models.dual)

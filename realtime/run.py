@@ -31,7 +31,7 @@ from realtime.errors import Terminated, UserError
 from realtime.infer import Predictor, default_device, default_dtype
 from realtime.metrics import Metrics
 from realtime.mode import RunMode, decide_mode
-from realtime.models import hub, load_model
+from realtime.models import compile_cache, hub, load_model
 from realtime.models.loading import cli_name, download_command, missing_weights
 from realtime.options import RunOptions
 from realtime.outputs import OutputLocks, check_outputs
@@ -102,6 +102,16 @@ def cuda_graphs_for(options: RunOptions, device: str) -> bool:
     return device.startswith("cuda") if options.cuda_graphs is None else bool(options.cuda_graphs)
 
 
+def compile_for(options: RunOptions, device: str) -> bool:
+    """Whether the run compiles its models: `--compile` / `--no-compile`, else on CUDA where torch can compile for it
+    (`realtime.models.compile_cache.compiles_here`; measured fastest: bench/gpu_runs/, docs/gpu-performance.md)."""
+    if options.compile is not None:
+        return bool(options.compile)
+    from realtime.models.compile_cache import compiles_here
+
+    return device.startswith("cuda") and compiles_here()
+
+
 def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
     """The checks of the options that need no source and no model: one sentence (exit 2) for
     an option this machine or these tasks cannot honour. `run` and `batch` (before any worker
@@ -115,7 +125,7 @@ def check_options(options: RunOptions) -> tuple[str, torch.dtype, RunOptions]:
         from realtime.models.fp8 import check_fp8_compiled, check_fp8_device
 
         check_fp8_device(device)
-        check_fp8_compiled(options.compile)
+        check_fp8_compiled(compile_for(options, device))
     if options.cuda_graphs and not device.startswith("cuda"):
         raise UserError(f"--cuda-graphs needs a CUDA GPU, and this run is on {device}; drop --cuda-graphs or use --device cuda.")
     if options.max_frames is not None and options.max_frames < 1:
@@ -282,7 +292,8 @@ def analysis_stages(options: RunOptions, models: dict, box_finder, mode: RunMode
     predictor = Predictor(models, device=device, dtype=dtype, input_hw=options.input_hw,
                           sizes={**({"pointmap": options.pointmap_hw} if options.pointmap_hw else {}), **options.task_sizes},
                           flip_test=options.flip_test,
-                          compile=options.compile, cuda_graphs=cuda_graphs_for(options, device),
+                          compile=compile_for(options, device), cuda_graphs=cuda_graphs_for(options, device),
+                          compile_cache=compile_cache.default_folder(),
                           crop_sampling=options.crop_sampling,
                           fp8=options.fp8, sdpa=options.sdpa, dual=options.dual_backbone, fuse=options.fuse)
     predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files

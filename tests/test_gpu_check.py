@@ -14,7 +14,7 @@ def _args(*argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip", nargs="+", default=[])
     parser.add_argument("--modes", nargs="+", default=check.PLANNED_MODES)
-    parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--skip-compiled", action="store_true")
     parser.add_argument("--people", type=int, default=1)
     args = parser.parse_args(argv)
     return args
@@ -31,6 +31,8 @@ def test_the_dry_run_writes_a_record_of_every_part(tmp_path, capsys):
     assert got == want
     for row in record["results"]:
         assert row["fps"] > 0 and row["warmup_s"] >= 0 and row["config"]["max_batch"] >= 1
+    (again,) = [row for row in record["results"] if row.get("process") == "second launch"]  # a process of its own
+    assert again["mode"] == "default" and again["compile_cache_loaded"] is False  # a dry run compiles nothing to keep
     benches = record["microbenchmarks"]
     assert set(benches) == {"linear", "attention", "fused", "profile", "detector"}
     kinds = {row["kind"] for row in benches["linear"]}
@@ -56,7 +58,7 @@ def test_the_lent_gpus_call_fits_its_time():
     assert {f"fps {mode}" for mode in check.PLANNED_MODES} <= set(names)
     assert sum(s for _, s in lent) <= check.PLANNED_S
     assert sum(s for _, s in check.plan(_args())) > check.PLANNED_S  # the GPU tests take 5-6 minutes more
-    assert dict(check.plan(_args("--skip", "tests", "--no-compile"))).keys() == {
+    assert dict(check.plan(_args("--skip", "tests", "--skip-compiled"))).keys() == {
         "start", "kernels", "detector", *(f"fps {m}" for m in check.PLANNED_MODES if not check.MODES[m].compiled)}
 
 
