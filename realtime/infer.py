@@ -163,8 +163,9 @@ class Predictor:
                  (`realtime.models.dual`: stacked weights as batched GEMMs, one attention call of batch 2,
                  each model's own norms and heads), on pose's stream; other frames run the models apart.
                  Needs pose and seg of one size at one input size; off by default until measured on a GPU.
-    fuse:        the backbones' SwiGLU product in w12's GEMM epilogue and each residual add with the next
-                 RMSNorm as one pass (`realtime.models.triton_fused`, CUDA); off by default until measured.
+    fuse:        the backbones' SwiGLU product in w12's GEMM epilogue and (not compiled) each residual add with
+                 the next RMSNorm as one pass (`realtime.models.triton_fused`, CUDA); off by default until
+                 measured. Frames through the dual backbone run without them.
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -199,8 +200,8 @@ class Predictor:
                 heads.to_channels_last(model)
         for model in models.values():
             set_sdpa_backend(model, sdpa)
-            if fuse:
-                set_fused_kernels(model)
+            if fuse:  # compiled, inductor fuses each residual add and norm itself (and with more of their neighbours)
+                set_fused_kernels(model, norms=not compile)
         if fp8:
             from realtime.models import fp8 as float8
 

@@ -55,7 +55,8 @@ def dual_refusal(first: nn.Module, second: nn.Module) -> Optional[str]:
                 return "FP8 (or other swapped) linear layers do not stack into one batched GEMM"
             if not hasattr(block.attn, "q_norm"):
                 return "a block without QK-norm"
-    if not torch.equal(first.rope_embed.periods, second.rope_embed.periods):
+    periods = first.rope_embed.periods, second.rope_embed.periods
+    if periods[0].device.type != "meta" and not torch.equal(*periods):  # (meta tensors, for counting, hold no values)
         return "the two backbones' RoPE periods differ"
     if len({(p.dtype, p.device) for m in (first, second) for p in m.parameters()}) != 1:
         return "the two models are not on one device in one dtype"

@@ -324,10 +324,12 @@ def set_sdpa_backend(model: nn.Module, backend: str) -> int:
     return len(layers)
 
 
-def set_fused_kernels(model: nn.Module, on: bool = True) -> int:
+def set_fused_kernels(model: nn.Module, on: bool = True, norms: bool = True) -> int:
     """Run every Sapiens2 backbone in `model` with the fused Triton passes (`realtime.models.triton_fused`: SwiGLU in
-    w12's GEMM epilogue, residual add + RMSNorm in one pass), or not; returns how many backbones. A user error in
-    one sentence where they cannot run (no triton package, not a CUDA device)."""
+    w12's GEMM epilogue, and with `norms` each residual add + RMSNorm in one pass), or not; returns how many
+    backbones. Compiled, leave `norms` off: inductor fuses the add and the norm with more of their neighbours than a
+    kernel of their own can (bench/gpu_estimate.py counts 0.25 ms a frame for it on an H100). A user error in one
+    sentence where they cannot run (no triton package, not a CUDA device)."""
     backbones = [m for m in model.modules() if isinstance(m, Sapiens2)]
     if on and backbones:
         from realtime.errors import UserError
@@ -342,7 +344,7 @@ def set_fused_kernels(model: nn.Module, on: bool = True) -> int:
         if why is not None:
             raise UserError(why)
     for backbone in backbones:
-        backbone.fused = on
+        backbone.fused = on and norms
         for block in backbone.blocks:
             block.ffn.fused = on
     return len(backbones)
