@@ -15,6 +15,9 @@ The parts (PARTS), in order; `--skip` leaves any out, `--budget` skips what woul
 - **tests**: the GPU tests (GPU_TESTS, by file: collecting the whole tests folder would import modules that
   need PyAV), among them the ones that run `Predictor.predict` and the detector under
   `torch.cuda.set_sync_debug_mode("error")` and assert what was captured as CUDA graphs.
+- **checks**: issue 52's new paths (`--sdpa triton`, `--fuse`, `--dual-backbone`) on the golden fixtures' tiny
+  models, in fp32 (TF32 off) against the official outputs at the fixtures' tolerance, and in bf16 against fp32:
+  what the CPU proves under Triton's interpreter, on the GPU's own kernels.
 - **kernels**: bench/gpu_kernels.py, every case timed inside CUDA graphs: the four linear layers at
   M = 3,072 / 3,081 / 6,162 in bf16 and FP8 (per-tensor and per-token x per-channel scales), the two
   models' layers as one batched GEMM, every attention kernel and FlexAttention at (batch, tokens) =
@@ -61,7 +64,7 @@ PEAK_TFLOPS = {("H100", "HBM3"): 989, ("H100", "SXM"): 989, ("H100", "NVL"): 835
                ("H200",): 989, ("GH200",): 989, ("B200",): 2250, ("A100",): 312, ("L40S",): 362, ("L40",): 181,
                ("L4",): 121, ("A10",): 125, ("RTX", "6000", "Ada"): 364, ("RTX", "4090"): 165, ("RTX", "4080"): 97,
                ("RTX", "3090"): 71}
-PARTS = ("tests", "kernels", "fps", "launch", "profile", "detector")
+PARTS = ("tests", "checks", "kernels", "fps", "launch", "profile", "detector")
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ CAPTURE_S = 0.5  # one CUDA graph captured (the warm-up's forward and the captur
 TIMING_S = 2.5  # one (people, seg rate) timed: 50 frames, plus building the models
 PROFILE_S = 5
 DETECTOR_S = 10
+CHECKS_S = 20  # the new paths on the fixture models: a few Triton compiles
 PLANNED_S = 480  # what the lent GPU's one call may take (about 8 minutes; the call's limit is 10)
 
 
@@ -229,6 +233,8 @@ def plan(args) -> list[tuple[str, float]]:
     steps = [("start", START_S)]
     if "tests" not in args.skip:
         steps.append(("tests", TESTS_S))
+    if "checks" not in args.skip:
+        steps.append(("checks", CHECKS_S))
     if "kernels" not in args.skip:
         from bench.gpu_kernels import GPU_SHAPES, budget_s, cases
 
@@ -415,6 +421,62 @@ def time_detector(graphs: bool, calls: int, dtype: torch.dtype, device: str = "c
 # ----------------------------------------------------------------------------- the call
 
 
+FIXTURES = ROOT / "tests" / "reference" / "fixtures"
+
+
+def check_new_paths(device: str, say: Callable[[str], None]) -> list[dict]:
+    """Each new path on the fixture pose and seg models against the official outputs: fp32 (TF32 off) within the
+    fixtures' head tolerance (max 1e-2, mean 5e-4), bf16 against the path's fp32 (reported). One row each:
+    {path, task, dtype, max_abs, mean_abs, ok} or {path, error}."""
+    from safetensors.torch import load_file
+
+    from realtime.models import load_model
+    from realtime.models.dual import DualTaskModel
+    from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend
+
+    io = {task: load_file(str(FIXTURES / f"{task}_io.safetensors")) for task in ("pose", "seg")}
+    keys = {"pose": "heatmaps", "seg": "seg_logits"}
+    rows = []
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        for path in ("default", "sdpa triton", "fuse", "sdpa triton + fuse", "dual backbone"):
+            outs = {}
+            try:
+                for dtype in (torch.float32, torch.bfloat16):
+                    models = {t: load_model(t, FIXTURES / f"{t}_weights.safetensors", device=device, dtype=dtype)
+                              for t in ("pose", "seg")}
+                    for model in models.values():
+                        if "triton" in path:
+                            set_sdpa_backend(model, "triton")
+                        if "fuse" in path:
+                            set_fused_kernels(model)
+                    x = {t: io[t]["input"].to(device, dtype) for t in models}
+                    with torch.inference_mode():
+                        if path == "dual backbone":
+                            got = dict(zip(("pose", "seg"), DualTaskModel(models["pose"], models["seg"])(x["pose"], x["seg"])))
+                        else:
+                            got = {t: models[t](x[t]) for t in models}
+                    outs[dtype] = {t: v.float().cpu() for t, v in got.items()}
+            except Exception as error:  # a path this GPU or build cannot run: say why, go on
+                rows.append({"path": path, "error": f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160]}"})
+                say(f"  {path:<22}: n/a ({rows[-1]['error']})")
+                continue
+            for task in ("pose", "seg"):
+                d32 = (outs[torch.float32][task] - io[task][keys[task]]).abs()
+                d16 = (outs[torch.bfloat16][task] - outs[torch.float32][task]).abs()
+                ok = bool(d32.max() <= 1e-2 and d32.mean() <= 5e-4)
+                rows.append({"path": path, "task": task, "fp32_max_abs": float(f"{d32.max():.3g}"),
+                             "fp32_mean_abs": float(f"{d32.mean():.3g}"), "bf16_vs_fp32_max_abs": float(f"{d16.max():.3g}"),
+                             "bf16_vs_fp32_mean_abs": float(f"{d16.mean():.3g}"), "ok": ok})
+                say(f"  {path:<22} {task:<4}: fp32 against the official max {d32.max():.2e} mean {d32.mean():.2e} "
+                    f"({'within' if ok else 'OUTSIDE'} the fixtures' tolerance); bf16 against fp32 max {d16.max():.2e} "
+                    f"mean {d16.mean():.2e}")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    return rows
+
+
 def commit_of(root: Path = ROOT) -> str:
     """The code's commit (short), "-dirty" when tracked files differ from it; "unknown" outside git."""
     try:
@@ -515,6 +577,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if "tests" not in args.skip:
         failed = run_gpu_tests()
         record["tests"] = {"exit_code": failed}
+        recorder.save()
+    if "checks" not in args.skip:
+        print("== the new paths on the fixture models (fp32 against the official outputs, bf16 against fp32)", flush=True)
+        rows = check_new_paths(setting.device, lambda line: print(line, flush=True))
+        record["checks"] = rows
+        failed += sum(1 for row in rows if row.get("ok") is False) + (
+            0 if args.dry_run else sum(1 for row in rows if "error" in row))
         recorder.save()
     if not args.dry_run:
         torch.backends.cudnn.benchmark = True

@@ -33,6 +33,9 @@ def test_the_dry_run_writes_a_record_of_every_part(tmp_path, capsys):
         assert row["fps"] > 0 and row["warmup_s"] >= 0 and row["config"]["max_batch"] >= 1
     (again,) = [row for row in record["results"] if row.get("process") == "second launch"]  # a process of its own
     assert again["mode"] == "default" and again["compile_cache_loaded"] is False  # a dry run compiles nothing to keep
+    checks = {(row["path"], row.get("task")): row for row in record["checks"]}
+    assert all(checks[(path, task)]["ok"] for path in ("default", "dual backbone") for task in ("pose", "seg"))
+    assert "runs on CUDA GPUs" in checks[("sdpa triton", None)]["error"]  # the CPU: said, not a failure of the dry run
     benches = record["microbenchmarks"]
     assert set(benches) == {"linear", "attention", "fused", "profile", "detector"}
     kinds = {row["kind"] for row in benches["linear"]}
@@ -54,21 +57,21 @@ def test_the_lent_gpus_call_fits_its_time():
     with the tests it does not fit, and the plan says so."""
     lent = check.plan(_args("--skip", "tests"))
     names = [name for name, _ in lent]
-    assert names[0] == "start" and "kernels" in names and "detector" in names
+    assert names[0] == "start" and {"checks", "kernels", "second launch", "detector"} <= set(names)
     assert {f"fps {mode}" for mode in check.PLANNED_MODES} <= set(names)
     assert sum(s for _, s in lent) <= check.PLANNED_S
     assert sum(s for _, s in check.plan(_args())) > check.PLANNED_S  # the GPU tests take 5-6 minutes more
     assert dict(check.plan(_args("--skip", "tests", "--skip-compiled"))).keys() == {
-        "start", "kernels", "detector", *(f"fps {m}" for m in check.PLANNED_MODES if not check.MODES[m].compiled)}
+        "start", "checks", "kernels", "detector", *(f"fps {m}" for m in check.PLANNED_MODES if not check.MODES[m].compiled)}
 
 
 def test_parts_can_be_left_out_and_an_unwritable_folder_is_said_once(tmp_path, capsys):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
-    assert check.main(["--dry-run", "--record-dir", str(blocker), "--skip", "kernels", "fps", "detector"]) == 0
+    assert check.main(["--dry-run", "--record-dir", str(blocker), "--skip", "checks", "kernels", "fps", "detector"]) == 0
     out = capsys.readouterr().out
     assert out.count("could not write the run's record") == 1 and "record: " not in out
-    assert check.plan(_args("--skip", "tests", "kernels", "fps", "profile", "detector")) == [("start", check.START_S)]
+    assert check.plan(_args("--skip", "tests", "checks", "kernels", "fps", "profile", "detector")) == [("start", check.START_S)]
 
 
 @pytest.mark.parametrize("name, kind", [

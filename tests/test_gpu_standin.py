@@ -293,7 +293,7 @@ def test_gpu_check_times_seg_every_frame_and_every_other_frame():
         assert check.pipelined_fps(Recording(), IMAGE, BOXES, 4, seg_every=2) > 0
     assert [c[1] for c in calls if c[0] == "launch"] == [["pose", "seg"], ["pose"], ["pose", "seg"], ["pose"]]
     assert [c[0] for c in calls] == ["launch", "launch", "collect", "launch", "collect", "launch", "collect", "collect"]
-    mode = "--compile --sdpa cudnn --fp8"
+    mode = "--sdpa cudnn --fp8"
     assert check.estimate_for(mode, GPUS["h100"], seg_every=2).fps > check.estimate_for(mode, GPUS["h100"]).fps
 
 
