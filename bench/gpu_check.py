@@ -1,7 +1,7 @@
 """One command for anyone with an NVIDIA GPU: check the GPU path, time it, and record the run, in one call.
 
-    python bench/gpu_check.py --no-tests --record-dir "$OUT"   # what a lent GPU runs: about 8 min on an H100 (the plan
-                                                                # printed first counts it), the record written as it goes
+    python bench/gpu_check.py --no-tests --record-dir "$OUT" --commit HASH   # what a lent GPU runs: about 7.6 min on
+                                    # an H100 (the plan printed first counts it), the record written as it goes
     python bench/gpu_check.py                 # the GPU tests first (5-6 min more)
     python bench/gpu_check.py --skip kernels profile           # leave parts out (PARTS)
     python bench/gpu_check.py --no-tests --modes default       # one mode's timing
@@ -28,8 +28,11 @@ The parts (PARTS), in order; `--skip` leaves any out, `--budget` skips what woul
   collected, as the run's stages do) with seg every frame and every other frame, and for the default also
   three people; host launches per frame, the CUDA graph keys captured in the warm-up against those that
   failed or came later, the warm-up, and bench/gpu_estimate.py's estimate beside each number.
-- **profile**: a torch.profiler pass over one frame of each compiled mode (its graphs replayed): every kernel's
-  name and time, summed by kind (GEMM, attention, convolution, fused memory passes, copies).
+- **launch**: the default's second launch: a fresh process whose inductor and Triton folders are empty, with
+  only the compile cache the first launch saved (`--work-dir` holds it): its warm-up (the goal: 15 s) and fps.
+- **profile**: a torch.profiler pass over one frame of the default, `--no-compile` and the compiled dual backbone
+  (their graphs replayed): every kernel's name and time, summed by kind (GEMM, attention, convolution, fused
+  memory passes, copies).
 - **detector**: the RTMDet-m person detector per call on a 720p frame, eager and as a CUDA graph.
 
 The record (bench/gpu_record.py's fields) is rewritten after every part, so a call cut short keeps what it
@@ -346,9 +349,8 @@ def second_launch(setting: Setting, say: Callable[[str], None]) -> Optional[dict
     what it does not load from the cache it compiles again. None (and said) when it fails."""
     import json
     import os
-    import tempfile
 
-    fresh = Path(tempfile.mkdtemp(prefix="sapiens-second-launch-"))
+    fresh = setting.compile_cache.parent / "second-launch"  # empty folders of its own for inductor and Triton
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(fresh / "inductor"), "TRITON_CACHE_DIR": str(fresh / "triton"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     h, w = setting.input_hw
@@ -508,6 +510,9 @@ class Recorder:
             print(f"could not write the run's record in {self.folder} ({error.strerror or error}); the check goes on "
                   "without it: pass --record-dir with a folder you can write", flush=True)
             self.folder = None
+        except ValueError as error:  # a value the record must not hold (a bug of the check): said, the check goes on
+            print(f"the run's record was not written ({error}); the check goes on without it", flush=True)
+            self.folder = None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -531,6 +536,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--commit", help="the code's commit for the record (default: git's, or 'unknown')")
     parser.add_argument("--dry-run", action="store_true", help="no GPU: every part's logic on the CPU at tiny scale "
                         "(tiny models, eager; not a measurement)")
+    parser.add_argument("--work-dir", type=Path, help="a folder for the compile cache and the second launch's caches "
+                        "(default: a temporary one, removed at the end)")
     parser.add_argument("--second-launch", metavar="FOLDER", help=argparse.SUPPRESS)  # the second launch's own process
     args = parser.parse_args(argv)
     if args.second_launch:
@@ -539,6 +546,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         args.skip = sorted(set(args.skip) | {"tests"})
     if args.frames < 2 or args.people < 1:
         parser.error("--frames must be 2 or more and --people 1 or more")
+    if args.commit is not None and not args.commit.strip():
+        parser.error("--commit is empty; give the code's short hash, e.g. --commit $(git rev-parse --short HEAD)")
     began = time.perf_counter()
     if not torch.cuda.is_available() and not args.dry_run:
         print(f"No CUDA GPU here (torch {torch.__version__}, built with CUDA {torch.version.cuda}): nothing to check. "
@@ -547,6 +556,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     imports()
     import tempfile
 
+    if args.work_dir:
+        return _check(args, argv, began, Path(args.work_dir))
+    with tempfile.TemporaryDirectory(prefix="sapiens-gpu-check-") as work:
+        return _check(args, argv, began, Path(work))
+
+
+def _check(args, argv, began: float, work: Path) -> int:
+    """The check's parts in order (`main` parsed the arguments); `work`: the compile caches' folder."""
     from bench import gpu_kernels
     from bench.gpu_record import RUNS, new_record, quote, result
 
@@ -554,7 +571,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print("plan (seconds on an H100, cold compile cache): " + ", ".join(f"{name} {s:.0f}" for name, s in steps)
           + f"; {sum(s for _, s in steps):.0f} s in all", flush=True)
     setting = _setting(args)
-    setting.compile_cache = Path(tempfile.mkdtemp(prefix="sapiens-compile-cache-"))  # empty: the first launch's
+    setting.compile_cache = work / "compile-cache"  # empty: the first launch's, then the second launch's to load
     dtype = setting.dtype
     if args.dry_run:
         name, folder = "CPU dry run (no GPU; not a measurement)", args.record_dir

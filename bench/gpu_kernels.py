@@ -398,6 +398,8 @@ def run_case(case: Case, timer: Callable[[Callable[[], object]], float], cuda: b
     except Exception as error:  # a kernel this GPU, build or shape cannot run: say why, go on
         text = str(error).strip().splitlines()
         return {**row, "error": f"{type(error).__name__}: {text[0][:160] if text else ''}"}
+    if not (us > 0 and math.isfinite(us)):
+        return {**row, "error": f"the timer read {us} us"}
     row["us"] = round(us, 3)
     if case.flop:
         row["tflops"] = round(case.flop / us / 1e6, 2)

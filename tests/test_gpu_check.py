@@ -21,10 +21,11 @@ def _args(*argv):
 
 
 def test_the_dry_run_writes_a_record_of_every_part(tmp_path, capsys):
-    assert check.main(["--dry-run", "--record-dir", str(tmp_path), "--frames", "2"]) == 0
+    assert check.main(["--dry-run", "--record-dir", str(tmp_path / "runs"), "--work-dir", str(tmp_path / "work"),
+                       "--frames", "2"]) == 0
     out = capsys.readouterr().out
     assert "plan (seconds on an H100" in out and "record: " in out
-    (path, record), = gpu_record.records(tmp_path)
+    (path, record), = gpu_record.records(tmp_path / "runs")
     assert record["dry_run"] is True and "dry run" in record["device"] and record["input_size"] == "64x48"
     got = {(row["mode"], row.get("people", 1), row["seg_every"]) for row in record["results"]}
     want = {(mode, 1, every) for mode in check.PLANNED_MODES for every in (1, 2)} | {("default", 3, 1), ("default", 3, 2)}
@@ -68,7 +69,8 @@ def test_the_lent_gpus_call_fits_its_time():
 def test_parts_can_be_left_out_and_an_unwritable_folder_is_said_once(tmp_path, capsys):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
-    assert check.main(["--dry-run", "--record-dir", str(blocker), "--skip", "checks", "kernels", "fps", "detector"]) == 0
+    assert check.main(["--dry-run", "--record-dir", str(blocker), "--work-dir", str(tmp_path / "work"), "--skip", "checks",
+                       "kernels", "fps", "detector"]) == 0
     out = capsys.readouterr().out
     assert out.count("could not write the run's record") == 1 and "record: " not in out
     assert check.plan(_args("--skip", "tests", "checks", "kernels", "fps", "profile", "detector")) == [("start", check.START_S)]

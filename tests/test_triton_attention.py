@@ -23,8 +23,9 @@ from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend  # noqa
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_kernels_under_the_interpreter():
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def test_the_kernels_under_the_interpreter(tmp_path):
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TRITON_CACHE_DIR": str(tmp_path / "triton"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/triton_interpreted.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
