@@ -536,12 +536,13 @@ class Predictor:
             return Launched(outputs, None)
         collect = self._streams["collect"]
         pinned = {}
-        for name, out in outputs.items():
-            collect.wait_stream(self._streams[(made_on or {}).get(name, name)])
+        for output, out in outputs.items():
+            name = (made_on or {}).get(output, output)  # the stream that made it
+            collect.wait_stream(self._streams[name])
             out.record_stream(collect)
-            pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+            pinned[output] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
             with torch.cuda.stream(collect):
-                pinned[name].copy_(out, non_blocking=True)
+                pinned[output].copy_(out, non_blocking=True)
         done = torch.cuda.Event(blocking=True)
         done.record(collect)
         return Launched(pinned, done)

@@ -343,6 +343,7 @@ def set_fused_kernels(model: nn.Module, on: bool = True, norms: bool = True) -> 
                 why = str(error)
         if why is not None:
             raise UserError(why)
+        from realtime.models import triton_fused  # noqa: F401  (loaded now: a traced forward only looks it up)
     for backbone in backbones:
         backbone.fused = on and norms
         for block in backbone.blocks:
