@@ -229,7 +229,7 @@ class Predictor:
                 _set_input_size(model, self.sizes[name])
             backend = "inductor" if compile is True else compile
             # Round bf16 intermediates as eager does: fused in fp32, the bf16 RoPE rotation
-            # drifts past the golden fixtures' tolerance (measured: 0.028 vs 1e-2 max). Set per
+            # drifts past the golden fixtures' tolerance (bench/RESULTS.md). Set per
             # compiled model, not in inductor's global config, which other code in the process shares.
             options = {"emulate_precision_casts": True} if backend == "inductor" else None
             graphs = recompile_budget(self.tasks.values())
@@ -301,11 +301,6 @@ class Predictor:
                     "launch waits for it, about two minutes on an H100%s", ", ".join(self.models),
                     "GPU" if self.cuda else "device", f"; later launches load them from {path.parent}" if path else "")
         return (path, False) if path else None
-
-    def graph_keys(self) -> list[tuple]:
-        """Every CUDA graph key a run on frames of the warmed-up size can meet: per-person tasks
-        one per bucket, whole-image tasks one (what `warm_up` captures)."""
-        return sorted(self._graphs.graphs, key=str)
 
     def graph_report(self) -> list[str]:
         """Run-summary warnings about CUDA graphs: captures that failed (those keys run eagerly,

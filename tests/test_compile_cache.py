@@ -29,7 +29,8 @@ def _model():
 
 def test_run_compiles_on_cuda_unless_told_not_to(monkeypatch):
     from realtime.cli import build_parser
-    from realtime.run import RunOptions, compile_for
+    from realtime.build import compile_for
+    from realtime.options import RunOptions
 
     parse = build_parser().parse_args
     assert parse(["run", "x.mp4"]).compile is None
