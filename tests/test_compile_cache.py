@@ -28,20 +28,23 @@ def _model():
 
 
 def test_run_compiles_on_cuda_unless_told_not_to(monkeypatch):
-    from realtime.cli import build_parser
     from realtime.build import compile_for
-    from realtime.options import RunOptions
+    from realtime.cli import build_parser
+    from realtime.options import ModelOptions, RunOptions
+
+    def options(**models):
+        return RunOptions(source="x.mp4", models=ModelOptions(**models))
 
     parse = build_parser().parse_args
     assert parse(["run", "x.mp4"]).compile is None
     assert parse(["run", "x.mp4", "--no-compile"]).compile is False and parse(["run", "x.mp4", "--compile"]).compile is True
     monkeypatch.setattr(compile_cache, "compiles_here", lambda: True)  # a CUDA build of torch with Triton
-    assert compile_for(RunOptions(source="x.mp4"), "cuda") is True
-    assert compile_for(RunOptions(source="x.mp4", compile=False), "cuda") is False
-    assert compile_for(RunOptions(source="x.mp4"), "cpu") is False
-    assert compile_for(RunOptions(source="x.mp4", compile=True), "cpu") is True
+    assert compile_for(options(), "cuda") is True
+    assert compile_for(options(compile=False), "cuda") is False
+    assert compile_for(options(), "cpu") is False
+    assert compile_for(options(compile=True), "cpu") is True
     monkeypatch.setattr(compile_cache, "compiles_here", lambda: False)  # a CPU build, or no Triton: the plain path
-    assert compile_for(RunOptions(source="x.mp4"), "cuda") is False
+    assert compile_for(options(), "cuda") is False
     monkeypatch.undo()
     assert compile_cache.compiles_here() is (torch.version.cuda is not None and _has_triton())
 
@@ -166,3 +169,28 @@ def test_the_cache_round_trip_through_inductor(tmp_path):
         results.append(next(line for line in done.stdout.splitlines() if line.startswith("RESULT")).split()[1:])
     assert results[0] == ["False", "0", "1"]  # the first launch compiled its graph
     assert results[1] == ["True", "1", "0"]  # the second loaded it: a hit, nothing compiled
+
+
+@pytest.mark.parametrize("given, words", [
+    ({"compile": "yes"}, "compile='yes' is not True or False"),
+    ({"fp8": "everything"}, "fp8='everything' is not one of attention, ffn, attention+ffn"),
+    ({"dual_backbone": 1}, "dual_backbone=1 is not True or False"),
+    ({"fuse": None}, "fuse=None is not True or False"),
+])
+def test_the_new_options_are_refused_in_one_sentence_naming_the_python_argument(given, words):
+    from realtime.build import check_options
+    from realtime.errors import UserError
+    from realtime.options import RunOptions
+
+    with pytest.raises(UserError, match=words.replace("(", r"\(").replace("+", r"\+")) as error:
+        check_options(RunOptions.from_names("x.mp4", {"device": "cpu", **given}))
+    assert "\n" not in str(error.value)
+
+
+def test_the_new_flags_from_the_command_line(capsys):
+    from realtime.cli import main
+
+    for flags, words in ((["--fp8", "ffn"], "drop --fp8"), (["--no-compile", "--fp8"], "drop --fp8")):
+        assert main(["run", "no_such_video.mp4", "--device", "cpu", *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err and "Traceback" not in err
