@@ -110,7 +110,7 @@ def test_every_key_a_dual_run_meets_is_captured_in_the_warm_up(fixture_models):
         models = {task: copy.deepcopy(model).to("cuda") for task, model in fixture_models.items()}
         predictor = Predictor(models, device="cuda", input_hw=(128, 96), cuda_graphs=True, max_batch=3, dual=True)
         predictor.warm_up(IMAGE.shape[:2])
-        keys = predictor.graph_keys()
+        keys = predictor._graphs.captured()
         assert ("dual", 1, (3, 96, 128), (96, 128)) in keys
         assert {("pose", b, (3, 96, 128)) for b in (1, 2, 3)} <= set(keys) and ("seg", (3, 96, 128), (96, 128)) in keys
         predictor.predict(IMAGE, BOXES[:1])
