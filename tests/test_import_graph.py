@@ -11,9 +11,10 @@ already running): that is how `tasks -> models.archs` closed a circle through
 Layers, read from above only:
 - `realtime/models/`, `viz/` and `trackers/` are below the rest of `realtime/`: no arrow
   from them into another `realtime` module ...
-- ... except the foundation layer, `FOUNDATION` (the errors, the package data and the
-  `Frame` contract, and the `realtime` package's own `__init__` that importing any of them
-  runs), which imports nothing else of ours, so anything may import it.
+- ... except the foundation layer, `FOUNDATION` (the errors, the package data, the `Frame`
+  contract and the tracks record declared on it with the face's names, and the `realtime`
+  package's own `__init__` that importing any of them runs), which imports nothing else of
+  ours, so anything may import it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from typing import Iterable, Optional
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
-# outputs: the one rule every writer follows
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs")
+# outputs: the one rule every writer follows; record: the tracks file's fields (on Frame, with the face's names)
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs", "realtime.record",
+              "realtime.expressions")
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:
