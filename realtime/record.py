@@ -22,6 +22,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, make_dataclass
+from dataclasses import field as dataclass_field
 from enum import Enum
 from functools import cached_property, lru_cache
 from types import SimpleNamespace
@@ -614,15 +615,61 @@ CAMERA = Group(
 
 
 @dataclass(frozen=True)
+class TrackArray:
+    """One array of `PersonTrack` (T rows: the file's frames), filled from a person field's checked values.
+
+    `row`: the shape of one row (symbols K, B); `dtype` float64 (NaN where not known or absent) or bool
+    (False there); `take(value)`: the row from the field's checked value (None: the value itself);
+    `always`: there even when no frame has the field (else None then)."""
+
+    name: str
+    doc: str
+    row: tuple = ()
+    dtype: Any = np.float64
+    take: Optional[Callable] = None
+    always: bool = False
+
+    def row_of(self, value):
+        return value if self.take is None else self.take(value)
+
+    def empty(self, frames: int, dims: Dims) -> np.ndarray:
+        shape = (frames, *dims.shape(self.row))
+        return np.zeros(shape, bool) if self.dtype is bool else np.full(shape, np.nan)
+
+
+@dataclass(frozen=True)
 class PersonField:
-    """A person field and how it maps to `Person` (the live data): `get(person)` the value written (None:
-    not written, unless `empty` gives the text of none), `put(value)` the `Person` attributes a read value
-    gives."""
+    """A person field and how it maps to `Person` (the live data) and to `PersonTrack` (a whole file's arrays):
+    `get(person)` the value written (None: not written, unless `empty` gives the text of none), `put(value)`
+    the `Person` attributes a read value gives, `track` its `PersonTrack` arrays (None: one array named after
+    the key, as `default_track` makes it)."""
 
     field: Field
     get: Callable[[Person], Any]
     put: Callable[[Any], dict]
     empty: Optional[Callable[[Dims], str]] = None
+    track: Optional[tuple[TrackArray, ...]] = None
+
+    @property
+    def arrays(self) -> tuple[TrackArray, ...]:
+        return default_track(self.field) if self.track is None else self.track
+
+
+def default_track(field: Field) -> tuple[TrackArray, ...]:
+    """A field's `PersonTrack` array when it names none: one named after its key, a row per frame (None when
+    no frame of the person has the field)."""
+    where = f"where not known or absent, or None when no frame carried `{field.key}`."
+    if isinstance(field, Numbers):
+        rows = ", ".join(str(n) for n in ("T", *field.shape)) + ("," if not field.shape else "")
+        unit = f" {field.unit}" if field.unit else ""
+        return (TrackArray(field.key, f"({rows}) float64{unit}, NaN {where}", field.shape),)
+    if isinstance(field, Weights):
+        return (TrackArray(field.key, f"(T, {len(field.names)}) float64, NaN {where}", (len(field.names),)),)
+    if isinstance(field, Flags):
+        return (TrackArray(field.key, f"(T, {field.count}) bool, False {where}", (field.count,), bool, take=lambda v: v == 1),)
+    if isinstance(field, Flag):
+        return (TrackArray(field.key, f"(T,) bool, False {where}", (), bool),)
+    return ()
 
 
 def _kpts(person: Person) -> Optional[np.ndarray]:
@@ -646,50 +693,72 @@ def _f32(value) -> np.ndarray:
 PERSON = (
     PersonField(Whole("id", "track id, stable across frames; null when the person has none (a tentative detection in a "
                       "`tracked` file, or no tracker ran: stills)", outside="is outside the 64-bit range track ids must fit"),
-                get=lambda p: p.track_id, put=lambda v: {"track_id": v}, empty=lambda dims: "null"),
+                get=lambda p: p.track_id, put=lambda v: {"track_id": v}, empty=lambda dims: "null",
+                track=()),  # PersonTrack.id
     PersonField(Numbers("box", "x1, y1, x2, y2 in pixels and the detector score (1 for boxes not from the detector); 4 "
                         "numbers read as a box without a score", null=Null.ANY, unit="px", shape=(5,), short=4,
                         expect="[x1, y1, x2, y2, score]", decimals=(PX_DECIMALS,) * 4 + (SCORE_DECIMALS,)),
                 get=lambda p: np.append(np.asarray(p.box, dtype=np.float64), p.box_score),
-                put=lambda v: {"box": _f32(v[:4]), "box_score": float(np.nan_to_num(v[4], nan=1.0))}),
+                put=lambda v: {"box": _f32(v[:4]), "box_score": float(np.nan_to_num(v[4], nan=1.0))},
+                track=(TrackArray("boxes", "(T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.", (5,), always=True),)),
     PersonField(Numbers("kpts", "`[x, y, score]` per keypoint (the header's `keypoint_names` order): pixels of the original "
                         "image (x right, y down) and the raw model confidence (a heatmap maximum, may exceed 1); `x, y` null "
                         "where the heatmap has no peak at all (score <= 0)", null=Null.NUMBERS, unit="px", shape=(K, 3),
                         decimals=(PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS)),
                 get=_kpts, put=lambda v: {"keypoints": _f32(v[:, :2]), "keypoint_scores": _f32(v[:, 2])},
-                empty=lambda dims: _null_rows(dims.keypoints, 3)),
+                empty=lambda dims: _null_rows(dims.keypoints, 3),
+                track=(TrackArray("keypoints", "(T, K, 2) float64 pixels, NaN where unknown or absent.", (K, 2),
+                                  take=lambda v: v[:, :2], always=True),
+                       TrackArray("scores", "(T, K) float64 keypoint confidences, NaN where unknown or absent.", (K,),
+                                  take=lambda v: v[:, 2], always=True))),
     PersonField(Flag("smoothed", "`true` when `kpts` are temporally smoothed (the live filter or `sapiens-rt smooth`)",
                      boolean=True, default=False),
-                get=lambda p: p.smoothed, put=lambda v: {}),
+                get=lambda p: p.smoothed, put=lambda v: {},
+                track=(TrackArray("smoothed", "(T,) bool, True where the written keypoints were temporally smoothed.",
+                                  dtype=bool, always=True),)),
     PersonField(Flags("predicted", "per keypoint, 1 where the live filter predicted or held the point instead of measuring it "
                       "(its score was below `min_score`); present when the live filter ran", count=K),
-                get=lambda p: p.predicted, put=lambda v: {"predicted": v}),
+                get=lambda p: p.predicted, put=lambda v: {"predicted": v},
+                track=(TrackArray("predicted", "(T, K) bool, True where the live filter predicted or held a keypoint instead "
+                                  "of measuring it (the file's `predicted`); False elsewhere.", (K,), bool, always=True),)),
     PersonField(Numbers("kpts3d", "`[X, Y, Z]` per keypoint, camera frame (x right, y down, z forward); present only when the "
                         "pointmap task ran: for a tracked person on every frame from their first depth frame (lifted between "
                         "depth frames, the pointmap's per-frame scale stabilised), otherwise on the depth frames",
                         null=Null.ANY, unit="m", shape=(K, 3), decimals=METRE_DECIMALS),
-                get=lambda p: p.keypoints3d, put=lambda v: {"keypoints3d": _f32(v)}),
+                get=lambda p: p.keypoints3d, put=lambda v: {"keypoints3d": _f32(v)},
+                track=(TrackArray("keypoints3d", "(T, K, 3) float64 metres (camera frame), NaN where unknown, or None when "
+                                  "no frame of this person carried `kpts3d`.", (K, 3)),)),
     PersonField(Weights("face", "ARKit blendshape weights from 0 to 1 by name (`{\"jawOpen\": 0.4, ...}`), read from the 238 "
                         "face keypoints against the person's neutral face (learned over its first `--face-calibrate` "
                         "seconds); present for tracked people whose eyes and nose are seen; a name left out, or null, is not "
                         "known (sent as 0)", names=ARKIT_NAMES, decimals=FACE_DECIMALS),
-                get=lambda p: p.face, put=lambda v: {"face": np.nan_to_num(v).astype(np.float32)}),
+                get=lambda p: p.face, put=lambda v: {"face": np.nan_to_num(v).astype(np.float32)},
+                track=(TrackArray("face", "(T, F) float64 ARKit blendshape weights (`realtime.expressions.ARKIT_NAMES` "
+                                  "order), NaN where not read, or None when no frame carried `face`.", (len(ARKIT_NAMES),)),)),
     PersonField(Numbers("lips", "the inner lips apart, from 0 to 1 (no ARKit name of its own; it feeds the VRM vowels); "
                         "with `face`", since=2, decimals=FACE_DECIMALS, low=0, high=1, expect="a weight from 0 to 1"),
                 get=lambda p: p.lips_open, put=lambda v: {"lips_open": v}),
     PersonField(Numbers("head", "the head's rotation relative to the neutral head, " + _QUATERNION + ", rig axes (Y up, "
                         "facing +Z, +X the person's left); with `face`", shape=(4,), decimals=HEAD_DECIMALS, quaternion=True),
-                get=lambda p: p.head_rotation, put=lambda v: {"head_rotation": _f32(v)}),
+                get=lambda p: p.head_rotation, put=lambda v: {"head_rotation": _f32(v)},
+                track=(TrackArray("head_rotation", "(T, 4) float64 head quaternions x, y, z, w (rig axes, relative to the "
+                                  "neutral head), NaN where not read, or None when no frame carried `head`.", (4,)),)),
     PersonField(Flags("contacts", "`[left, right]`: 1 where the foot is on the floor (height above the fitted floor and "
                       "speed, with hysteresis), null where that foot is not known; present when the depth task ran, from "
                       "the moment the floor is known", null=Null.ANY, count=2, expect="[left, right] of 1, 0 or null"),
-                get=lambda p: p.contacts, put=lambda v: {"contacts": None if np.isnan(v).any() else v.astype(bool)}),
-    PersonField(BONES, get=lambda p: p.bones, put=lambda v: {"bones": v}),
+                get=lambda p: p.contacts, put=lambda v: {"contacts": None if np.isnan(v).any() else v.astype(bool)},
+                track=(TrackArray("contacts", "(T, 2) bool, left / right foot on the floor (False where not known), or "
+                                  "None when no frame carried `contacts`.", (2,), bool, take=lambda v: v == 1),
+                       TrackArray("contacts_known", "(T, 2) bool, True for each foot whose record gave 1 or 0 (a null foot "
+                                  "is unknown, never \"off\"), or None with `contacts`.", (2,), bool, take=np.isfinite))),
+    PersonField(BONES, get=lambda p: p.bones, put=lambda v: {"bones": v}, track=()),  # exports solve their own
     PersonField(Numbers("height", "`[metres, confidence]`: the person's standing height (stature) measured so far in the "
                         "world frame, confidence from 0 to 1; present once measured (runs with pose and depth)", since=2,
                         unit="m, 1", shape=(2,), decimals=HEIGHT_DECIMALS, low=0, high=(FLOAT32_MAX, 1)),
                 get=lambda p: None if p.height is None else np.asarray(p.height, np.float64),
-                put=lambda v: {"height": (float(v[0]), float(v[1]))}),
+                put=lambda v: {"height": (float(v[0]), float(v[1]))},
+                track=(TrackArray("height", "(T, 2) float64 stature metres and confidence, NaN where not measured, or "
+                                  "None.", (2,)),)),
 )
 
 FRAME = (
@@ -729,6 +798,7 @@ HEADER = (
                         "`--vmc-fingers`); present when the run solved bones (pose and depth)", since=2),
     Free("smoothing", "`{\"method\": ...}`: the file was written by `sapiens-rt smooth`"),
 )
+TRACK_ARRAYS = tuple(array for item in PERSON for array in item.arrays)  # PersonTrack's arrays, in order
 FIELDS = SimpleNamespace(**{p.field.key: p.field for p in PERSON})  # the person fields by key: FIELDS.kpts3d
 _HEADER_KEYS = frozenset(f.key for f in HEADER) | {"type", "version"}
 _PERSON_KEYS = frozenset(p.field.key for p in PERSON)
@@ -918,68 +988,44 @@ def has_field(person: dict, field: Field) -> bool:
     return person.get(field.key) is not None
 
 
-# -- PersonTrack's arrays ----------------------------------------------------------------------------
+def person_track_fields() -> list:
+    """`PersonTrack`'s fields for `dataclasses.make_dataclass` (keyword-only): the track id, `present` ((T,) bool:
+    the rows the person was written in) and an array per `TRACK_ARRAYS` entry, None by default where not `always`."""
+    fields: list = [("id", int), ("present", np.ndarray)]
+    for spec in TRACK_ARRAYS:
+        optional = (spec.name, Optional[np.ndarray], dataclass_field(default=None))
+        fields.append((spec.name, np.ndarray) if spec.always else optional)
+    return fields
 
 
-@dataclass(frozen=True)
-class TrackArray:
-    """One array of `PersonTrack` (T rows: the file's frames), filled from the person field `key`.
-
-    `row`: the shape of one row (symbols K, B); `dtype` float64 (NaN where not known or absent) or bool
-    (False there); `take(value)`: the row from the field's checked value; `always`: there even when no
-    frame has the field (else None then)."""
-
-    name: str
-    key: str
-    doc: str
-    row: tuple = ()
-    dtype: Any = np.float64
-    take: Callable = None
-    always: bool = False
-
-    def row_of(self, value):
-        return value if self.take is None else self.take(value)
-
-    def empty(self, frames: int, dims: Dims) -> np.ndarray:
-        shape = (frames, *dims.shape(self.row))
-        return np.zeros(shape, bool) if self.dtype is bool else np.full(shape, np.nan)
-
-
-TRACK_ARRAYS = (
-    TrackArray("keypoints", "kpts", "(T, K, 2) float64 pixels, NaN where unknown or absent.", (K, 2),
-               take=lambda v: v[:, :2], always=True),
-    TrackArray("scores", "kpts", "(T, K) float64 keypoint confidences, NaN where unknown or absent.", (K,),
-               take=lambda v: v[:, 2], always=True),
-    TrackArray("boxes", "box", "(T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.", (5,), always=True),
-    TrackArray("smoothed", "smoothed", "(T,) bool, True where the written keypoints were temporally smoothed.",
-               dtype=bool, always=True),
-    TrackArray("keypoints3d", "kpts3d", "(T, K, 3) float64 metres (camera frame), NaN where unknown, or None when no "
-               "frame of this person carried `kpts3d`.", (K, 3)),
-    TrackArray("predicted", "predicted", "(T, K) bool, True where the live filter predicted or held a keypoint instead "
-               "of measuring it (the file's `predicted`); False elsewhere.", (K,), dtype=bool, always=True),
-    TrackArray("face", "face", "(T, F) float64 ARKit blendshape weights (`realtime.expressions.ARKIT_NAMES` order), NaN "
-               "where not read, or None when no frame carried `face`.", (len(ARKIT_NAMES),)),
-    TrackArray("head_rotation", "head", "(T, 4) float64 head quaternions x, y, z, w (rig axes, relative to the neutral "
-               "head), NaN where not read, or None when no frame carried `head`.", (4,)),
-    TrackArray("contacts", "contacts", "(T, 2) bool, left / right foot on the floor (False where not known), or None when "
-               "no frame carried `contacts`.", (2,), dtype=bool, take=lambda v: v == 1),
-    TrackArray("contacts_known", "contacts", "(T, 2) bool, True for each foot whose record gave 1 or 0 (a null foot is "
-               "unknown, never \"off\"), or None with `contacts`.", (2,), dtype=bool, take=np.isfinite),
-    TrackArray("height", "height", "(T, 2) float64 stature metres and confidence, NaN where not measured, or None.", (2,)),
-    TrackArray("lips", "lips", "(T,) float64 the inner lips apart from 0 to 1, NaN where not read, or None."),
-)
+def person_track_arrays(entries: list, frames: int, dims: Dims) -> dict:
+    """One identity's `PersonTrack` arrays from its (row, PersonRecord) entries, each array filled from its field."""
+    arrays: dict = {}
+    for item in PERSON:
+        rows = [(row, getattr(person, item.field.key)) for row, person in entries]
+        rows = [(row, value) for row, value in rows if value is not None]
+        for spec in item.arrays:
+            if not rows and not spec.always:
+                arrays[spec.name] = None
+                continue
+            array = spec.empty(frames, dims)
+            for row, value in rows:
+                array[row] = spec.row_of(value)
+            arrays[spec.name] = array
+    return arrays
 
 
 # -- the docs' field table ---------------------------------------------------------------------------
 
 
-def _table_rows(fields, where: str) -> list[str]:
+def _table_rows(fields, where: str, since: int = 1) -> list[str]:
     rows = []
     for item in fields:
+        arrived = max(since, item.since)  # a part arrived with its group at the earliest
         rows.append(f"| `{item.key}` | {where} | {item.type_text} | {item.unit} | {item.decimals_text} | "
-                    f"{NULL_TEXT[item.null]} | {item.since} | {item.meaning} |")
+                    f"{NULL_TEXT[item.null]} | {arrived} | {item.meaning} |")
         if isinstance(item, Group):
-            rows += _table_rows(item.parts, f"{where}'s `{item.key}`")
+            rows += _table_rows(item.parts, f"{where}'s `{item.key}`", arrived)
     return rows
 
 

@@ -29,7 +29,6 @@ from realtime.export.tracks import CameraTrack, PersonTrack, Tracks, Unidentifie
 from realtime.record import (
     HEADER,
     SCHEMA_VERSION,
-    TRACK_ARRAYS,
     Dims,
     FrameRecord,
     OlderThanFile,
@@ -37,6 +36,7 @@ from realtime.record import (
     check_header,
     header_dims,
     parse_line,
+    person_track_arrays,
     refuse_non_finite,
 )
 from realtime.record import check_frame as _check_frame
@@ -223,20 +223,10 @@ def read_tracks(path: str | Path | TrackRecords) -> Tracks:
 
 
 def _person_track(track_id: int, entries: list[tuple[int, PersonRecord]], frames: int, dims: Dims) -> PersonTrack:
-    """One identity's rows as `PersonTrack` arrays, each filled from its declared field (`realtime.record.TRACK_ARRAYS`)."""
-    arrays: dict[str, Optional[np.ndarray]] = {}
-    for spec in TRACK_ARRAYS:
-        rows = [(row, getattr(person, spec.key)) for row, person in entries if getattr(person, spec.key) is not None]
-        if not rows and not spec.always:
-            arrays[spec.name] = None
-            continue
-        array = spec.empty(frames, dims)
-        for row, value in rows:
-            array[row] = spec.row_of(value)
-        arrays[spec.name] = array
+    """One identity's rows as `PersonTrack` arrays, each filled from its declared field (`realtime.record.PERSON`)."""
     present = np.zeros(frames, dtype=bool)
     present[[row for row, _ in entries]] = True
-    return PersonTrack(id=track_id, present=present, **arrays)
+    return PersonTrack(id=track_id, present=present, **person_track_arrays(entries, frames, dims))
 
 
 def _floor_up(values: list[Optional[np.ndarray]]) -> Optional[np.ndarray]:

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.record import TRACK_ARRAYS
+from realtime.record import TRACK_ARRAYS, person_track_fields
 
 
 class _PersonTrackMethods:
@@ -32,30 +32,18 @@ class _PersonTrackMethods:
         return dataclasses.replace(self, **changes)
 
 
-def _person_track_fields() -> list:
-    """id, present, then an array per `realtime.record.TRACK_ARRAYS` entry: those always there first
-    (required), the others None by default."""
-    fields: list = [("id", int)]
-    required = True
-    for spec in TRACK_ARRAYS:
-        required = required and spec.always
-        fields.append((spec.name, np.ndarray) if required else (spec.name, Optional[np.ndarray], dataclasses.field(default=None)))
-        if spec.name == "boxes":
-            fields.append(("present", np.ndarray))
-    return fields
-
-
 # One identity over the whole recording; its arrays follow the record's declaration (`realtime.record`).
-PersonTrack = dataclasses.make_dataclass("PersonTrack", _person_track_fields(), bases=(_PersonTrackMethods,), frozen=True)
+PersonTrack = dataclasses.make_dataclass("PersonTrack", person_track_fields(), bases=(_PersonTrackMethods,), frozen=True,
+                                         kw_only=True)
 PersonTrack.__module__ = __name__
 PersonTrack.__doc__ = "\n".join([
     "One identity over the whole recording (T = number of frames in the file).",
     "",
-    "id:          track id from the JSONL. Persons written without an id are no track: in a file whose header says",
-    "             `\"tracked\": true` they are tentative detections and are left out; in other files (stills) they are",
-    "             kept in `Tracks.unidentified`.",
-    "present:     (T,) bool, True in frames where this person was written.",
-    *(f"{spec.name + ':':<13}{spec.doc}" for spec in TRACK_ARRAYS),
+    "id:            track id from the JSONL. Persons written without an id are no track: in a file whose header",
+    "               says `\"tracked\": true` they are tentative detections and are left out; in other files (stills)",
+    "               they are kept in `Tracks.unidentified`.",
+    "present:       (T,) bool, True in frames where this person was written.",
+    *(f"{spec.name + ':':<14} {spec.doc}" for spec in TRACK_ARRAYS),
 ])
 
 
@@ -85,7 +73,7 @@ class Unidentified:
         lets a per-row writer (OpenPose, COCO) write them with the code it has for tracks."""
         return PersonTrack(id=-1, keypoints=self.keypoints, scores=self.scores, boxes=self.boxes,
                            present=np.ones(len(self), dtype=bool), smoothed=np.zeros(len(self), dtype=bool),
-                           keypoints3d=self.keypoints3d)
+                           predicted=np.zeros(self.scores.shape, dtype=bool), keypoints3d=self.keypoints3d)
 
 
 @dataclass(frozen=True)

@@ -545,9 +545,9 @@ class OscKeypointSink:
         out = [osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(sent)])])]
         for person, points in sent:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
-            known = np.isfinite(points).all(axis=-1)
             heads = self._heads(int(person.track_id), points.shape[1] + 1)
             rows = np.concatenate([points, np.asarray(scores, dtype=np.float64)[:, None]], axis=1)  # x y [z] score
+            known = np.isfinite(rows).all(axis=-1)  # a point without a score (a replayed null) is not sent either
             opening = element_head(f"/sapiens/person/{int(person.track_id)}/frame", "i") + struct.pack(">i", int(frame.index))
             for _, indices in self.regions:
                 chosen = indices[known[indices]]
