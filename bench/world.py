@@ -45,7 +45,9 @@ between the two performers' `Person.bones` roots against the truth, each perform
 truth: eye height / 0.936), the ground stage's
 world slide (its ankle and heel of each foot in true contact on a frame and the one before, in the
 world of the world stage's cameras, once the world is fixed: mm/frame on the lifted frames, and on
-all frames with the depth frames' re-measuring), the world roots the run hands on (`Person.bones`, from
+all frames with the depth frames' re-measuring), the avatar's feet slide (the ankles of `Person.bones` by forward
+kinematics, in the world, between two frames of true contact: mm per 1/30 s, `avatar_slide`), the world roots the
+run hands on (`Person.bones`, from
 the first frame in the world, aligned there: % of the distance travelled, the worst performer), the
 stages' foot contacts against the truth (`Person.contacts`: the world stage's once in the world, else the
 ground stage's; precision and recall over the frames that have them), and each stage's cost per frame.
@@ -273,13 +275,15 @@ def main() -> None:
             every = [r["slide_all_mm"] for r in rows if r["path"] == path]
             ups = [r.get("world_up_deg", float("nan")) for r in rows if r["path"] == path]
             roots = [r["root_world_pct"] for r in rows if r["path"] == path and "root_world_pct" in r]
+            avatar = [r["avatar_slide_mm"] for r in rows if r["path"] == path]
             precision = np.mean([r.get("contact_precision", np.nan) for r in rows if r["path"] == path])
             recall = np.mean([r.get("contact_recall", np.nan) for r in rows if r["path"] == path])
             root = f"; world root {np.mean(roots):.2f} % of distance ({min(roots):.2f}-{max(roots):.2f})" if roots else ""
             print(f"{path}: ground slide in the world (hold {args.hold}) lifted frames {np.mean(lifted):.2f} mm/frame "
                   f"({min(lifted):.2f}-{max(lifted):.2f}), all frames {np.mean(every):.2f} ({min(every):.2f}-{max(every):.2f}); "
                   f"world up error {np.mean(ups):.2f} deg ({min(ups):.2f}-{max(ups):.2f}){root}; "
-                  f"contacts P {precision:.2f} R {recall:.2f}")
+                  f"contacts P {precision:.2f} R {recall:.2f}; avatar feet slide {np.mean(avatar):.2f} mm per 1/30 s "
+                  f"({min(avatar):.2f}-{max(avatar):.2f})")
         return
 
     timing: list[float] = []
@@ -354,6 +358,8 @@ def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", backgro
     lifted, every = ground_slide(truth, out)
     result["slide_lifted_mm"] = round(1000 * float(lifted.mean()), 2)
     result["slide_all_mm"] = round(1000 * float(every.mean()), 2)
+    avatar = avatar_slide(truth, out)
+    result["avatar_slide_mm"] = round(float(avatar.mean()), 2) if len(avatar) else float("nan")
     result["cost_ms"] = {name: (round(1000 * float(np.mean(v)), 2), round(1000 * float(np.median(v)), 2))
                          for name, v in cost.items()}
     print(result, flush=True)
@@ -415,6 +421,28 @@ def ground_slide(truth, out: list) -> tuple[np.ndarray, np.ndarray]:
                     if t % DEPTH_EVERY:
                         lifted.append(step)
     return np.array(lifted), np.array(every)
+
+
+def avatar_slide(truth, out: list) -> np.ndarray:
+    """The avatar's feet: each step (mm per 1/30 s) along the world's floor of the ankle of `Person.bones` (forward
+    kinematics, `bench.motion.avatar_world`: the bones' own world on frames in it, else placed in the world stage's
+    world) between two frames of true contact, both placed in the same kind of world."""
+    from bench.motion import SLIDE_PER, avatar_world
+
+    steps = []
+    for t in range(1, len(out)):
+        if out[t].camera is None or out[t - 1].camera is None or out[t].camera.world != out[t - 1].camera.world:
+            continue
+        dt = out[t].timestamp - out[t - 1].timestamp
+        for p, (a, b) in enumerate(zip(out[t - 1].people, out[t].people)):
+            placed = [avatar_world(frame, person) for frame, person in ((out[t - 1], a), (out[t], b))]
+            if placed[0] is None or placed[1] is None:
+                continue
+            for side in range(2):
+                if truth.contacts[p, t, side] and truth.contacts[p, t - 1, side]:
+                    move = placed[1][0][side, 0] - placed[0][0][side, 0]  # the ankle (the foot bone's head)
+                    steps.append(1000 * float(np.linalg.norm(move[[0, 2]])) * SLIDE_PER / dt)
+    return np.array([s for s in steps if np.isfinite(s)])
 
 
 def _loop(motion: Motion, frames: int) -> tuple[np.ndarray, np.ndarray]:

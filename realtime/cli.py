@@ -36,7 +36,7 @@ from typing import Optional  # noqa: E402
 
 # E402: these come after the signal handlers above on purpose (an early Ctrl+C must not raise from an import).
 from realtime import __version__  # noqa: E402
-from realtime.errors import Terminated, UserError, stop_exit_code  # noqa: E402
+from realtime.errors import Terminated, UserError, signals_held, stop_exit_code  # noqa: E402
 from realtime.export.table import ALIASES, BATCH_FORMATS, FORMATS, titles  # noqa: E402
 
 log = logging.getLogger("sapiens-rt")
@@ -130,7 +130,7 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
     out.add_argument("--view", action="store_true", help="show the live viewer window")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
     out.add_argument("--no-caption", action="store_true", help="no fps / latency / model line on the overlay (clean videos)")
-    live = p.add_argument_group("live motion (VMC / OSC)")
+    live = p.add_argument_group("live motion (VMC / OSC / VRChat)")
     _add_live_motion_options(live)
     live.add_argument("--live-pace", default="on", choices=["on", "off"], help="on a video file, send each frame at its "
                       "time in the video, so receivers play at real speed without bursts (default: on); off: as soon as "
@@ -164,14 +164,16 @@ def _run_options(args):
     outputs = OutputOptions(out=args.out, tracks=args.tracks, output_dir=args.output_dir or "recordings", no_video=args.no_video,
                             progress=not args.no_progress, caption=not args.no_caption)
     senders = live_senders(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle,
-                           vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc, tasks=models.tasks)
+                           vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc, tasks=models.tasks,
+                           vrchat=args.vrchat, vrchat_trackers=args.vrchat_trackers, vrchat_height=args.vrchat_height,
+                           vrchat_person=args.vrchat_person)
     return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
                       people=_people_options(args), smoothing=smoothing, outputs=outputs,
                       live_outputs=LiveOutputOptions(view=args.view, senders=senders, live_pace=args.live_pace == "on"))
 
 
 def _add_live_motion_options(group) -> None:
-    """--vmc / --osc and their options, as `run` and `stream` take them."""
+    """--vmc / --osc / --vrchat and their options, as `run` and `stream` take them."""
     group.add_argument("--vmc", action="append", default=[], metavar="HOST:PORT", help="stream bones and face with the VMC "
                        "protocol (OSC/UDP; receivers listen on 39539; [::1]:39539 for IPv6; repeat for several receivers) to "
                        "Blender VMC4B, Unity EVMC4U, Unreal VMC4UE, VSeeFace; needs --tasks pose,depth (pose alone with "
@@ -186,6 +188,14 @@ def _add_live_motion_options(group) -> None:
                        "only (a person at a desk; needs no depth task)")
     group.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z "
                        "score (datagrams of at most 1,400 bytes)")
+    group.add_argument("--vrchat", nargs="?", const="127.0.0.1:9000", metavar="HOST:PORT", help="stream full-body OSC "
+                       "trackers, the head and the face (Unified Expressions) to VRChat (default 127.0.0.1:9000; put it "
+                       "after SOURCE); needs --tasks pose,depth; see docs/vrchat.md")
+    group.add_argument("--vrchat-trackers", metavar="LIST", help="comma list of hip, feet, chest, knees, elbows (default: "
+                       "hip,feet, as VRChat advises)")
+    group.add_argument("--vrchat-height", type=positive_float, metavar="METRES", help="your height as VRChat knows it: "
+                       "tracker positions are scaled by it over the performer's measured height (default: real metres)")
+    group.add_argument("--vrchat-person", metavar="ID", help="track id to stream with --vrchat (default: the largest person)")
 
 
 # The option groups `run` and `batch` share: each fills one group of `realtime.options`.
@@ -515,7 +525,7 @@ def _add_export_model(sub) -> None:
 
 
 def _cmd_export_model(args) -> int:
-    from realtime.models.onnx_export import export_onnx
+    from realtime.export_model import export_onnx
     from realtime.run import parse_size, parse_tasks
 
     task = parse_tasks(args.task)[0]
@@ -529,13 +539,14 @@ def _cmd_export_model(args) -> int:
 def _add_stream(sub) -> None:
     parser = sub.add_parser(
         "stream",
-        help="send a recorded tracks .jsonl to VMC / OSC receivers at its original timing",
+        help="send a recorded tracks .jsonl to VMC / OSC / VRChat receivers at its original timing",
         description="Replay a tracks file (from sapiens-rt run --tracks) to live receivers at the recorded frame times.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
   sapiens-rt stream take1.jsonl --vmc 127.0.0.1:39539              # into Blender VMC4B / VSeeFace
   sapiens-rt stream take1.jsonl --vmc 127.0.0.1:39539 --vmc 127.0.0.1:39540 --loop
   sapiens-rt stream take1.jsonl --osc 127.0.0.1:9000 --speed 0.5   # half speed
+  sapiens-rt stream take1.jsonl --vrchat                           # trackers and face into VRChat on this PC
 exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
     )
     parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
@@ -552,7 +563,9 @@ def _cmd_stream(args) -> int:
 
     summary = stream(StreamOptions(tracks=args.tracks, vmc=args.vmc, osc=args.osc, vmc_person=args.vmc_person,
                                    vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle, vmc_face_only=args.vmc_face_only,
-                                   face_calibrate=args.face_calibrate, speed=args.speed, loop=args.loop))
+                                   face_calibrate=args.face_calibrate, speed=args.speed, loop=args.loop, vrchat=args.vrchat,
+                                   vrchat_trackers=args.vrchat_trackers, vrchat_height=args.vrchat_height,
+                                   vrchat_person=args.vrchat_person))
     if summary.stopped:
         print(summary.stopped, file=sys.stderr)
     print("\n".join(summary.lines))
@@ -643,20 +656,9 @@ HEAVY_IMPORTS = {"run": ("numpy", "torch", "cv2", "av"), "batch": ("numpy", "tor
 def _import_deferring_signals(modules) -> None:
     import importlib
 
-    if threading.current_thread() is not threading.main_thread():
+    with signals_held():  # a signal during them raises once they are imported (the handler is `_raise_on_signal`)
         for name in modules:
             importlib.import_module(name)
-        return
-    held: list[int] = []
-    saved = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        for name in modules:
-            importlib.import_module(name)
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-    if held:
-        _raise_on_signal(held[-1], None)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -21,6 +21,7 @@ from typing import Callable, Optional, Sequence
 import cv2
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.errors import UserError
 from realtime.frames import Person
 
@@ -61,7 +62,7 @@ class BoxFinder:
         *,
         detect_every: Optional[int] = 1,
         max_people: Optional[int] = None,
-        min_keypoint_score: float = 0.3,
+        min_keypoint_score: float = KEYPOINT_SCORE_THRESHOLD,
         min_tracked_fraction: float = 0.25,
         pose_box_scale: float = 1.25,
         duplicate_iou: float = 0.7,

@@ -198,7 +198,7 @@ class Predictor:
                 _set_input_size(model, self.sizes[name])
             backend = "inductor" if compile is True else compile
             # Round bf16 intermediates as eager does: fused in fp32, the bf16 RoPE rotation
-            # drifts past the golden fixtures' tolerance (measured: 0.028 vs 1e-2 max). Set per
+            # drifts past the golden fixtures' tolerance (bench/RESULTS.md). Set per
             # compiled model, not in inductor's global config, which other code in the process shares.
             options = {"emulate_precision_casts": True} if backend == "inductor" else None
             graphs = recompile_budget(self.tasks.values())
@@ -244,11 +244,6 @@ class Predictor:
         self._graphs.seal()
         if self.cuda:
             torch.cuda.synchronize(self.device)
-
-    def graph_keys(self) -> list[tuple]:
-        """Every CUDA graph key a run on frames of the warmed-up size can meet: per-person tasks
-        one per bucket, whole-image tasks one (what `warm_up` captures)."""
-        return sorted(self._graphs.graphs, key=str)
 
     def graph_report(self) -> list[str]:
         """Run-summary warnings about CUDA graphs: captures that failed (those keys run eagerly,

@@ -1,4 +1,4 @@
-"""`sapiens-rt stream`: send a recorded tracks file to live receivers (VMC, raw OSC) at its
+"""`sapiens-rt stream`: send a recorded tracks file to live receivers (VMC, raw OSC, VRChat) at its
 original timing: record once, perform into Blender / Unity later, or test a receiver
 set-up without a camera.
 
@@ -32,6 +32,7 @@ from realtime.mode import RunMode
 from realtime.pipeline import Pipeline
 from realtime.record import frame_from_record
 from realtime.sinks.osc import parse_vmc_person
+from realtime.sinks.vrchat import missing_bones
 from realtime.sources import Source, SourceInfo
 from realtime.stages.live import LiveStage, live_senders
 from realtime.stages.motion import FingerBones, MotionStage, recorded_fingers
@@ -55,6 +56,10 @@ class StreamOptions:
     speed: float = 1.0
     loop: bool = False
     sinks: list = field(default_factory=list)  # extra sinks (tests, the Python API)
+    vrchat: Optional[str] = None  # HOST:PORT (`realtime.sinks.vrchat`); its options as `live_senders` takes them
+    vrchat_trackers: Optional[str] = None
+    vrchat_height: Optional[float] = None
+    vrchat_person: Optional[str] = None
 
 
 @dataclass
@@ -181,11 +186,20 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
     found = _contents(records, header)  # one pass over every line: a line that breaks the schema stops here
     if not found.frames:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
-    if not options.vmc and not options.osc and not options.sinks:
-        raise UserError("stream needs somewhere to send: add --vmc HOST:PORT and/or --osc HOST:PORT.")
+    vrchat_asked = any(v is not None for v in (options.vrchat, options.vrchat_trackers, options.vrchat_height,
+                                                options.vrchat_person))  # live_senders says what they go with
+    if not options.vmc and not options.osc and not vrchat_asked and not options.sinks:
+        raise UserError("stream needs somewhere to send: add --vmc HOST:PORT, --osc HOST:PORT and/or --vrchat [HOST:PORT].")
     if options.vmc and not options.vmc_face_only and not found.has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vmc has no bones to send; "
                         f"add --vmc-face-only, or record with --tasks pose,depth.")
+    if options.vrchat is not None and not found.has_3d:
+        raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vrchat has no trackers to "
+                        f"send; record with --tasks pose,depth.")
+    bone_names = header.get("bone_names")
+    if options.vrchat is not None and bone_names and missing_bones(bone_names):
+        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
+                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
     person = parse_vmc_person(options.vmc_person) if options.vmc else None
     if isinstance(person, int) and person not in found.ids:
         held = f"its ids: {', '.join(str(i) for i in sorted(found.ids))}" if found.ids else "it has no tracked people"
@@ -194,13 +208,15 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
     tasks = ("pose", "pointmap") if found.has_3d else ("pose",)
     senders = live_senders(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
                            vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,
-                           face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks) + list(options.sinks)
+                           face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks, vrchat=options.vrchat,
+                           vrchat_trackers=options.vrchat_trackers, vrchat_height=options.vrchat_height,
+                           vrchat_person=options.vrchat_person) + list(options.sinks)
     stages: list = []
-    solving = found.has_3d and options.vmc and not options.vmc_face_only
-    if solving and not found.has_bones:  # an older recording: solve here
+    wants_bones = (options.vmc and not options.vmc_face_only) or options.vrchat is not None
+    if found.has_3d and wants_bones and not found.has_bones:  # an older recording: solve here
         stages.append(MotionStage(names, fingers=options.vmc_fingers, smooth="none"))
-    elif solving and options.vmc_fingers and fingers is False:  # recorded without fingers: solve those alone
-        stages.append(FingerBones(names))
+    elif found.has_3d and options.vmc and not options.vmc_face_only and options.vmc_fingers and fingers is False:
+        stages.append(FingerBones(names))  # recorded without fingers: those alone solved here
         log.info("%s has no finger bones: --vmc-fingers solves them from its 3D keypoints", path)
     source = TracksSource(records, header, loop=options.loop, laps=max_laps)
     live = LiveStage(senders, pace=True, speed=options.speed, **({"now": clock.now} if clock else {}))

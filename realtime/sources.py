@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 STREAM_SCHEMES = ("rtsp://", "rtsps://", "rtmp://", "udp://", "tcp://", "http://", "https://", "srt://")
 # Live streams: FFmpeg's read-ahead at open. Probing reads up to 5 MB / 5 s of the stream before the
-# first frame comes out (1.7 s on a 30 fps H.264 camera), and every frame read then waits behind that
+# first frame comes out (seconds on a live camera), and every frame read then waits behind that
 # backlog. The least that still finds the stream (32 bytes: the first packet) and 1 microsecond of
 # stream time (0 would mean the default, 5 s). `fflags=nobuffer` is left out: it throws the probed
 # packets away, i.e. the first frames the camera sent, and saves nothing once probing reads one packet.

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.models.archs import INPUT_HW, PIXEL_MEAN, PIXEL_STD
 
 BOX_PADDING = 1.25  # person boxes are enlarged by this before cropping
@@ -364,7 +365,7 @@ def sample_keypoints_3d(
     scores: np.ndarray,
     image_hw: tuple[int, int],
     foreground: Optional[np.ndarray] = None,
-    min_score: float = 0.3,
+    min_score: float = KEYPOINT_SCORE_THRESHOLD,
 ) -> np.ndarray:
     """Camera-space 3D keypoints by bilinear sampling of a metric pointmap.
 

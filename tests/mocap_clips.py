@@ -7,7 +7,7 @@ and `forward` gives every joint's world position and rotation. `load_clips` maps
 keypoints: hips, knees, ankles, shoulders, elbows, wrists and the neck base at their joints; the heel,
 big and small toes, nose, eyes and ears at fixed offsets in the ankle's, toe's and head's frames.
 World: metres, y up, the floor at y = 0. A capture's world need not be level with its floor (CMU
-07_04's stance feet rise 5 cm over its 3.5 m walk, 0.8 degrees), so `_level` fits a plane to the
+07_04's stance feet rise 5 cm over its 3.5 m walk, 0.8 degrees), so `level_floor` fits a plane to the
 feet where they touch down (the lower envelope of each frame's lowest foot point) and turns the clip
 so that plane is y = 0: the true up is the floor's normal. True contacts, from the clean motion: a
 heel within CONTACT_HEIGHT of its lowest point in the clip (its 2nd percentile) and moving slower than
@@ -37,6 +37,7 @@ UNSEEN = ("cmu_38_01", "cmu_55_04", "cmu_05_01")  # everyday walking (subjects 3
 CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_WINDOW = 0.03, 0.15, 3  # m above the floor, m/s, frames
 ENVELOPE = 15  # frames (0.5 s at 30 fps): longer than a stance, so every window holds one
 ACROSS_SPREAD = 0.08  # m RMS: lowest foot points spread less than this across their path are a straight walk
+MIN_SLOPE_SPAN = 1.0  # m: lowest foot points spanning less than this along their path set no slope (in place)
 NAMES = keypoint_names()
 
 
@@ -142,15 +143,19 @@ _IN_FRAME = [("left_heel", "LeftAnkle", (0.0, -0.065, -0.05)), ("right_heel", "R
 _FEET = [NAMES.index(f"{s}_{p}") for s in ("left", "right") for p in ("heel", "big_toe", "small_toe")]
 
 
-def _level(joints: np.ndarray) -> np.ndarray:
+def level_floor(joints: np.ndarray, across: bool = True) -> np.ndarray:
     """The clip turned and shifted so the floor its feet stand on is y = 0: a least-squares plane through
     each frame's lowest foot point, refitted to the points within 1 cm above it. A straight walk (those
-    points spread less than ACROSS_SPREAD across their main direction) is fitted by `_slope_along` instead."""
+    points spread less than ACROSS_SPREAD across their main direction), or any clip with `across` False (a
+    capture whose vertical is trusted across its path), is fitted by `_slope_along` instead; a clip whose
+    points span less than MIN_SLOPE_SPAN along that direction (in place) is only shifted."""
     feet = joints[:, _FEET]
     lowest = feet[np.arange(len(feet)), np.argmin(feet[..., 1], axis=1)]  # (T, 3)
     ground = lowest[:, [0, 2]]
     _, spread, axes = np.linalg.svd(ground - ground.mean(axis=0), full_matrices=False)
-    if spread[1] / np.sqrt(len(ground)) < ACROSS_SPREAD:
+    if np.ptp(ground @ axes[0]) < MIN_SLOPE_SPAN:
+        gx, gz = 0.0, 0.0
+    elif not across or spread[1] / np.sqrt(len(ground)) < ACROSS_SPREAD:
         gx, gz = _slope_along(lowest, axes[0])
     else:
         keep = lowest[:, 1] <= np.percentile(lowest[:, 1], 30)
@@ -207,9 +212,10 @@ def heel_contacts(joints: np.ndarray, fps: float, height: float = CONTACT_HEIGHT
     return np.stack(out, axis=1)
 
 
-@lru_cache(maxsize=None)
-def load_clip(name: str) -> Clip:
-    bvh = read_bvh(FOLDER / f"{name}.bvh")
+def bvh_keypoints(path: Path) -> tuple[np.ndarray, float]:
+    """A BVH file of the CMU (cgspeed) skeleton as (T, K, 3) keypoints in its capture's world (metres, NaN
+    where not placed; not levelled) and its frame rate."""
+    bvh = read_bvh(path)
     positions, rotations = forward(bvh)
     index = {n: i for i, n in enumerate(bvh.names)}
     joints = np.full((len(positions), len(NAMES), 3), np.nan)
@@ -217,8 +223,13 @@ def load_clip(name: str) -> Clip:
         joints[:, NAMES.index(key)] = positions[:, index[joint]]
     for key, joint, offset in _IN_FRAME:
         joints[:, NAMES.index(key)] = positions[:, index[joint]] + rotations[:, index[joint]] @ np.array(offset)
-    joints = _level(joints)  # the floor at y = 0
-    fps = 1.0 / bvh.frame_time
+    return joints, 1.0 / bvh.frame_time
+
+
+@lru_cache(maxsize=None)
+def load_clip(name: str) -> Clip:
+    joints, fps = bvh_keypoints(FOLDER / f"{name}.bvh")
+    joints = level_floor(joints)  # the floor at y = 0
     return Clip(name, joints, heel_contacts(joints, fps), fps)
 
 

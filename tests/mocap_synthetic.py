@@ -16,12 +16,18 @@ from scipy.spatial.transform import Rotation
 
 from realtime.data import keypoint_names
 from realtime.rig.bones import FINGERS, SIDES, TOES_END, bone_table
-from realtime.rig.solver import Skeleton, camera_to_rig, end_positions, forward_kinematics
+from realtime.rig.solver import Skeleton, camera_to_rig, forward_kinematics
 
 NAMES = keypoint_names()
 FPS = 30.0
 EAR_HALF_WIDTH, TOE_HALF_WIDTH = 0.075, 0.03
 CAMERA_DISTANCE = 3.0  # metres in front of the camera
+
+
+def end_positions(skeleton: Skeleton, heads: np.ndarray, globals_: np.ndarray) -> np.ndarray:
+    """(T, B, 3) end sites of the leaf bones (NaN for bones with children)."""
+    ends = heads + np.einsum("tbij,bj->tbi", globals_, skeleton.ends)
+    return np.where(skeleton.leaves[None, :, None], ends, np.nan)
 
 
 def synthetic_skeleton() -> Skeleton:

@@ -128,7 +128,7 @@ def _inputs(argv: list[str]) -> list[str]:
         return [args.source]
     if args.command == "batch":
         return args.inputs
-    return [args.tracks] if args.command in ("export", "smooth") else []
+    return [args.tracks] if args.command in ("export", "smooth", "stream") else []
 
 
 def _offline(argv: list[str], fixtures: Path, detector: Path) -> list[str]:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from realtime.rig.face import ARKIT_NAMES, VRM_PRESETS, FaceSolver, vmc_blend_values
+from realtime.expressions import BLEND_NAMES, blend_values
+from realtime.rig.face import ARKIT_NAMES, FaceSolver
 from tests.face_synthetic import NAMES, FaceParams, face_keypoints
 
 NEUTRAL = FaceParams()
@@ -116,9 +117,9 @@ def test_thirty_seconds_of_random_expressions_pin_no_blendshape():
         k, frac = int(s), s - int(s)
         params = FaceParams(**{name: (1 - frac) * v[k] + frac * v[k + 1] for name, v in keys.items()})
         state = solver.update(10 + s, face_keypoints(params)[0] + rng.normal(0, 0.2, (len(NAMES), 2)))
-        weights.append(np.append(state.weights, [v for _, v in vmc_blend_values(state)[len(ARKIT_NAMES):]]))
+        weights.append(blend_values(state.weights, state.lips_open))  # what the VMC sender sends (realtime.sinks.osc)
     weights = np.array(weights)
-    names = list(ARKIT_NAMES) + list(VRM_PRESETS)
+    names = BLEND_NAMES
     assert ((weights >= 0) & (weights <= 1)).all()
     for name, column in zip(names, weights.T):
         assert (column > 0.05).mean() > 0.05, f"{name} stays at 0"

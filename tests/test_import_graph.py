@@ -15,6 +15,9 @@ Layers, read from above only:
   contract and the tracks record declared on it with the face's names, and the `realtime`
   package's own `__init__` that importing any of them runs), which imports nothing else of
   ours, so anything may import it.
+- The outputs (`realtime.outputs`, the rule every file writer follows) are above the models:
+  a model is tensors in and out, and what writes a file (`realtime.export_model` for ONNX)
+  sits above both.
 """
 
 from __future__ import annotations
@@ -26,9 +29,8 @@ from typing import Iterable, Optional
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
-# outputs: the one rule every writer follows; record: the tracks file's fields (on Frame, with the face's names)
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.outputs", "realtime.record",
-              "realtime.expressions")
+# record: the tracks file's fields, declared on the Frame contract with the face's names
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.record", "realtime.expressions")
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:
@@ -128,6 +130,15 @@ def test_models_viz_and_trackers_import_nothing_above_them():
     assert "realtime.models.loading" in graph and "viz.compose" in graph and "trackers.identity" in graph
     assert graph["realtime.tasks"] >= {"realtime.models.registry", "viz.panes"}  # the table reads them from above
     assert upward_arrows(graph) == []
+
+
+def test_the_models_stay_below_the_outputs():
+    """The ONNX file is written above the models (realtime.export_model), which hold only the graph."""
+    graph = import_graph(REPO, PACKAGES)
+    assert graph["realtime.export_model"] >= {"realtime.outputs", "realtime.models.onnx_export"}
+    assert {m for m, targets in graph.items() if _inside(m, LOWER) and "realtime.outputs" in targets} == set()
+    back = {"realtime.models.onnx_export": {"realtime.outputs"}}  # the arrow the rules refuse, should it come back
+    assert upward_arrows(back) == ["realtime.models.onnx_export -> realtime.outputs"]
 
 
 def test_the_foundation_layer_imports_nothing_else_of_ours():

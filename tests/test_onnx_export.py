@@ -16,7 +16,7 @@ from realtime.models import load_model
 onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed: pip install '.[onnx]'")
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed: pip install '.[onnx]'")
 
-from realtime.models.onnx_export import export_onnx  # noqa: E402  (after the skips)
+from realtime.export_model import export_onnx  # noqa: E402  (after the skips)
 
 MAX_ABS, MEAN_ABS = 1e-2, 5e-4  # the fixtures' head-output tolerance (fixtures/README.md)
 
@@ -78,9 +78,9 @@ def test_graph_rounds_rope_to_bf16_and_needs_it(pose, tmp_path):
 
 def test_seg_equals_the_fixture_with_weights_in_a_data_file(fixtures_dir, tmp_path, monkeypatch):
     """The seg model written as a large (1b, 5b) model is: its weights in `seg.onnx.data` beside the graph."""
-    from realtime.models import onnx_export
+    from realtime import export_model
 
-    monkeypatch.setattr(onnx_export, "EXTERNAL_DATA_BYTES", 0)
+    monkeypatch.setattr(export_model, "EXTERNAL_DATA_BYTES", 0)
     io = load_file(str(fixtures_dir / "seg_io.safetensors"))
     path = export_onnx("seg", fixtures_dir / "seg_weights.safetensors", tmp_path / "seg.onnx", input_hw=(64, 48))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["seg.onnx", "seg.onnx.data"]  # no temporary files left

@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from realtime.data import keypoint_sigmas
+from realtime.data import KEYPOINT_SCORE_THRESHOLD, keypoint_sigmas
 
 TENTATIVE = -1  # id returned for detections whose track is not confirmed yet
 
@@ -113,7 +113,7 @@ class IdentityTracker:
         reid_size_ratio: float = 1.33,
         iou_weight: float = 0.5,
         min_similarity: float = 0.2,
-        min_keypoint_score: float = 0.3,
+        min_keypoint_score: float = KEYPOINT_SCORE_THRESHOLD,
         velocity_smoothing: float = 0.2,
     ) -> None:
         if confirm_hits < 1 or max_misses < 0 or reid_seconds <= 0:

@@ -28,6 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from trackers.regions import per_keypoint, smoothness_factor
 
 # Cutoffs (Hz) at smoothness 0.5, tuned on bench/smoothing.py for a jitter cut
@@ -151,7 +152,7 @@ class KalmanFilter:
         self,
         cutoff_hz: float | np.ndarray = 3.0,
         order: str = "velocity",
-        min_score: float = 0.3,
+        min_score: float = KEYPOINT_SCORE_THRESHOLD,
         max_coast_seconds: float = 0.25,
     ) -> None:
         if order not in ("velocity", "acceleration"):

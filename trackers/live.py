@@ -12,6 +12,7 @@ import logging
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.errors import UserError
 from trackers.kalman import KalmanFilter, kalman_cutoffs
 from trackers.one_euro import OneEuroFilter, one_euro_parameters
@@ -38,7 +39,7 @@ class LiveSmoother:
         self,
         method: str = "one_euro",
         smoothness: float = 0.5,
-        min_score: float = 0.3,
+        min_score: float = KEYPOINT_SCORE_THRESHOLD,
         max_gap_seconds: float = 1.0,
         num_keypoints: int = 308,
     ) -> None:

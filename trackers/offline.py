@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import butter, filtfilt, savgol_filter
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.errors import UserError
 from trackers.kalman import (
     initial_covariance,
@@ -57,7 +58,7 @@ def smooth_track(
     method: str = "rts",
     *,
     max_gap_seconds: float = 0.5,
-    min_score: float = 0.3,
+    min_score: float = KEYPOINT_SCORE_THRESHOLD,
     **options,
 ) -> np.ndarray:
     """Smooth one person's track with a zero-phase method.

@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from trackers.regions import per_keypoint, smoothness_factor
 
 # Defaults at smoothness 0.5. min_cutoff in Hz, beta in Hz per (size / s),
@@ -75,7 +76,7 @@ class OneEuroFilter:
         min_cutoff: float | np.ndarray = 1.0,
         beta: float | np.ndarray = 8.0,
         d_cutoff: float = D_CUTOFF_HZ,
-        min_score: float = 0.3,
+        min_score: float = KEYPOINT_SCORE_THRESHOLD,
     ) -> None:
         self.min_cutoff = np.asarray(min_cutoff, dtype=np.float64)
         self.beta = np.asarray(beta, dtype=np.float64)

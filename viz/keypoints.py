@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import cv2
 import numpy as np
 
-from realtime.data import keypoint_groups, keypoint_table
+from realtime.data import KEYPOINT_SCORE_THRESHOLD, keypoint_groups, keypoint_table
 from realtime.frames import Person
 
 # Fixed-point drawing (coordinates * 2**_SHIFT) keeps sub-pixel positions with LINE_AA.
@@ -91,7 +91,7 @@ class SkeletonAnnotator:
     Style is fixed at construction; `draw` never changes the `Person` data.
 
     score_threshold: keypoints with a score below it (and links touching them) are
-                     hidden; 0.3 is the official demo's `kpt_thr`.
+                     hidden; default the official demo's `kpt_thr` (realtime.data.KEYPOINT_SCORE_THRESHOLD).
     scale:           multiplies every line width and radius (1.0 = automatic size).
     draw_fine:       draw face and hand points and finger links.
     draw_boxes:      draw each person's box.
@@ -100,7 +100,7 @@ class SkeletonAnnotator:
 
     def __init__(
         self,
-        score_threshold: float = 0.3,
+        score_threshold: float = KEYPOINT_SCORE_THRESHOLD,
         scale: float = 1.0,
         draw_fine: bool = True,
         draw_boxes: bool = True,

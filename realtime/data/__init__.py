@@ -1,4 +1,4 @@
-"""Package data: the 308-keypoint table and the 29 body-part classes.
+"""Package data: the 308-keypoint table, the 29 body-part classes and the keypoint score threshold.
 
 Both files come unchanged from the official metadata (see
 `tests/reference/README.md`); these helpers only read them.
@@ -11,6 +11,11 @@ from functools import lru_cache
 from importlib import resources
 
 import numpy as np
+
+# A keypoint whose heatmap score is below this is not trusted: not drawn, not measured by the filters and
+# the tracker, not lifted to 3D, not read by the face rig. The official demo's `--kpt-thr` default
+# (sapiens pose `demo/vis_pose.py`). Defined here, in the foundation layer, so every layer uses the same one.
+KEYPOINT_SCORE_THRESHOLD = 0.3
 
 
 @lru_cache(maxsize=None)

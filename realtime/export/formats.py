@@ -6,17 +6,17 @@ import logging
 import re
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from realtime.errors import UserError
 from realtime.export.jsonl import read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
-from realtime.export.staging import check_output, staged
+from realtime.export.staging import check_output, staged, staged_together
 from realtime.export.subsets import SUBSETS
 from realtime.export.table import ALIASES, FORMATS
-from realtime.export.to_blender import write_blend
+from realtime.export.to_blender import check_blender_scene, write_blend
 from realtime.export.to_c3d import write_c3d
 from realtime.export.to_coco import write_coco
 from realtime.export.to_csv import write_csv
@@ -25,7 +25,7 @@ from realtime.export.to_openpose import write_openpose
 from realtime.export.to_trc import write_trc
 from realtime.export.tracks import Tracks
 from realtime.export.world import camera_csv_path, in_world, resolve_root, write_camera_csv
-from realtime.outputs import check_outputs, check_writable, remove_stale
+from realtime.outputs import check_outputs, check_writable
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,11 @@ def export_tracks(
             on the floor (realtime.rig.leg_ik); False leaves the feet as measured.
     root:   "world" or "camera" (realtime.export.world): the 3D and the root in the world frame the
             run tracked, or camera-relative; default world when the camera moved. Tracks with a
-            camera also get its path beside the export (<out>.camera.csv; glTF / VRMA: a camera node).
+            camera also get its path beside the export (<out stem>.camera.csv; glTF / VRMA: a camera node).
+
+    The sidecars (`sidecar_paths`) are written only after the main file, and all of them are moved
+    into place together: a refused or failed export, or Ctrl+C, leaves none of them; the sidecars of
+    an earlier export to `out` that this one does not write are removed (one log line).
     """
     to = ALIASES.get(to, to)
     if to not in FORMATS:
@@ -94,10 +98,12 @@ def export_tracks(
     sidecars = sidecar_paths(out, to)
     # never overwrite the recording, also not with a sidecar (realtime.outputs: the rule of every command)
     check_outputs({"-o": out, **{f"the {kind} sidecar of -o {out}:": path for kind, path in sidecars.items()}}, [tracks_path])
-    check_output(out, folder=FORMATS[to].folder)  # before the work: one sentence, nothing written
+    # before the work: one sentence, nothing written
+    check_output(out, folder=FORMATS[to].folder, example=default_output(Path("take.jsonl"), to).name)
     check_writable(out)  # a read-only folder is named as such, before any converter (Blender) runs
 
     if to == "blender":
+        check_blender_scene(tracks_path, out, person=person, subset=subset)  # before reading or smoothing: the install line
         recorded = read_tracks(tracks_path)  # fail early, with our message, on a bad file, id or nobody
         if person is None:
             _check_somebody(recorded, tracks_path, to)
@@ -114,13 +120,14 @@ def export_tracks(
             _check_somebody(chosen, tracks_path, to)
         chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
-        root = _root(chosen, root, to, out, sidecars)
-        return _export_motion(chosen, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm", foot_lock=foot_lock,
-                              root=root)
+        return _export_motion(chosen, tracks_path, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm",
+                              foot_lock=foot_lock, root=_root(chosen, root))
 
     tracks = read_tracks(tracks_path)
+    camera_writes: list = []
     if to in ("csv", "trc"):
-        if _root(tracks, root, to, out, sidecars) == "world":
+        camera_writes = _camera_csv(tracks, sidecars)
+        if _root(tracks, root) == "world":
             tracks = in_world(tracks, "world" if to == "csv" else "camera")
     elif root is not None:
         raise UserError(f"--root applies to BVH, glTF, FBX, VRMA, CSV and TRC; drop it for {to}.")
@@ -139,9 +146,12 @@ def export_tracks(
     if to == "coco":
         return staged(out, lambda target: write_coco(tracks, target, subset=subset, stem=tracks_path.stem))
     if to == "trc":  # its header names the file: the final one, not the temporary
-        return staged(out, lambda target: write_trc(tracks, target, subset=subset, file_name=out.name))
-    writer = {"csv": write_csv, "npz": write_npz, "c3d": write_c3d}[to]
-    return staged(out, lambda target: writer(tracks, target, subset=subset))
+        main = (out, lambda target: write_trc(tracks, target, subset=subset, file_name=out.name))
+    else:
+        writer = {"csv": write_csv, "npz": write_npz, "c3d": write_c3d}[to]
+        main = (out, lambda target: writer(tracks, target, subset=subset))
+    staged_together([main, *camera_writes], stale=_stale(out, sidecars))
+    return out
 
 
 def _nobody(tracks: Tracks, tracks_path: Path) -> str:
@@ -160,8 +170,9 @@ def _check_somebody(tracks: Tracks, tracks_path: Path, to: str) -> None:
 
 def sidecar_paths(out: Path, to: str) -> dict[str, Path]:
     """The files an export to `to` may write beside `out` (kind -> path): BVH and FBX a held-marks
-    sidecar, every motion format a curves sidecar (face, contacts). Checked against the inputs
-    with `out`; the ones an export does not write are removed as stale."""
+    sidecar, every motion format a curves sidecar (face, contacts), CSV, TRC and the motion formats
+    the camera path's CSV. Checked against the inputs with `out`; the ones an export does not write
+    are removed as stale."""
     from realtime.export.curves import curves_path
     from realtime.export.mocap import marks_path
 
@@ -171,15 +182,26 @@ def sidecar_paths(out: Path, to: str) -> dict[str, Path]:
     return {**({"marks": marks_path(out)} if to in ("bvh", "fbx") else {}), "curves": curves_path(out), **camera}
 
 
-def _root(tracks: Tracks, root: Optional[str], to: str, out: Path, sidecars: dict[str, Path]) -> str:
-    """The root asked or the default (world when the camera moved), said in the log; the camera path
-    written beside `out` when the tracks have one."""
+def _root(tracks: Tracks, root: Optional[str]) -> str:
+    """The root asked or the default (world when the camera moved), said in the log."""
     root = resolve_root(tracks, root)
     if tracks.camera is not None:
-        staged(sidecars["camera"], lambda target: write_camera_csv(tracks, target))
-        moved = "the camera moved" if tracks.camera.moved else "the camera stayed put"
-        log.info("root: %s (%s); the camera path: %s", root, moved, sidecars["camera"])
+        log.info("root: %s (%s)", root, "the camera moved" if tracks.camera.moved else "the camera stayed put")
     return root
+
+
+def _camera_csv(tracks: Tracks, sidecars: dict[str, Path]) -> list[tuple[Path, Callable[[Path], object]]]:
+    """The camera path's CSV beside the export (`staged_together`'s entry), when the tracks have a camera."""
+    if tracks.camera is None:
+        return []
+    return [(sidecars["camera"], lambda target: write_camera_csv(tracks, target))]
+
+
+def _stale(out: Path, sidecars: dict[str, Path]) -> dict[Path, str]:
+    """Why each sidecar would be stale when this export does not write it (`staged_together` removes it)."""
+    lacks = {"camera": "no camera", "curves": "no face or contacts", "marks": "no held marks"}
+    return {path: f"it belonged to an earlier export to {out}; these tracks have {lacks[kind]}"
+            for kind, path in sidecars.items()}
 
 
 def _remove_stale_openpose(folder: Path, stem: str, tracks: Tracks) -> None:
@@ -221,41 +243,40 @@ def _check_motion_input(tracks: Tracks, tracks_path: Path, to: str, fingers: boo
                         f"(at most {MAX_GRID} frames at {tracks.fps:g} fps); pass the tracks a sapiens-rt run wrote.")
 
 
-def _export_motion(chosen: Tracks, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str], fingers: bool,
-                   rig: str, foot_lock: bool = True, root: str = "camera") -> Path:
-    """BVH / glTF / FBX / VRMA of one person's solved motion; BVH and FBX get a held-marks sidecar, and
-    every one a curves sidecar when the tracks carry face or contacts (realtime.export.curves)."""
+def _export_motion(chosen: Tracks, tracks_path: Path, to: str, out: Path, sidecars: dict[str, Path], *, smooth: Optional[str],
+                   fingers: bool, rig: str, foot_lock: bool = True, root: str = "camera") -> Path:
+    """BVH / glTF / FBX / VRMA of one person's solved motion, written with its sidecars once it is whole:
+    BVH and FBX a held-marks file, every one a curves file when the tracks carry face or contacts
+    (realtime.export.curves) and the camera path's CSV when they have a camera; the sidecars this
+    export does not write are removed as stale."""
     from realtime.export.curves import performance_curves, write_curves
     from realtime.export.mocap import motion_from_tracks, write_marks
     from realtime.export.to_bvh import write_bvh
     from realtime.export.to_fbx import check_blender, write_fbx
     from realtime.export.to_gltf import write_gltf
+    from realtime.export.world import absolute_root, camera_on_grid
     from realtime.rig.retarget import retarget, rig_spec
 
     if fingers and not rig_spec(rig).fingers:
         raise UserError(f"the {rig} rig has no finger bones; drop --fingers for --rig {rig}.")
     if to == "fbx":
         check_blender()  # before the work: one sentence with the install line
-    from realtime.export.world import absolute_root, camera_on_grid
-
     solved = in_world(chosen, "camera") if root == "world" else chosen
     motion, fps = motion_from_tracks(solved, MOTION_FORMATS[to], smooth=smooth, fingers=fingers, foot_lock=foot_lock)
     camera = None
     if root == "world":  # the root where the hips are in the world, and the camera's path beside it
         motion = absolute_root(motion)
-        camera = camera_on_grid(chosen, MOTION_FORMATS[to])
+        camera = camera_on_grid(chosen, MOTION_FORMATS[to], tracks_path)
     curves = performance_curves(chosen, MOTION_FORMATS[to])  # face and contacts: beside the file (realtime.export.curves)
     motion = retarget(motion, rig)
     if to in ("gltf", "vrma"):
-        staged(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma", camera=camera))
-    else:
-        if to == "bvh":  # BVH has no cameras: the path is in the .camera.csv beside it
-            staged(out, lambda target: write_bvh(motion, target, fps))
-        else:
-            staged(out, lambda target: write_fbx(motion, target, fps, camera=camera))
-        staged(sidecars["marks"], lambda target: write_marks(motion, fps, target))
+        writes = [(out, lambda target: write_gltf(motion, target, fps, vrm_animation=to == "vrma", camera=camera))]
+    else:  # BVH has no cameras: the path is in the .camera.csv beside it
+        main = (lambda target: write_bvh(motion, target, fps)) if to == "bvh" else (
+            lambda target: write_fbx(motion, target, fps, camera=camera))
+        writes = [(out, main), (sidecars["marks"], lambda target: write_marks(motion, fps, target))]
     if curves is not None:
-        staged(sidecars["curves"], lambda target: write_curves(curves, target))
-    else:  # an earlier export to this name had face or contacts: its curves would describe another take
-        remove_stale([sidecars["curves"]], f"it belonged to an earlier export to {out}; these tracks have no face or contacts")
+        writes.append((sidecars["curves"], lambda target: write_curves(curves, target)))
+    # an earlier export to this name with face, contacts or a camera: those sidecars would describe another take
+    staged_together(writes + _camera_csv(chosen, sidecars), stale=_stale(out, sidecars))
     return out

@@ -27,14 +27,22 @@ def blender_command(tracks_path: Path, out: Path, *, person: Optional[int], subs
     return command
 
 
+def check_blender_scene(tracks_path: str | Path, out: str | Path, *, person: Optional[int] = None,
+                        subset: Optional[str] = None) -> str:
+    """The `blender` executable, or one sentence with the install line and the command to run elsewhere."""
+    blender = shutil.which("blender")
+    if blender is None:
+        command = blender_command(Path(tracks_path), Path(out), person=person, subset=subset)
+        raise UserError("Blender is not installed or not on PATH; install it (apt-get install blender) or run: "
+                        f"{' '.join(command)}.")
+    return blender
+
+
 def write_blend(tracks_path: str | Path, out: str | Path, *, person: Optional[int] = None, subset: Optional[str] = None) -> Path:
     """Build `out` (.blend) from a tracks JSONL with a headless Blender; returns the path written."""
     tracks_path, out = Path(tracks_path), Path(out)
-    blender = shutil.which("blender")
-    command = blender_command(tracks_path, out, person=person, subset=subset, blender=blender or "blender")
-    if blender is None:
-        raise UserError("Blender is not installed or not on PATH; install it (apt-get install blender) or run: "
-                        f"{' '.join(command)}.")
+    blender = check_blender_scene(tracks_path, out, person=person, subset=subset)
+    command = blender_command(tracks_path, out, person=person, subset=subset, blender=blender)
     from realtime.export.to_fbx import blender_env
 
     result = subprocess.run(command, capture_output=True, text=True, env=blender_env(blender))

@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 import pygltflib as gl
 
+from realtime.errors import UserError
 from realtime.export.mocap import held_marks
 from realtime.rig.solver import Motion
 
@@ -44,7 +45,11 @@ class _Blob:
         self.data = bytearray()
 
     def add(self, array: np.ndarray, kind: str, *, with_bounds: bool = False) -> int:
-        array = np.ascontiguousarray(array, dtype=np.float32)
+        with np.errstate(over="ignore"):
+            array = np.ascontiguousarray(array, dtype=np.float32)
+        if not np.isfinite(array).all():  # nothing non-finite in a file, also not a finite float64 beyond float32
+            raise UserError("glTF holds 32-bit floats (up to 3.4e38), and the solved motion or the camera path has numbers "
+                            "beyond that or not numbers at all; pass the tracks a sapiens-rt run wrote.")
         while len(self.data) % 4:
             self.data.append(0)
         self.gltf.bufferViews.append(gl.BufferView(buffer=0, byteOffset=len(self.data), byteLength=array.nbytes))

@@ -16,6 +16,7 @@ CSV gets the world as it is (`"world"`: y up). The camera path: a CSV of poses b
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,8 @@ from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
 from realtime.export.tracks import Tracks
+
+log = logging.getLogger(__name__)
 
 ROOTS = ("world", "camera")
 FLIP = np.diag([1.0, -1.0, -1.0])  # camera axes <-> rig / glTF-camera axes (its own inverse)
@@ -64,11 +67,13 @@ def absolute_root(motion):
     return dataclasses.replace(motion, root_position=motion.root_position + motion.origin, origin=np.zeros(3))
 
 
-def camera_on_grid(tracks: Tracks, what: str) -> Optional[dict]:
+def camera_on_grid(tracks: Tracks, what: str, source: str | Path = "the tracks") -> Optional[dict]:
     """The one person's clip frames' camera (as `realtime.export.mocap.clip_frames` samples them),
     in glTF's camera convention (looking down -Z, +Y up) in the world: {"times" (N,) s from 0,
     "translation" (N, 3), "rotation" (N, 4) x, y, z, w, "yfov" rad, "aspect", "image_wh" (the
-    video's pixels: FBX keeps the render size with the camera)}; None without a camera in those frames."""
+    video's pixels: FBX keeps the render size with the camera)}; None without a camera in those frames.
+    Intrinsics that give no lens (a focal length of zero, negative or not finite) are one sentence
+    naming `source` and the frame: the camera node would hold NaN."""
     from realtime.export.mocap import clip_frames
 
     if tracks.camera is None:
@@ -77,18 +82,40 @@ def camera_on_grid(tracks: Tracks, what: str) -> Optional[dict]:
     rows, nearest, grid, _ = clip_frames(tracks, person, what)
     pose = tracks.camera.world_from_camera()[rows][nearest]
     if not np.isfinite(pose).all():
+        log.warning("%s has frames without a camera in the clip of %s, so it gets no camera node; the camera path is in "
+                    "the .camera.csv beside it", source, what)
         return None
     rotation = Rotation.from_matrix(pose[:, :3, :3] @ FLIP).as_quat()
     for i in range(1, len(rotation)):  # sign-continuous, so LINEAR interpolation takes the short way
         if rotation[i] @ rotation[i - 1] < 0:
             rotation[i] = -rotation[i]
-    intrinsics = tracks.camera.intrinsics[rows][nearest]
-    known = np.isfinite(intrinsics).all(axis=1)
     width, height = tracks.image_wh
-    fx, fy = (np.median(intrinsics[known, 0]), np.median(intrinsics[known, 1])) if known.any() else (max(width, height),) * 2
-    return {"times": grid, "translation": pose[:, :3, 3], "rotation": rotation,
-            "yfov": float(2 * np.arctan(height / (2 * fy))), "aspect": float(width / height * fy / fx),
+    intrinsics = tracks.camera.intrinsics[rows][nearest]
+    given = ~np.isnan(intrinsics).all(axis=1)  # null: not estimated yet (before the first pointmap)
+    bad = next((i for i in np.flatnonzero(given) if _lens(intrinsics[i], width, height) is None), None)
+    if bad is not None:
+        raise UserError(f"{source} frame {int(tracks.frames[rows][nearest][bad])} has camera intrinsics "
+                        f"[{', '.join(f'{v:g}' for v in intrinsics[bad])}], which give no lens (fx and fy must be positive "
+                        f"pixels), so {what} cannot hold its camera; export with --root camera to leave the camera out.")
+    focal = np.median(intrinsics[given], axis=0) if given.any() else np.full(4, float(max(width, height)))
+    lens = _lens(focal, width, height)
+    if lens is None:
+        raise UserError(f"{source} has an image_size of {width}x{height} pixels, which gives the camera no picture, so {what} "
+                        "cannot hold its camera; export with --root camera to leave the camera out.")
+    return {"times": grid, "translation": pose[:, :3, 3], "rotation": rotation, "yfov": lens[0], "aspect": lens[1],
             "image_wh": (int(width), int(height))}
+
+
+def _lens(intrinsics: np.ndarray, width: int, height: int) -> Optional[tuple[float, float]]:
+    """(vertical field of view in radians, aspect ratio) of fx, fy, cx, cy in pixels; None when they give
+    no lens (glTF: 0 < yfov < pi and aspect > 0, both finite in the 32-bit floats readers keep)."""
+    fx, fy = np.asarray(intrinsics[:2], np.float64)
+    with np.errstate(all="ignore"):
+        yfov, aspect = 2 * np.arctan(height / (2 * fy)), width / height * fy / fx
+        kept = np.float32([yfov, aspect])
+    if not (np.isfinite([fx, fy, *kept]).all() and fx > 0 and fy > 0 and 0 < kept[0] < np.pi and kept[1] > 0):
+        return None
+    return float(yfov), float(aspect)
 
 
 CAMERA_COLUMNS = ("frame", "time", "x", "y", "z", "qx", "qy", "qz", "qw", "fx", "fy", "cx", "cy", "status", "world")

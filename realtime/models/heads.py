@@ -89,9 +89,9 @@ class ConvTranspose2d(nn.ConvTranspose2d):
     """`nn.ConvTranspose2d` that keeps its weight in oneDNN's packed layout between fp32 CPU
     inference calls.
 
-    PyTorch's CPU deconvolution (oneDNN) reorders the weight into that layout on every call,
-    about 50 ms per call for the 0.4B pose head's 67 MB and 50 MB weights on a 2-core AVX2
-    CPU. The packed weight runs the same oneDNN primitive, so the output is bit-identical
+    PyTorch's CPU deconvolution (oneDNN) reorders the weight into that layout on every call, a
+    large part of the pose head's time (bench/RESULTS.md, "Packed deconvolution weights"). The
+    packed weight runs the same oneDNN primitive, so the output is bit-identical
     (tests/test_heads_packed.py); it costs one more copy of the weight. It is packed for the
     input's channel and spatial size (oneDNN chooses the layout for it) and packed again when
     those or the weight change. Autograd, other devices and dtypes, tracing, export,

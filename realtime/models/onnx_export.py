@@ -1,12 +1,10 @@
-"""`sapiens-rt export-model --to onnx`: a Sapiens2 task model as an ONNX graph with a
-dynamic person batch, for ONNX Runtime, TensorRT and other runtimes.
-
-    path = export_onnx("pose", "sapiens2_0.4b_pose.safetensors", "pose.onnx")
+"""A Sapiens2 task model as an ONNX graph with a dynamic person batch, for ONNX Runtime,
+TensorRT and other runtimes (`onnx_graph`); `realtime.export_model` writes it to a file under
+the output rule of every command (`sapiens-rt export-model --to onnx`).
 
 How the graph is made, and why:
-- The TorchScript exporter (`dynamo=False`): on the tiny fixture model it takes ~6-9 s
-  where the torch.export-based one takes ~160 s (2 loaded CPU cores), and it needs no
-  onnxscript. It lacks `aten::rms_norm` and SDPA's `enable_gqa`, so both get a small
+- The TorchScript exporter (`dynamo=False`): much faster than the torch.export-based one
+  (docs/deploy.md), and it needs no onnxscript. It lacks `aten::rms_norm` and SDPA's `enable_gqa`, so both get a small
   symbolic here (RMSNorm decomposed; GQA as kv heads repeated in `repeat_interleave`
   order), registered only while exporting.
 - The patch grid is fixed by `input_hw`, so the RoPE (sin, cos) tables are constants of the
@@ -15,12 +13,11 @@ How the graph is made, and why:
   have no bf16 arithmetic, so every bf16 operation is rewritten to run in fp32 and round
   its result to bf16 and back (`Cast` pairs). A bf16 x bf16 product is exact in fp32 and
   torch computes bf16 ops in fp32 and rounds, so this reproduces the rounding exactly
-  (without it the pose heatmaps drift past the fixture tolerance: max 2.6e-2 vs 1e-2).
+  (without it the pose heatmaps drift past the fixture tolerance, docs/deploy.md).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import warnings
@@ -34,13 +31,9 @@ from torch import nn
 from realtime.errors import UserError
 from realtime.models import registry
 from realtime.models.loading import load_model
-from realtime.outputs import check_outputs, check_writable, remove_stale
-
-log = logging.getLogger(__name__)
 
 OPSET = 17  # LayerNormalization-era opset that TensorRT 8.6+ and ONNX Runtime 1.14+ read
 EXTRA_HINT = "install the ONNX extra with: pip install 'sapiens-realtime[onnx]'"
-EXTERNAL_DATA_BYTES = 1 << 30  # larger weights go to `<out>.data` beside the graph (protobuf stops at 2 GB: 1b, 5b)
 OUTPUT_NAMES = {"pose": ["heatmaps"], "seg": ["logits"], "normal": ["normal"], "pointmap": ["pointmap", "scale"],
                 "albedo": ["albedo"]}
 
@@ -54,29 +47,22 @@ def require_onnx():
     return onnx
 
 
-def export_onnx(
+def onnx_graph(
     task: str,
     checkpoint: Optional[str | os.PathLike],
-    out: str | os.PathLike,
+    scratch: str | os.PathLike,
     *,
     arch: Optional[str] = None,
     input_hw: Optional[tuple[int, int]] = None,
-) -> Path:
-    """Write the `task` model from `checkpoint` (None: the released `arch` file) to `out` as ONNX.
+):
+    """The `task` model from `checkpoint` (None: the released `arch` file) as an `onnx.ModelProto`,
+    traced in the folder `scratch` (a model over 2 GB gets its weights beside the traced file there).
 
     Input `image` (persons, 3, H, W) float32, normalised as for the PyTorch model, with
     (H, W) = `input_hw` (default: the task's trained size); outputs as
-    `Sapiens2TaskModel` returns them (see OUTPUT_NAMES), all with the dynamic batch axis."""
+    `Sapiens2TaskModel` returns them (see OUTPUT_NAMES), all with the dynamic batch axis.
+    The graph's doc string and metadata name the task, the architecture and the input size."""
     onnx = require_onnx()
-    out = Path(out)
-    data = out.with_name(f"{out.name}.data")  # the weights of a model over 1 GB, beside the graph
-    # never over the checkpoint, also not with the weights file beside the graph (realtime.outputs)
-    check_outputs({"the ONNX file": out, "its weights file": data}, [checkpoint] if checkpoint is not None else [])
-    if not out.parent.is_dir():
-        raise UserError(f"Cannot write {out}: the folder {out.parent} does not exist; create it or choose another output path.")
-    if out.is_dir():
-        raise UserError(f"{out} is a folder; give the ONNX file a name such as {out / (task + '.onnx')}.")
-    check_writable(out, option="output")
     h, w = input_hw or registry.spec(task).input_hw
     model = load_model(task, checkpoint, arch=arch)
     sample = torch.zeros(2, 3, h, w)  # batch 2: nothing gets specialised to one person
@@ -89,7 +75,7 @@ def export_onnx(
     n_out = len(outputs) if isinstance(outputs, tuple) else 1
     names = OUTPUT_NAMES.get(task, [f"output{i}" for i in range(n_out)])
     model.backbone.rope_embed = _FixedRope(*tables[0])  # a private model: the tables become constants of the graph
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".export-") as tmp:
+    with tempfile.TemporaryDirectory(dir=scratch, prefix=".export-") as tmp:
         traced = Path(tmp) / "traced.onnx"  # a file, so that models over 2 GB get their weights beside it
         with _symbolics(), warnings.catch_warnings():
             # the exporter's deprecation notice and shape-branch tracer warnings (input_hw is fixed)
@@ -101,21 +87,7 @@ def export_onnx(
         graph = emulate_bf16(onnx.load(str(traced)))
     graph.doc_string = f"Sapiens2 {model.arch} {task}, input (persons, 3, {h}, {w}) normalised RGB; outputs {', '.join(names)}"
     onnx.helper.set_model_props(graph, {"task": task, "arch": model.arch, "input_hw": f"{h}x{w}"})
-    large = sum(len(t.raw_data) for t in graph.graph.initializer) > EXTERNAL_DATA_BYTES
-    partial = out.with_name(out.name + ".partial")
-    try:
-        onnx.save_model(graph, str(partial), save_as_external_data=large, all_tensors_to_one_file=True, location=data.name)
-        onnx.checker.check_model(str(partial))
-        partial.replace(out)
-    except OSError as err:
-        raise UserError(f"Cannot write {out} in the folder {out.parent} ({err.strerror or err}); choose a writable output "
-                        "path.") from None
-    finally:
-        partial.unlink(missing_ok=True)
-    if not large:  # a weights file of an earlier, larger export to this name belongs to no graph now
-        remove_stale([data], f"an earlier export to {out} wrote it; this model's weights are inside the graph")
-    log.info("exported %s %s (%dx%d) to %s", model.arch, task, h, w, out)
-    return out
+    return graph
 
 
 class _FixedRope(nn.Module):

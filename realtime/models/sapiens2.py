@@ -98,7 +98,7 @@ class RopePositionEmbedding(nn.Module):
     def _make_tables(self, h: int, w: int) -> None:
         if torch.compiler.is_compiling():  # always eager: the official bf16 rounding, step by step
             # outside the graph, as `@torch.compiler.disable` would have it; decorating the method
-            # instead would import torch._dynamo (about 1 s) in every process that never compiles
+            # instead would import torch._dynamo (slow) in every process that never compiles
             return torch.compiler.disable(RopePositionEmbedding._make_tables)(self, h, w)
         with torch.inference_mode(False), torch.no_grad():
             sin, cos = rope_tables(self.periods.detach(), h, w)
@@ -356,13 +356,10 @@ def column_blocks(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, pla
     picks the way; docs/backbone-speed.md has the measurements):
     - **Batched**, with at least as many blocks as threads: one `baddbmm` per slice of at most
       BATCHED_MAX_ROWS rows, which MKL runs one whole GEMM per thread, so no thread splits a
-      GEMM and waits for the other. On the dev machine's 2-core AVX2 EPYC the 0.4B backbone
-      took 0.81-0.93x the time of blocks one after another at 256x192 (201 tokens, one
-      slice); at 512x384 (777 tokens) one batch of all rows was slower (1.02-1.04x) and two
-      slices of 389 rows faster (0.96x), hence the slices.
+      GEMM and waits for the other. Past that many rows one batch of all of them was slower
+      than slices, hence the slices.
     - **One after another** otherwise, for outputs wider than SEQUENTIAL_COLUMNS, all rows at
-      once: MKL's fp32 sgemm slows down as a GEMM's output gets wide (1024 x 8192, SwiGLU's
-      w12, ran at 60-70 % of the rate of 1024 x 1024 there)."""
+      once: MKL's fp32 sgemm slows down as a GEMM's output gets wide (SwiGLU's w12)."""
     cols, batched = plan
     n, k = weight.shape[0] // cols, weight.shape[1]
     rows = x.reshape(-1, k)

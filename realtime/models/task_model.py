@@ -95,7 +95,7 @@ def _cpu_has_bf16_units() -> bool:
 
 def warn_if_slow_on_cpu(device: str | torch.device, dtype: torch.dtype) -> None:
     """Half precision on a CPU without bf16 units is emulated: slower than fp32, not faster
-    (measured on an AVX2 EPYC: matmuls 3x, transposed convolutions 60x slower)."""
+    (bench/RESULTS.md, Models)."""
     if torch.device(device).type == "cpu" and dtype in (torch.bfloat16, torch.float16) and not _cpu_has_bf16_units():
         log.warning("%s on this CPU (no AVX512-BF16/AMX) is emulated and slower than float32; use dtype=torch.float32 here.",
                     str(dtype).removeprefix("torch."))

@@ -146,7 +146,7 @@ def solve_pose(points: np.ndarray, pixels: np.ndarray, intrinsics: np.ndarray, g
     if not ok or len(inliers) < MIN_INLIERS:
         return None, inliers
     # No solvePnPRefineLM after it: with SOLVEPNP_ITERATIVE, solvePnPRansac's last step already is the
-    # Levenberg-Marquardt solve on all its inliers (a second one moved the pose by < 0.001 deg).
+    # Levenberg-Marquardt solve on all its inliers (a second one does not move the pose).
     camera_from_world = np.eye(4)
     camera_from_world[:3, :3] = cv2.Rodrigues(rvec)[0]
     camera_from_world[:3, 3] = tvec.ravel()
@@ -157,8 +157,8 @@ class CameraTracker:
     """The camera's world-from-camera pose, frame by frame (see the module's docstring).
 
     max_features: corners kept in the map; quality, min_distance: `goodFeaturesToTrack`'s;
-    window, levels: Lucas-Kanade's window (px) and pyramid levels (11 px costs ~40 % less than 15 px and
-    tracked as well or better on bench/egomotion.py; the 3 levels keep whip pans of ~55 px a frame);
+    window, levels: Lucas-Kanade's window (px) and pyramid levels (the smaller window is cheaper and tracked
+    as well on bench/egomotion.py; the 3 levels keep whip pans; bench/RESULTS.md);
     reprojection_px: RANSAC's inlier threshold.
     """
 
@@ -286,8 +286,8 @@ class CameraTracker:
         room = self.max_features - len(self._pixels)
         if room < self.max_features // 3:
             return
-        # Shi-Tomasi on the half-size image: 0.7 ms instead of 6-7 ms at 640 x 480 (the full-size search
-        # made the slowest frames), and Lucas-Kanade follows the patch around a corner, so the pixel of
+        # Shi-Tomasi on the half-size image: the full-size search made the slowest frames (bench/RESULTS.md),
+        # and Lucas-Kanade follows the patch around a corner, so the pixel of
         # position lost does not matter (its 3D is sampled where it is put).
         half = cv2.pyrDown(gray)
         mask = self._background(people, half.shape)

@@ -30,15 +30,14 @@ from typing import Optional, Sequence
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.expressions import ARKIT_NAMES, VRM_PRESETS  # noqa: F401 (re-exported)
 from realtime.expressions import clip_weight as _clip
-from realtime.expressions import vrm_presets as _vrm_presets
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
 
 NOSE_DEPTH = 0.6  # nose tip in front of the eye corners, in inter-ocular distances
-MIN_SCORE = 0.3  # face keypoints below this heatmap score are not trusted
 
 # Spans: the feature change (from neutral) that makes a weight 1. Relative ones are fractions of the neutral value.
 BLINK_SPAN, WIDE_SPAN = 0.8, 0.5        # of the neutral eye opening
@@ -98,9 +97,6 @@ class FaceState:
     def weight(self, name: str) -> float:
         return float(self.weights[ARKIT_NAMES.index(name)])
 
-    def as_dict(self) -> dict[str, float]:
-        return {name: float(w) for name, w in zip(ARKIT_NAMES, self.weights)}
-
 
 def _weight(ratio: float) -> float:
     """A change / its span -> a weight in [0, 1], with a small dead zone so keypoint jitter on a
@@ -113,7 +109,7 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
     corner or the nose is unknown. Other unknown points leave their features NaN."""
     points = np.asarray(points, dtype=np.float64)
     if scores is not None:
-        points = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], points, np.nan)
+        points = np.where((np.asarray(scores) >= KEYPOINT_SCORE_THRESHOLD)[:, None], points, np.nan)
 
     def at(name: str) -> np.ndarray:
         return points[index[name]]
@@ -254,13 +250,3 @@ class FaceSolver:
             weights, lips = blendshapes(features, neutral)
             rotation = head_rotation(features, neutral)
         return FaceState(weights, lips, rotation, calibrated)
-
-
-def vrm_presets(face: FaceState) -> dict[str, float]:
-    """VRM 1.0 expression presets from the ARKit weights (`realtime.expressions.vrm_presets`)."""
-    return _vrm_presets(face.weights, face.lips_open)
-
-
-def vmc_blend_values(face: FaceState) -> list[tuple[str, float]]:
-    """(name, weight) for /VMC/Ext/Blend/Val: every ARKit name, then the VRM 1.0 presets."""
-    return list(face.as_dict().items()) + list(vrm_presets(face).items())

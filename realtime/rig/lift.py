@@ -3,8 +3,8 @@
 Depth (the pointmap) runs every N frames; pose every frame. On a depth frame each
 measured 3D keypoint goes onto its keypoint's ray at the depth the pointmap measured along it
 (`on_rays`): across the line of sight the image is the sharper measure (a pixel is 4 mm at 4 m, a
-pointmap point's noise there is centimetres), and a depth frame's points read as motion by the
-contact detector otherwise (on the CMU walks with depth every frame, half the stances were missed).
+pointmap point's noise there is centimetres), and a depth frame's points would otherwise read as
+motion to the contact detector.
 These points re-anchor the lifter; between them each frame's 2D keypoints are lifted:
 
 1. Camera intrinsics (fx, fy, cx, cy) are fitted by least squares to every depth
@@ -13,10 +13,8 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    frames' root depths over time (the body's walk along the line of sight, steady over a third of a
    second), pulled ROOT_SIZE_GAIN of the way towards the depth the torso's outline in the image says
    (the last depth frame's scaled by z ~ 1 / size: a little of the image's word on starts, stops and
-   hops, 1 mm better on CMU 131's clips than the line alone). The image size alone was the estimate
-   before: 1 px of noise on a 100 px torso is 1 % of the depth, 5 cm at 5 m, and the lifted frames'
-   joints were 60 mm off on the CMU walks (bench/rig.py); on the line, 39 (the root 1.8-3.1 cm off,
-   against 1.3-1.9 on the depth frames themselves).
+   hops). The image size alone is a noisy measure of depth: 1 px of noise on a 100 px torso is 1 % of
+   the depth, 5 cm at 5 m.
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
@@ -29,14 +27,13 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    planted on the previous frame (`planted`), or when its heel or big toe moved less than STILL across
    the line of sight since then (0.6 m/s: a swinging foot moves 2-4 m/s), which covers the frames between
    touchdown and the detector's decision, and heel-off after its release (the toes still down: carried
-   with the root, the foot jumped by the body's travel since the last depth frame, up to 19 cm on
-   bench/world.py's real walks). Carried with the root instead, a planted foot of someone walking away
-   from the camera drifts with the hips along the line of sight (3-5 cm a frame) and jumps back on the
-   next depth frame: those frames were most of the ankle's slide in true contact (33-68 mm a step
-   against 4-6 in truth, CMU walks, bench/rig.py).
+   with the root, the foot would jump by the body's travel since the last depth frame). Carried with
+   the root instead, a planted foot of someone walking away from the camera drifts with the hips along
+   the line of sight and jumps back on the next depth frame, most of the ankle's slide in true contact.
 With `stabilise_scale` (the ground stage), each depth frame is first divided by its pointmap
 scale against the person's own bone lengths (`realtime.rig.scale.ScaleFilter`, the bones measured
-along the fitted rays), so lifted frames inherit a steady scale too.
+along the fitted rays), so lifted frames inherit a steady scale too. The measurements behind
+these choices (bench/rig.py, bench/world.py) are in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 from realtime.rig.scale import ScaleFilter
 
@@ -54,7 +52,6 @@ log = logging.getLogger(__name__)
 
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
-MIN_SCORE = 0.3
 STILL = 0.02  # m: a foot whose heel or big toe moved less than this across the line of sight is held along it
 ROOT_TRACK = 3  # depth frames: the root's depth between them follows a line through the last this many
 ROOT_TRACK_SECONDS = 0.6  # s: depth frames further apart (or a frame further after the newest) say nothing of the walk now
@@ -151,7 +148,7 @@ class Lifter:
         self._frames += 1
         time = self._frames / 30.0 if timestamp is None else float(timestamp)
         if scores is not None:
-            pixels = np.where((np.asarray(scores) >= MIN_SCORE)[:, None], pixels, np.nan)
+            pixels = np.where((np.asarray(scores) >= KEYPOINT_SCORE_THRESHOLD)[:, None], pixels, np.nan)
         if points3d is not None and np.isfinite(points3d[self.root]).all():
             points3d = np.asarray(points3d, dtype=np.float64)
             self.intrinsics.add(pixels, points3d)

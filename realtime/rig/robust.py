@@ -1,10 +1,9 @@
 """np.nanmedian over the first axis, with the same numbers, quicker for the live solvers.
 
-numpy's nanmedian of a short axis (< 600) goes through masked arrays: 2.1 ms on a (300, 21, 3)
-window of the live skeleton refresh with a few NaN, 0.6 ms on the face's (60, 19) neutral
-samples; sorting once takes 0.23 and 0.05 ms there (idle 2-core EPYC). NaN sorts last, so the
-median of a column's n values that are not NaN sits at rows (n - 1) // 2 and n // 2 of the sorted column
-(the mean of the two, as numpy takes it).
+numpy's nanmedian of a short axis (< 600) goes through masked arrays, several times slower than
+sorting once on the live skeleton refresh's window and the face's neutral samples (bench/RESULTS.md
+has the timings). NaN sorts last, so the median of a column's n values that are not NaN sits at
+rows (n - 1) // 2 and n // 2 of the sorted column (the mean of the two, as numpy takes it).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Metric scale stabilised over time: the pointmap's per-frame scale error, taken out.
 
 The pointmap's metric scale wobbles from frame to frame (sapiens2#11): all of a frame's points
-are scaled about the camera by ~2 %, so a person standing still 4 m away moves ~8 cm to and
-fro along the view and grows and shrinks. A person's bones keep their length, so a depth
+are scaled about the camera by a few per cent, so a person standing still moves centimetres to
+and fro along the view and grows and shrinks. A person's bones keep their length, so a depth
 frame's scale against the person's usual one is a robust mean over bones (`huber_mean` of
 log(the bone's length in this frame / its running median over the last WINDOW depth frames),
 long bones weighted more: their relative error is smaller). The frame's points are

@@ -396,12 +396,6 @@ def forward_kinematics(skeleton: Skeleton, root_position: np.ndarray, rotations:
     return heads, globals_
 
 
-def end_positions(skeleton: Skeleton, heads: np.ndarray, globals_: np.ndarray) -> np.ndarray:
-    """(T, B, 3) end sites of the leaf bones (NaN for bones with children)."""
-    ends = heads + np.einsum("tbij,bj->tbi", globals_, skeleton.ends)
-    return np.where(skeleton.leaves[None, :, None], ends, np.nan)
-
-
 @dataclass(frozen=True)
 class LivePose:
     """One solved frame: root_position (3,) rig metres, rotations (B, 4) local quaternions

@@ -14,8 +14,7 @@ first fit; until then a provisional frame stands in (up = the scene's floor norm
 up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
 stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
 its height; without it, the feet's fit (across a straight walk the body's up: its lean tilts the
-world). `bones_to_world` turns a solved root (rig axes, camera-relative) into the world;
-`HeightEstimator` gives a performer's standing height (metres, with a confidence).
+world). `HeightEstimator` gives a performer's standing height (metres, with a confidence).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from realtime.rig.ground import Floor, FloorEstimator
 
@@ -53,14 +51,6 @@ class WorldFrame:
     def camera(self, odometry_from_camera: np.ndarray) -> np.ndarray:
         """world_from_camera (4, 4)."""
         return self.world_from_odometry @ odometry_from_camera
-
-    def points(self, odometry_from_camera: np.ndarray, points_camera: np.ndarray) -> np.ndarray:
-        """(..., 3) camera metres -> world metres."""
-        return transform_points(self.camera(odometry_from_camera), points_camera)
-
-    @property
-    def up_in_odometry(self) -> np.ndarray:
-        return self.world_from_odometry[1, :3].copy()
 
 
 def world_frame(up: np.ndarray, floor_point: np.ndarray, origin_hint: np.ndarray,
@@ -129,17 +119,6 @@ class WorldAnchor:
         origin = self._origin if self._origin is not None else np.zeros(3)
         floor_point = origin - 0.9 * up / np.linalg.norm(up)  # the hips ~0.9 m above the floor
         return world_frame(up, floor_point, origin, grounded=False)
-
-
-def bones_to_world(world_from_camera: np.ndarray, hips_camera: np.ndarray,
-                   root_rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A solved root in the world: hips (3,) camera metres and the root bone's global rotation as
-    an (x, y, z, w) quaternion in rig axes (`realtime.rig.solver`: rig = diag(1, -1, -1) camera)
-    -> (position (3,) world metres, quaternion (4,) world axes). The other bones' local rotations
-    are unchanged: a world frame turns the whole body."""
-    position = transform_points(world_from_camera, hips_camera)
-    turn = Rotation.from_matrix(world_from_camera[:3, :3] @ RIG_FROM_CAMERA)
-    return position, (turn * Rotation.from_quat(root_rotation)).as_quat()
 
 
 class HeightEstimator:

@@ -4,4 +4,5 @@
     tracks.py   TrackWriter: the tracks JSONL, written live
     video.py    VideoWriter: fragmented H.264 MP4 with the source's timestamps and audio
     osc.py      VmcSink, OscKeypointSink: live VMC / raw OSC motion
+    vrchat.py   VrchatSink: VRChat's OSC trackers, head and face (Unified Expressions)
 """

@@ -73,6 +73,12 @@ DATAGRAM_LIMIT = 1400  # bytes per UDP datagram: under a 1,500-byte Ethernet/Wi-
 MAX_PERFORMERS = 16  # --vmc-person all: ports P .. P+15
 
 
+def shown(text: str, limit: int = 60) -> str:
+    """`text` as an error message quotes it: repr, cut to `limit` characters (a hostile value may be huge)."""
+    text = repr(text)
+    return text if len(text) <= limit else text[:limit - 4] + "...'"
+
+
 def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -> tuple[str, int]:
     """'127.0.0.1:39539' -> ('127.0.0.1', 39539); '[::1]:39539' -> ('::1', 39539); a bare host takes `default_port`."""
     text = text.strip()
@@ -84,13 +90,14 @@ def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -
     else:
         host, sep, port = text.rpartition(":")
         if ":" in host:  # a bare IPv6 address, ambiguous with a port
-            raise UserError(f"{option} {text}: write an IPv6 address in brackets, like {option} [::1]:{default_port or 9000}.")
+            raise UserError(f"{option} {shown(text)}: write an IPv6 address in brackets, like "
+                            f"{option} [::1]:{default_port or 9000}.")
     if not sep and default_port is not None:
         if not text.startswith("["):
             host = text
         port = str(default_port)
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"{option} {text} is not HOST:PORT; write it like {option} 127.0.0.1:{default_port or 9000}.")
+    if not host or not (port.isascii() and port.isdecimal() and len(port) <= 5) or not 0 < int(port) < 65536:
+        raise UserError(f"{option} {shown(text)} is not HOST:PORT; write it like {option} 127.0.0.1:{default_port or 9000}.")
     return host, int(port)
 
 
@@ -100,8 +107,8 @@ class UdpSender:
     def __init__(self, host: str, port: int, option: str):
         try:
             family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
-        except socket.gaierror:
-            raise UserError(f"{option}: cannot resolve the host {host!r}; give an IP address such as 127.0.0.1.") from None
+        except (socket.gaierror, UnicodeError, ValueError):  # unknown; a name too long for DNS; a NUL in it
+            raise UserError(f"{option}: cannot resolve the host {shown(host)}; give an IP address such as 127.0.0.1.") from None
         self.address = address
         self.label = f"{option} {_address_text(host, port)}"
         self.sock = socket.socket(family, kind, proto)

@@ -18,7 +18,7 @@ the sinks (tracks, video, viewer, progress).
 import importlib
 
 # Each name loads its stage's module on first use (PEP 562): `sapiens-rt stream` replays through the
-# live and motion stages alone and so does not import the infer stage's PyTorch (1.5 s at start).
+# live and motion stages alone and so does not import the infer stage's PyTorch (seconds at start).
 _MODULE_OF = {
     "DetectStage": "detect", "Feedback": "detect", "EgomotionStage": "egomotion", "FaceStage": "face",
     "GroundStage": "ground", "CollectStage": "infer", "DenseSchedule": "infer", "InferStage": "infer",

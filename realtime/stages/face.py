@@ -25,7 +25,6 @@ class FaceStage:
         self.calibrate_seconds = calibrate_seconds
         self.forget_after = forget_after  # seconds unseen before a track's solver is dropped
         self._solvers: dict[int, tuple[FaceSolver, float]] = {}
-        self.solves = 0  # faces read so far (each tracked person's face once per frame)
 
     def process(self, frame: Frame) -> Frame:
         people = []
@@ -38,7 +37,6 @@ class FaceStage:
                       or FaceSolver(self.keypoint_names, calibrate_seconds=self.calibrate_seconds))
             self._solvers[person.track_id] = (solver, frame.timestamp)
             state = solver.update(frame.timestamp, points, person.keypoint_scores)
-            self.solves += 1
             if state is not None:
                 person = person.replace(face=np.round(state.weights, FACE_DECIMALS).astype(np.float32),
                                         lips_open=round(float(state.lips_open), FACE_DECIMALS),

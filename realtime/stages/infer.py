@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from realtime.data import KEYPOINT_SCORE_THRESHOLD
 from realtime.frames import DenseMaps, Frame
 from realtime.infer import Launched, Predictor
 from realtime.stages.detect import Feedback
@@ -171,7 +172,8 @@ class CollectStage:
 
     def __init__(self, predictor: Predictor, in_flight: InFlight, feedback: Feedback, *,
                  schedule: Optional[DenseSchedule] = None, seg_schedule: Optional[SegSchedule] = None,
-                 lift_3d: bool = True, min_score: float = 0.3, clock: Callable[[], float] = time.perf_counter):
+                 lift_3d: bool = True, min_score: float = KEYPOINT_SCORE_THRESHOLD,
+                 clock: Callable[[], float] = time.perf_counter):
         self.predictor = predictor
         self.in_flight = in_flight
         self.feedback = feedback

@@ -1,12 +1,12 @@
 """The live stage: the avatar gets each frame here, right after the motion stage and before
 anything draws, encodes or writes it.
 
-Each live sender (`realtime.sinks.osc`: VMC bones and face, raw OSC keypoints) encodes what
-the frame holds, then sends it from a non-blocking socket. On a recorded source (a video file,
-a tracks file in `sapiens-rt stream`) frames are sent at their media time, so a receiver sees
-real speed and no bursts (`pace`; off: as fast as they come). The stage measures, per sender,
-read->sent (from the moment the frame was read to its last datagram leaving) and counts frames
-sent more than a frame period after their time.
+Each live sender (`realtime.sinks.osc`: VMC bones and face, raw OSC keypoints; `realtime.sinks.vrchat`:
+VRChat's OSC trackers and face) encodes what the frame holds, then sends it from a non-blocking
+socket. On a recorded source (a video file, a tracks file in `sapiens-rt stream`) frames are sent
+at their media time, so a receiver sees real speed and no bursts (`pace`; off: as fast as they
+come). The stage measures, per sender, read->sent (from the moment the frame was read to its last
+datagram leaving) and counts frames sent more than a frame period after their time.
 """
 
 from __future__ import annotations
@@ -28,6 +28,15 @@ from realtime.sinks.osc import (
     VmcSink,
     parse_endpoint,
     parse_vmc_person,
+    shown,
+)
+from realtime.sinks.vrchat import (
+    DEFAULT_TRACKERS,
+    DEFAULT_VRCHAT_PORT,
+    VrchatSink,
+    parse_height,
+    parse_person,
+    parse_trackers,
 )
 
 LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
@@ -35,8 +44,11 @@ LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
 
 def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, vmc_fingers: bool = False,
                  vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
-                 osc: Optional[str] = None, tasks: Sequence[str] = ("pose",)) -> list:
-    """The senders that `--vmc` (repeatable) / `--osc` ask for (an empty list when neither does); checks the options first."""
+                 osc: Optional[str] = None, tasks: Sequence[str] = ("pose",), vrchat: Optional[str] = None,
+                 vrchat_trackers=None, vrchat_height: Optional[float] = None, vrchat_person=None) -> list:
+    """The senders that `--vmc` (repeatable) / `--osc` / `--vrchat` ask for (an empty list when none does); checks the
+    options first. vrchat: HOST:PORT (a bare host: port 9000); vrchat_trackers: a comma list of hip, feet, chest,
+    knees, elbows (default hip,feet); vrchat_height: metres (`realtime.sinks.vrchat`)."""
     from realtime import tasks as task_table
     from realtime.data import keypoint_names
     from realtime.stages.motion import rest_bones
@@ -71,7 +83,27 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
     if osc:
         host, port = parse_endpoint(osc, "--osc")
         senders.append(OscKeypointSink(host, port, names, three_d=task_table.gives_3d(tasks)))
+    if vrchat is not None or vrchat_trackers is not None or vrchat_height is not None or vrchat_person is not None:
+        senders.append(_vrchat_sender(vrchat, vrchat_trackers, vrchat_height, vrchat_person, tasks))
     return senders
+
+
+def _vrchat_sender(target, trackers, height, person, tasks) -> VrchatSink:
+    """The `--vrchat` sender, its options checked."""
+    from realtime import tasks as task_table
+
+    if target is None:
+        raise UserError("--vrchat-trackers, --vrchat-height and --vrchat-person go with --vrchat [HOST:PORT]; "
+                        "add --vrchat (VRChat on this machine: 127.0.0.1:9000).")
+    if not isinstance(target, str):
+        raise UserError(f"--vrchat {shown(str(target))} is not HOST:PORT; write it like --vrchat 127.0.0.1:9000.")
+    if not task_table.gives_3d(tasks):
+        raise UserError("--vrchat sends trackers from the solved skeleton, which needs 3D keypoints from the depth "
+                        "(pointmap) task; run with --tasks pose,depth.")
+    numbers = parse_trackers(DEFAULT_TRACKERS if trackers is None else trackers)
+    height, person = parse_height(height), parse_person(person)
+    host, port = parse_endpoint(target, "--vrchat", DEFAULT_VRCHAT_PORT)
+    return VrchatSink(host, port, trackers=numbers, height=height, person=person)
 
 
 class LiveStage:

@@ -85,7 +85,6 @@ class MotionStage:
         self._smooth, self._smoothness = smooth, smoothness
         self._performers: dict[int, _Performer] = {}
         self._in_world = False  # the last frame's people were solved in the world frame
-        self.solves = 0  # skeleton solves so far (each tracked person once per frame)
         self._frames = 0  # frames processed
 
     def process(self, frame: Frame) -> Frame:
@@ -122,7 +121,6 @@ class MotionStage:
             if person.contacts is not None:  # a foot on the floor stays where it landed
                 points = performer.lock.apply(points, person.contacts)
         pose = performer.solver.update(points, absolute_root=world is not None)
-        self.solves += 1
         bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
                               pose.root_held)
         return person.replace(keypoints3d_smoothed=smoothed, bones=bones)

@@ -1,0 +1,377 @@
+"""bench/motion.py and bench/corpus.py: the measures on tracks of known error, the corpus loader on the project's own
+clips and on a small iClone-skeleton BVH written here, and the bench end to end in its fast mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import corpus
+from bench import motion as bench
+from tests.mocap_clips import FOLDER, forward, load_clip, read_bvh
+
+
+def _steps(period: float, duration: float, fps: float, on: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """(times, (T, 2) contacts): each foot on the floor for the first `on` of every `period` s, the right half a period
+    later."""
+    times = np.arange(0.0, duration, 1.0 / fps)
+    left = (times % period) < on * period
+    right = ((times + period / 2) % period) < on * period
+    return times, np.stack([left, right], axis=1)
+
+
+def _shifted(contacts: np.ndarray, frames: int) -> np.ndarray:
+    """The decisions `frames` late (early when negative), the frames rolled in at the ends as the truth's there."""
+    out = np.roll(contacts, frames, axis=0)
+    if frames > 0:
+        out[:frames] = contacts[0]
+    elif frames < 0:
+        out[frames:] = contacts[-1]
+    return out
+
+
+def test_a_decision_50_ms_off_counts_neither_way_100_ms_off_does():
+    times, truth = _steps(1.0, 6.0, 60.0)
+    for frames in (3, -3):  # 50 ms late, 50 ms early
+        tp, fp, fn = bench.contact_counts(_shifted(truth, frames), truth, times)
+        assert fp == 0 and fn == 0 and tp > 0
+    tp, fp, fn = bench.contact_counts(_shifted(truth, 6), truth, times)  # 100 ms late
+    assert fp > 0 and fn > 0
+    assert tp / (tp + fp) < 1.0 and tp / (tp + fn) < 1.0
+    # and with no tolerance a 50 ms shift is counted
+    tp, fp, fn = bench.contact_counts(_shifted(truth, 3), truth, times, tolerance=0.0)
+    assert fp > 0 and fn > 0
+
+
+def test_the_tolerance_is_in_seconds_at_every_frame_rate():
+    for fps in (24.0, 30.0, 60.0):
+        times, truth = _steps(1.2, 6.0, fps)
+        late = int(round(0.06 * fps))  # 42, 67 and 50 ms: within 67 ms
+        tp, fp, fn = bench.contact_counts(_shifted(truth, late), truth, times)
+        assert (fp, fn) == (0, 0)
+        tp, fp, fn = bench.contact_counts(_shifted(truth, int(round(0.15 * fps))), truth, times)
+        assert fn > 0
+
+
+def test_invalid_frames_are_not_counted():
+    times, truth = _steps(1.0, 4.0, 30.0)
+    wrong = ~truth
+    valid = np.zeros(len(times), bool)
+    assert bench.contact_counts(wrong, truth, times, valid) == (0, 0, 0)
+
+
+def test_a_foot_sliding_1_mm_a_frame_at_60_fps_reads_2_mm_per_30th_of_a_second():
+    for fps, expected in ((60.0, 2.0), (30.0, 1.0), (24.0, 0.8)):
+        times = np.arange(120) / fps
+        points = np.zeros((120, 3))
+        points[:, 0] = 0.001 * np.arange(120)  # 1 mm a frame along x
+        points[:, 1] = 0.01 * np.sin(times)  # up and down does not count
+        steps = bench.slide_steps(points, np.ones(120, bool), times)
+        assert len(steps) == 119
+        np.testing.assert_allclose(steps, expected, rtol=1e-6)
+
+
+def test_slide_counts_only_steps_between_two_contact_frames():
+    times = np.arange(10) / 30.0
+    points = np.zeros((10, 3))
+    points[:, 2] = 0.01 * np.arange(10)
+    contact = np.array([1, 1, 0, 1, 1, 1, 0, 0, 1, 0], bool)
+    steps = bench.slide_steps(points, contact, times)
+    assert len(steps) == 3  # 0-1, 3-4, 4-5
+    points[4] = np.nan
+    assert len(bench.slide_steps(points, contact, times)) == 1
+
+
+def test_airborne_held_frames_outside_the_tolerance():
+    fps = 60.0
+    times = np.arange(120) / fps
+    airborne = (times >= 0.5) & (times < 1.0)  # 30 frames in the air
+    truth = np.stack([~airborne, ~airborne], axis=1)
+    assert bench.airborne_held(truth.copy(), airborne, truth, times) == 0  # released exactly
+    held = truth.copy()
+    held[:, 0] = True  # the left foot held through the flight
+    # the frames within 67 ms of lift-off (0.5 s) and touchdown (1.0 s) are excused: 0.5 s of flight less 2 x 67 ms
+    inside = airborne & (np.abs(times - (0.5 - 0.5 / fps)) > bench.TOLERANCE) & (np.abs(times - (1.0 - 0.5 / fps))
+                                                                                  > bench.TOLERANCE)
+    assert bench.airborne_held(held, airborne, truth, times) == int(inside.sum()) > 15
+    late = _shifted(truth, 2)  # released and landed 33 ms late: nothing counted
+    assert bench.airborne_held(late, airborne, truth, times) == 0
+
+
+def test_agreement_of_30_and_60_fps_on_common_timestamps():
+    t60, d60 = _steps(1.0, 4.0, 60.0)
+    t30, d30 = _steps(1.0, 4.0, 30.0)
+    alike, compared = bench.agreement(t30, d30, t60, d60)
+    assert compared == 2 * len(t30) and alike == compared
+    d30 = d30.copy()
+    d30[:12, 0] = ~d30[:12, 0]
+    alike, compared = bench.agreement(t30, d30, t60, d60)
+    assert compared - alike == 12
+    valid = np.ones(len(t30), bool)
+    valid[:12] = False
+    assert bench.agreement(t30, d30, t60, d60, valid) == (2 * (len(t30) - 12), 2 * (len(t30) - 12))
+
+
+def test_root_jitter_is_the_shake_not_the_motion():
+    fps = 30.0
+    t = np.arange(150) / fps
+    smooth = np.stack([1.2 * t, 0.9 + 0.1 * np.sin(2 * np.pi * t), 0.3 * t ** 2], axis=1)
+    assert bench.root_jitter(smooth, fps) < 0.2  # mm
+    rng = np.random.default_rng(0)
+    shaky = smooth + rng.normal(0, 0.005, smooth.shape)  # 5 mm per axis
+    assert 5 < bench.root_jitter(shaky, fps) < 9
+    assert np.isnan(bench.root_jitter(smooth[:3], fps))
+
+
+def test_elevations_take_the_lower_point():
+    feet = np.zeros((1, 2, 2, 3))
+    feet[0, 0, :, 1] = [0.10, 0.05]  # ankle 2 cm above its rest, toes 1 cm: on the floor 1 cm up
+    feet[0, 1, :, 1] = [0.06, 0.02]  # 2 cm below its rest
+    rest = np.array([[0.08, 0.04], [0.08, 0.04]])
+    np.testing.assert_allclose(bench.elevations(feet, rest), [[0.01, -0.02]], atol=1e-12)
+
+
+# ---- the corpus ----
+
+def test_the_projects_clips_load_as_the_benches_see_them():
+    motion = corpus.load_motion(FOLDER / "cmu_07_04.bvh", "walk")
+    clip = load_clip("cmu_07_04")
+    assert motion.fps == 30.0 and motion.category == "walk" and motion.held_out is False
+    assert motion.joints.shape == clip.joints.shape == (113, len(corpus.NAMES), 3)
+    np.testing.assert_allclose(motion.joints, clip.joints, equal_nan=True)
+    heels, toes = corpus.foot_points(motion.joints)
+    lowest = np.minimum(heels[..., 1], toes[..., 1]).min(axis=1)
+    assert abs(np.percentile(lowest, 2)) < 1e-9  # the floor at y = 0
+    truth = corpus.true_contacts(motion)
+    assert not truth.airborne.any()  # a walk
+    assert ((truth.contact.mean(axis=0) > 0.4) & (truth.contact.mean(axis=0) < 0.75)).all()
+    assert truth.contact.any(axis=1).mean() > 0.9  # a foot down almost always (double support, stance)
+    held_out = corpus.project_motions(["cmu_35_05", "cmu_09_03"])
+    assert [m.held_out for m in held_out] == [True, True] and [m.category for m in held_out] == ["walk", "run"]
+
+
+def test_every_category_has_a_held_out_clip():
+    corpus_categories = {"jump", "dance", "turn", "side_step", "backward", "crouch", "lunge", "brisk_walk", "slow_walk"}
+    held = {corpus.PROJECT.get(name) or corpus.category_of(name) for name in corpus.HELD_OUT}
+    assert corpus_categories | set(corpus.PROJECT.values()) <= held
+    assert all(name in corpus.PROJECT or "_cmu_" in name for name in corpus.HELD_OUT)
+
+
+def test_a_run_has_flights_and_its_truth_is_the_same_at_every_rate():
+    motion = corpus.project_motions(["cmu_35_24"])[0]
+    truth = corpus.true_contacts(motion)
+    assert truth.airborne.sum() >= 4 and not (truth.airborne & truth.contact.any(axis=1)).any()
+    at_60 = corpus.resample(motion, 60.0)
+    assert len(at_60.joints) == 2 * len(motion.joints) - 1
+    np.testing.assert_allclose(at_60.joints[::2], motion.joints, atol=1e-9, equal_nan=True)  # through the frames
+    sampled = truth.at(at_60.times)
+    np.testing.assert_array_equal(sampled.contact[::2], truth.contact)
+    at_24 = corpus.resample(motion, 24.0)
+    assert at_24.times[-1] <= motion.times[-1] + 1e-9 and len(at_24.joints) == int(motion.times[-1] * 24 + 1e-6) + 1
+
+
+def test_floor_speed_in_metres_per_second_at_any_rate():
+    for fps in (24.0, 60.0):
+        t = np.arange(50) / fps
+        points = np.stack([0.3 * t, 0.5 * t, np.zeros_like(t)], axis=1)  # 0.3 m/s along x, rising (not counted)
+        np.testing.assert_allclose(corpus.floor_speed(points, fps), 0.3, rtol=1e-9)
+
+
+# A small BVH of the iClone skeleton (joint names CC_Base_*, centimetres, the legs' rest frames turned 180 degrees
+# about z as Character Creator's are): standing facing +z, the right leg raised forward between 0.6 and 1.2 s,
+# after a first frame at rest far away (as CMU 07_05 of the corpus starts).
+_CC = [  # name, parent, offset (cm), rest rotation (Z, Y, X degrees)
+    ("CC_Base_Hip", None, (0.0, 0.0, 0.0), (0, 0, 0)),  # its height in the position channels (bvhio drops the offset)
+    ("CC_Base_Pelvis", "CC_Base_Hip", (0, 0, 0), (0, 0, 0)),
+    ("CC_Base_L_Thigh", "CC_Base_Pelvis", (9.0, -2.0, 0.0), (180, 0, 0)),
+    ("CC_Base_L_Calf", "CC_Base_L_Thigh", (0.0, 45.0, 0.0), (0, 0, 0)),
+    ("CC_Base_L_Foot", "CC_Base_L_Calf", (0.0, 45.0, 0.0), (0, 0, 70)),
+    ("CC_Base_L_ToeBase", "CC_Base_L_Foot", (0.0, 14.0, 0.0), (0, 0, 20)),
+    ("CC_Base_R_Thigh", "CC_Base_Pelvis", (-9.0, -2.0, 0.0), (180, 0, 0)),
+    ("CC_Base_R_Calf", "CC_Base_R_Thigh", (0.0, 45.0, 0.0), (0, 0, 0)),
+    ("CC_Base_R_Foot", "CC_Base_R_Calf", (0.0, 45.0, 0.0), (0, 0, 70)),
+    ("CC_Base_R_ToeBase", "CC_Base_R_Foot", (0.0, 14.0, 0.0), (0, 0, 20)),
+    ("CC_Base_Waist", "CC_Base_Hip", (0.0, 8.0, 0.0), (0, 0, 0)),
+    ("CC_Base_Spine01", "CC_Base_Waist", (0.0, 10.0, 0.0), (0, 0, 0)),
+    ("CC_Base_Spine02", "CC_Base_Spine01", (0.0, 15.0, 0.0), (0, 0, 0)),
+    ("CC_Base_NeckTwist01", "CC_Base_Spine02", (0.0, 27.0, 0.0), (0, 0, 0)),
+    ("CC_Base_NeckTwist02", "CC_Base_NeckTwist01", (0.0, 4.0, 0.0), (0, 0, 0)),
+    ("CC_Base_Head", "CC_Base_NeckTwist02", (0.0, 4.0, 0.0), (0, 0, 0)),
+    ("CC_Base_L_Clavicle", "CC_Base_Spine02", (5.0, 21.0, 0.0), (0, 0, 0)),
+    ("CC_Base_L_Upperarm", "CC_Base_L_Clavicle", (13.0, 0.0, 0.0), (0, 0, 0)),
+    ("CC_Base_L_Forearm", "CC_Base_L_Upperarm", (25.0, 0.0, 0.0), (0, 0, 0)),
+    ("CC_Base_L_Hand", "CC_Base_L_Forearm", (25.0, 0.0, 0.0), (0, 0, 0)),
+    ("CC_Base_R_Clavicle", "CC_Base_Spine02", (-5.0, 21.0, 0.0), (0, 0, 0)),
+    ("CC_Base_R_Upperarm", "CC_Base_R_Clavicle", (-13.0, 0.0, 0.0), (0, 0, 0)),
+    ("CC_Base_R_Forearm", "CC_Base_R_Upperarm", (-25.0, 0.0, 0.0), (0, 0, 0)),
+    ("CC_Base_R_Hand", "CC_Base_R_Forearm", (-25.0, 0.0, 0.0), (0, 0, 0)),
+]
+_FPS, _FRAMES = 60.0, 120
+
+
+def _raised(t: np.ndarray) -> np.ndarray:
+    """The right thigh's forward swing (degrees) at times t: up over 0.1 s from 0.6 s, down over 0.1 s from 1.1 s."""
+    return 35.0 * np.clip(np.minimum((t - 0.6) / 0.1, (1.2 - t) / 0.1), 0.0, 1.0)
+
+
+def _write_cc_bvh(path) -> None:
+    lines = ["HIERARCHY"]
+    children = {}
+    for name, parent, _, _ in _CC:
+        children.setdefault(parent, []).append(name)
+    spec = {name: (offset, rest) for name, _, offset, rest in _CC}
+
+    def emit(name, depth):
+        pad = "  " * depth
+        offset = spec[name][0]
+        lines.append(f"{pad}{'ROOT' if depth == 0 else 'JOINT'} {name}")
+        lines.append(f"{pad}{{")
+        lines.append(f"{pad}  OFFSET {offset[0]:.4f} {offset[1]:.4f} {offset[2]:.4f}")
+        channels = "6 Xposition Yposition Zposition" if depth == 0 else "3"
+        lines.append(f"{pad}  CHANNELS {channels} Zrotation Yrotation Xrotation")
+        for child in children.get(name, []):
+            emit(child, depth + 1)
+        if name not in children:
+            lines.extend([f"{pad}  End Site", f"{pad}  {{", f"{pad}    OFFSET 0 0 0", f"{pad}  }}"])
+        lines.append(f"{pad}}}")
+
+    emit("CC_Base_Hip", 0)
+    times = np.arange(_FRAMES) / _FPS
+    lines += ["MOTION", f"Frames: {_FRAMES + 1}", f"Frame Time: {1 / _FPS:.6f}"]
+    rows = []
+    for t in [None, *times]:
+        values = [0.0, 0.0, 0.0] if t is None else [20.0, 100.0, 300.0]  # frame 0: a rest pose at the origin
+        for name, _, _, rest in _CC:
+            z, y, x = rest
+            if name == "CC_Base_R_Thigh" and t is not None:
+                x = _raised(np.array(t))  # forward: the thigh's rest frame is turned 180 degrees about z
+            values += [z, y, x]
+        rows.append(" ".join(f"{v:.6f}" for v in values))
+    path.write_text("\n".join(lines + rows) + "\n")
+
+
+def test_an_iclone_bvh_loads_in_metres_with_its_heels_and_toes_placed(tmp_path):
+    import bvhio
+
+    path = tmp_path / "stand_cmu_00_01.bvh"
+    _write_cc_bvh(path)
+    # the project's forward kinematics agrees with bvhio's on this file (centimetres)
+    positions, _ = forward(read_bvh(path))
+    root = bvhio.readAsHierarchy(str(path))
+    joints = {joint.Name: joint for joint, _, _ in root.layout()}
+    names = read_bvh(path).names
+    for frame in (0, 1, 60, 100):
+        root.loadPose(frame)
+        for j, name in enumerate(names):
+            np.testing.assert_allclose(positions[frame, j], list(joints[name].PositionWorld), atol=1e-3)
+
+    motion = corpus.load_motion(path)
+    assert motion.name == "stand_cmu_00_01" and motion.category == "stand" and motion.fps == _FPS
+    assert len(motion.joints) == _FRAMES  # the rest frame at the origin dropped
+    k = {n: i for i, n in enumerate(corpus.NAMES)}
+    first = motion.joints[0]
+    # the left leg straight down from the hip: 0.9 m of thigh and shin, in metres
+    assert abs(np.linalg.norm(first[k["left_hip"]] - first[k["left_ankle"]]) - 0.90) < 1e-6
+    # the heel: under the ankle at the ball's height less 1 cm, 5 cm back (the body faces +z); the big toe 6 cm
+    # ahead of the ball, 2.5 cm inside, 1 cm down
+    ankle, heel, ball_height = first[k["left_ankle"]], first[k["left_heel"]], None
+    positions_m = positions[1] / 100.0
+    ball = positions_m[names.index("CC_Base_L_ToeBase")] - positions_m[names.index("CC_Base_L_Foot")] + ankle
+    ball_height = ball[1]
+    np.testing.assert_allclose(heel - ankle, [0.0, ball_height - 0.01 - ankle[1], -0.05], atol=1e-6)
+    np.testing.assert_allclose(first[k["left_big_toe"]] - ball, [-0.025, -0.01, 0.06], atol=1e-6)
+    np.testing.assert_allclose(first[k["right_big_toe"]] - (ball + first[k["right_ankle"]] - ankle),
+                               [0.025, -0.01, 0.06], atol=1e-6)
+    assert np.isfinite(first[[k["nose"], k["left_eye"], k["left_ear"], k["neck"], k["left_wrist"]]]).all()
+    # the truth: the left foot down all along; the right one lifted while raised, down before and after
+    truth = corpus.true_contacts(motion)
+    t = motion.times
+    assert truth.contact[:, 0].all() and not truth.airborne.any()
+    assert truth.contact[t < 0.55, 1].all() and truth.contact[t > 1.3, 1].all()
+    assert not truth.contact[(t > 0.72) & (t < 1.08), 1].any()
+
+
+def test_corpus_errors_say_what_to_do(tmp_path):
+    with pytest.raises(corpus.CorpusError, match="give --corpus a folder"):
+        corpus.corpus_files(tmp_path / "missing")
+    with pytest.raises(corpus.CorpusError, match="no .bvh files"):
+        corpus.corpus_files(tmp_path)
+    bad = tmp_path / "bad.bvh"
+    bad.write_text("HIERARCHY\nROOT Hips\n{\n")
+    with pytest.raises(corpus.CorpusError, match="not a readable BVH"):
+        corpus.load_motion(bad)
+    other = tmp_path / "other.bvh"
+    other.write_text("HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Xposition Yposition Zposition\n"
+                     " End Site\n {\n OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.1\n0 0 0\n0 0 1\n")
+    with pytest.raises(corpus.CorpusError, match="a skeleton this corpus does not know"):
+        corpus.load_motion(other)
+    good = tmp_path / "stand_cmu_00_01.bvh"
+    _write_cc_bvh(good)
+    text = good.read_text()
+    for name, changed, message in (
+            ("still", text.replace(f"Frame Time: {1 / _FPS:.6f}", "Frame Time: 0"), "no frame time"),
+            ("nan", text.replace("\n20.000000 100.000000", "\nnan 100.000000", 1), "not finite"),
+            ("huge", "\n1e308 1e308".join(text.rsplit("\n20.000000 100.000000", 1)), "reaches further than 1000 m"),
+            ("cut", text[: len(text) // 2], "not a readable BVH")):
+        path = tmp_path / f"{name}.bvh"
+        path.write_text(changed)
+        with pytest.raises(corpus.CorpusError, match=message):
+            corpus.load_motion(path)
+    (tmp_path / "folder.bvh").mkdir()  # a folder named like a file is not a clip
+    assert corpus.corpus_files(tmp_path) == sorted(tmp_path.glob("[!f]*.bvh"))
+
+
+# ---- the bench end to end ----
+
+def test_the_bench_runs_on_a_held_out_clip_in_its_fast_mode(capsys):
+    assert bench.main(["--clips", "cmu_35_05", "--fast", "--views", "front", "--fps", "30", "60", "--seeds", "3", "4"]) == 0
+    out = capsys.readouterr()
+    lines = out.out.strip().splitlines()
+    assert lines[-1].startswith("held-out worst: ")
+    for name in bench.GOALS:
+        assert name in lines[-1]
+    rows = [line.split() for line in lines if line.startswith("walk ")]
+    assert [(r[1], r[2]) for r in rows] == [("front", "30"), ("front", "60")]
+    for r in rows:
+        precision, recall, agree = float(r[4]), float(r[5]), float(r[11])
+        assert 0.0 <= precision <= 1.0 and 0.0 <= recall <= 1.0 and 0.5 < agree <= 1.0
+        held, airborne = map(int, r[9].split("/"))
+        assert held == airborne == 0  # a walk
+        assert float(r[6]) > 0 and float(r[10]) > 0  # slide and jitter measured
+    assert "cmu_35_05 front 60 fps seed 3: 121 frames" in out.err and "seed 4" not in out.err  # --fast: 2 s, a seed
+
+
+def test_the_bench_runs_on_a_corpus_folder(tmp_path, capsys):
+    _write_cc_bvh(tmp_path / "stand_cmu_00_01.bvh")
+    assert bench.main(["--corpus", str(tmp_path), "--clips", "stand_cmu_00_01", "--fast", "--views", "side",
+                       "--fps", "30"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [line.split() for line in lines if line.startswith("stand ")]
+    assert len(rows) == 1 and float(rows[0][4]) > 0.5 and float(rows[0][5]) > 0.5
+    assert lines[-1] == "held-out worst: no held-out clip measured"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--corpus", "/nonexistent/mocap"], "no motion corpus at /nonexistent/mocap"),
+    (["--clips", "cmu_07_04", "no_such_clip", "--corpus", "/nonexistent"], "no motion corpus"),
+    (["--clips", "cmu_07_04", "--corpus", "/nonexistent"], "no motion corpus"),  # named, so checked
+    (["--clips", "no_such_clip"], "--clips: no clip named no_such_clip"),
+    (["--clips", "cmu_07_04", "--categories", "ballet"], "--categories: no clip of ballet"),
+    (["--clips", "cmu_07_04", "--held-out-only"], "no clip left to measure"),
+])
+def test_the_bench_says_what_to_do(argv, message, capsys, tmp_path):
+    if argv[:2] == ["--clips", "no_such_clip"]:
+        (tmp_path / "jump_cmu_00_00.bvh").write_text("")
+        argv = [*argv, "--corpus", str(tmp_path)]
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.parametrize("argv", [["--fps", "0"], ["--fps", "nan"], ["--fps", "inf"], ["--fps", "x"],
+                                  ["--seeds", "-1"], ["--views", "top"]])
+def test_the_bench_refuses_bad_options(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--clips", "cmu_07_04"])
+    assert stop.value.code == 2
+    assert "error:" in capsys.readouterr().err
