@@ -35,7 +35,7 @@ from realtime.sinks.osc import parse_vmc_person
 from realtime.sinks.vrchat import missing_bones
 from realtime.sources import Source, SourceInfo
 from realtime.stages.live import LiveStage, live_senders
-from realtime.stages.motion import FingerBones, MotionStage, recorded_fingers
+from realtime.stages.motion import FingerBones, MotionStage, recorded_bone_names, recorded_fingers
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,11 @@ def check_bone_names(header: dict, path: Path) -> Optional[bool]:
         return None
     fingers = recorded_fingers(header["bone_names"])
     if fingers is None:
-        raise UserError(f"{path} header's bone_names are not the 21 bones (51 with fingers) sapiens-rt solves, so its bones "
-                        f"cannot be sent; pass a tracks .jsonl written by sapiens-rt.")
+        known = {name for table in (False, True) for name in recorded_bone_names(table)}
+        odd = [name for name in header["bone_names"] if name not in known]
+        what = f" ({', '.join(odd[:3])} {'is' if len(odd) == 1 else 'are'} none of them)" if odd else ""
+        raise UserError(f"{path} header's bone_names are not the 21 bones (51 with fingers) sapiens-rt solves{what}, so its "
+                        f"bones cannot be sent; pass a tracks .jsonl written by sapiens-rt.")
     return fingers
 
 
@@ -182,6 +185,10 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
     path = records.path
     header = read_header(iter(records), path)
     names = header["keypoint_names"]
+    bone_names = header.get("bone_names")
+    if options.vrchat is not None and bone_names and missing_bones(bone_names):
+        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
+                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
     fingers = check_bone_names(header, path)
     found = _contents(records, header)  # one pass over every line: a line that breaks the schema stops here
     if not found.frames:
@@ -196,10 +203,6 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
     if options.vrchat is not None and not found.has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vrchat has no trackers to "
                         f"send; record with --tasks pose,depth.")
-    bone_names = header.get("bone_names")
-    if options.vrchat is not None and bone_names and missing_bones(bone_names):
-        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
-                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
     person = parse_vmc_person(options.vmc_person) if options.vmc else None
     if isinstance(person, int) and person not in found.ids:
         held = f"its ids: {', '.join(str(i) for i in sorted(found.ids))}" if found.ids else "it has no tracked people"

@@ -134,9 +134,14 @@ def recorded_fingers(bone_names) -> Optional[bool]:
     stage's 21 bones, True for its 51 (`fingers`); None for any other list (not solved by this stage)."""
     names = tuple(bone_names)
     for fingers in (False, True):
-        if names == tuple(b.name for b in bone_table(fingers)):
+        if names == recorded_bone_names(fingers):
             return fingers
     return None
+
+
+def recorded_bone_names(fingers: bool) -> tuple[str, ...]:
+    """The names of the bones the motion stage solves (and a tracks file's header lists), in order."""
+    return tuple(b.name for b in bone_table(fingers))
 
 
 class FingerBones:
