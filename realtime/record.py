@@ -713,7 +713,7 @@ PERSON = (
                                   take=lambda v: v[:, 2], always=True))),
     PersonField(Flag("smoothed", "`true` when `kpts` are temporally smoothed (the live filter or `sapiens-rt smooth`)",
                      boolean=True, default=False),
-                get=lambda p: p.smoothed, put=lambda v: {},
+                get=lambda p: p.smoothed, put=lambda v: {"smoothed": v},
                 track=(TrackArray("smoothed", "(T,) bool, True where the written keypoints were temporally smoothed.",
                                   dtype=bool, always=True),)),
     PersonField(Flags("predicted", "per keypoint, 1 where the live filter predicted or held the point instead of measuring it "
@@ -880,6 +880,8 @@ def person_from_record(record: PersonRecord) -> Person:
         value = getattr(record, item.field.key)
         if value is not None:
             values.update(item.put(value))
+    if values.pop("smoothed", False):  # the recorded points are the smoothed ones (the raw ones were not kept)
+        values["keypoints_smoothed"] = values["keypoints"]
     return Person(**values)
 
 
