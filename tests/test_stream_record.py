@@ -218,6 +218,7 @@ def test_smooth_and_export_read_a_pipe_once(take, tmp_path):
     assert _cli("smooth", take, "-o", from_file).returncode == 0
     assert out.read_text() == from_file.read_text()
     _one_error(_piped(take, "smooth", "/dev/stdin"), "/dev/stdin is not a file", "-o SMOOTHED.jsonl")
+    _one_error(_piped(take, "export", "-", "--to", "csv"), "- is not a file", "-o OUT")  # no "-.csv" in the folder
     done = _piped(take, "export", "/dev/stdin", "--to", "csv", "-o", tmp_path / "t.csv")
     assert done.returncode == 0 and len((tmp_path / "t.csv").read_text().splitlines()) == FRAMES + 1, done.stderr
 

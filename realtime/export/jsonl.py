@@ -43,13 +43,19 @@ from realtime.record import check_frame as _check_frame
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SCHEMA_VERSION", "FrameRecord", "PersonRecord", "TrackRecords", "check_frame", "read_header", "read_tracks",
-           "schema_error"]
+__all__ = ["SCHEMA_VERSION", "FrameRecord", "PersonRecord", "TrackRecords", "check_frame", "is_pipe", "read_header",
+           "read_tracks", "schema_error"]
 _REQUIRED = tuple(f.key for f in HEADER if not f.null.whole and f.key != "version")
 
 
 def _is_stdin(path: Path) -> bool:
     return str(path) == "-"
+
+
+def is_pipe(path: str | Path) -> bool:
+    """`-` (standard input), or a path that is there but is neither a file nor a folder (a pipe, a FIFO, a device)."""
+    path = Path(path)
+    return _is_stdin(path) or (path.exists() and not path.is_file() and not path.is_dir())
 
 
 class TrackRecords:

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import TrackRecords, frame_records, read_header, read_tracks
+from realtime.export.jsonl import TrackRecords, frame_records, is_pipe, read_header, read_tracks
 from realtime.export.staging import check_output, staged
 from realtime.export.tracks import Tracks
 from realtime.outputs import check_outputs, check_writable
@@ -70,7 +70,7 @@ def smooth_tracks_file(
     """
     records = TrackRecords(tracks_path)  # a pipe: read once, then read again from its copy
     tracks_path = records.path
-    if out_path is None and not tracks_path.is_file():
+    if out_path is None and is_pipe(tracks_path):
         raise UserError(f"{tracks_path} is not a file (a pipe?), so there is no folder beside it for the smoothed copy; "
                         "name one with -o SMOOTHED.jsonl.")
     out_path = default_smoothed(tracks_path) if out_path is None else Path(out_path)
