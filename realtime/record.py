@@ -230,6 +230,7 @@ class Numbers(Field):
     quaternion: bool = False
     unit_vector: bool = False
     short: Optional[int] = None
+    shortest: bool = False  # one number written as the shortest text of its rounded value (1.01, not 1.010000)
 
     @property
     def type_text(self) -> str:
@@ -292,7 +293,9 @@ class Numbers(Field):
         decimals = self.column_decimals
         if not self.shape:
             value = float(value)
-            return _template((), decimals) % value if abs(value) <= FLOAT32_MAX else None
+            if not abs(value) <= FLOAT32_MAX:
+                return None
+            return repr(round(value, decimals[0])) if self.shortest else _template((), decimals) % value
         shape = dims.shape(self.shape)
         flat = np.asarray(value, dtype=np.float64).reshape(-1)
         text = _template(shape, decimals) % tuple(flat.tolist())
@@ -606,7 +609,7 @@ CAMERA = Group(
         Numbers("pointmap_scale", "on frames with a pointmap of their own and egomotion (not `--camera static`): that "
                 "pointmap's metric scale against the camera path's metres, measured on the background (1.02: its points 2 % "
                 "too far); the ground stage divided a moving camera's people's 3D by it", since=4, omit=True,
-                expect="a positive number", decimals=CAMERA_DECIMALS["pointmap_scale"], low=0, positive=True),
+                expect="a positive number", decimals=CAMERA_DECIMALS["pointmap_scale"], low=0, positive=True, shortest=True),
     ),
     build=lambda v, dims: Camera(v["position"], v["rotation"], v["intrinsics"], v["status"], v["world"], v["grounded"],
                                  v["pointmap_scale"]),
