@@ -277,3 +277,40 @@ def test_vmc_fingers_of_a_recording_without_finger_bones_sends_51_bones(take, se
         assert {n: v for n, v in _bones(with_fingers).items() if n not in finger_names} == _bones(without)
     bent = [abs(_bones(f)[n][6]) < 0.9999 for f in frames for n in finger_names]  # w of the quaternion: not the rest pose
     assert sum(bent) > len(bent) // 2
+
+
+def test_the_live_vmc_sender_sends_nothing_non_finite_from_a_run_either(server):
+    """The run's own path: a person whose solved bones hold a NaN (or a number beyond float32), and a camera
+    at an impossible place, reach a stock receiver as the last good pose held (tracking 0) and no camera."""
+    import dataclasses
+
+    from realtime.stages.live import live_senders
+
+    (sender,) = live_senders(vmc=[server.target], tasks=("pose", "pointmap"))
+    frames = []
+    stage = MotionStage(NAMES, smooth="none")
+    clip = synthetic_clip(3)[4]
+    for t in range(3):
+        xy = (500.0 * clip[t, :, :2] / clip[t, :, 2:] + [320.0, 240.0]).astype(np.float32)
+        person = Person(box=np.array([100, 20, 500, 470], np.float32), track_id=1, keypoints=xy,
+                        keypoint_scores=np.full(len(NAMES), 0.9, np.float32), keypoints3d=clip[t].astype(np.float32))
+        pose = np.eye(4)
+        pose[:3, 3] = [0.0, 1.5, 1e39 if t == 2 else -3.0]
+        camera = rounded_camera(pose, np.array([500.0, 500.0, 319.5, 239.5]), "tracking", True, True)
+        frames.append(stage.process(Frame(index=t, timestamp=t / FPS, image=np.zeros((2, 2, 3), np.uint8), people=(person,),
+                                          camera=camera)))
+    bad = frames[1].people[0].bones
+    rotations, root = bad.rotations.copy(), bad.root_position.copy()
+    rotations[4] = np.nan
+    frames[1] = frames[1].replace(people=(frames[1].people[0].replace(bones=dataclasses.replace(bad, rotations=rotations)),))
+    root[1] = 1e300
+    frames[2] = frames[2].replace(people=(frames[2].people[0].replace(bones=dataclasses.replace(bad, root_position=root)),))
+    for frame in frames:
+        sender.write(frame)
+    sent = server.frames(3)
+    sender.close()
+    assert len(sent) == 3 and _finite(server.messages)
+    assert _bones(sent[1]) == _bones(sent[0]) == _bones(sent[2])  # the last good pose, held
+    ok = [args[-1] for f in sent for address, args in f if address == "/VMC/Ext/OK"]
+    assert ok == [1, 0, 0]
+    assert ["/VMC/Ext/Cam" in {a for a, _ in f} for f in sent] == [True, True, False]
