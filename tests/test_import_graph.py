@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
 # record: the tracks file's fields, declared on the Frame contract with the face's names
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.record", "realtime.expressions")
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.record", "realtime.json_fields",
+              "realtime.expressions")
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:
