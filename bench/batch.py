@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from pipeline import synthetic_video  # noqa: E402
 from realtime.batch import BatchOptions, run_batch  # noqa: E402
+from realtime.options import ModelOptions, PeopleOptions  # noqa: E402
 from realtime.run import RunOptions  # noqa: E402
 
 
@@ -39,8 +40,10 @@ def fixtures_dir() -> Path:
 
 def one_batch(videos: Path, out: Path, workers: int, engine: str, input_hw: tuple[int, int]) -> tuple[float, int, int, list[str]]:
     fixtures = fixtures_dir()
-    run = RunOptions(source="", tasks=("pose", "seg"), device="cpu", boxes_from="frame", input_hw=input_hw,
-                     checkpoints={t: str(fixtures / f"{t}_weights.safetensors") for t in ("pose", "seg")})
+    checkpoints = {t: str(fixtures / f"{t}_weights.safetensors") for t in ("pose", "seg")}
+    run = RunOptions(source="",
+                     models=ModelOptions(tasks=("pose", "seg"), device="cpu", input_hw=input_hw, checkpoints=checkpoints),
+                     people=PeopleOptions(boxes_from="frame"))
     options = BatchOptions(inputs=[str(videos)], output_dir=str(out), run=run, workers=workers, progress=False,
                            ray="" if engine == "ray" else None)
     start = time.perf_counter()

@@ -55,6 +55,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions, PeopleOptions, SourceOptions  # noqa: E402
 from realtime.sources import VideoSource  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "reference" / "fixtures"
@@ -436,10 +437,12 @@ def profile(config: str, *, codec: str, seconds: float, warmup: float, max_in_fl
 
             stopper = threading.Thread(target=stop_later, daemon=True)
             stopper.start()
-            run(RunOptions(source=camera.uri, tasks=("pose",), checkpoints={"pose": str(FIXTURES / "pose_weights.safetensors")},
-                           device="cpu", input_hw=(128, 96), boxes_from="frame", tracks=str(folder / "tracks.jsonl"),
-                           progress=False, timeout=60.0, reconnects=0, max_in_flight=max_in_flight,
-                           senders=live_senders(osc=f"127.0.0.1:{receiver.port}"), **outputs))
+            pose = {"pose": str(FIXTURES / "pose_weights.safetensors")}
+            run(RunOptions(source=camera.uri, input=SourceOptions(timeout=60.0, reconnects=0, max_in_flight=max_in_flight),
+                           models=ModelOptions(tasks=("pose",), checkpoints=pose, device="cpu", input_hw=(128, 96)),
+                           people=PeopleOptions(boxes_from="frame"),
+                           outputs=OutputOptions(tracks=str(folder / "tracks.jsonl"), progress=False, **outputs),
+                           live_outputs=LiveOutputOptions(senders=live_senders(osc=f"127.0.0.1:{receiver.port}"))))
     finally:
         camera.stop()
         receiver.close()

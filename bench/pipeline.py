@@ -27,10 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from realtime.build import DTYPES  # noqa: E402
 from realtime.detect import make_box_finder  # noqa: E402
 from realtime.infer import Predictor  # noqa: E402
 from realtime.models import build_model  # noqa: E402
-from realtime.run import DTYPES, RunOptions, parse_size, parse_tasks, run  # noqa: E402
+from realtime.options import ModelOptions, OutputOptions, PeopleOptions
+from realtime.run import RunOptions, parse_size, parse_tasks, run  # noqa: E402
 
 
 def synthetic_video(path: Path, frames: int, height: int, width: int, fps: int = 30) -> Path:
@@ -99,9 +101,12 @@ def main() -> None:
         _sync(args.device)
         model_fps = len(frames) / (time.perf_counter() - start)
 
-        options = RunOptions(source=str(video), out=str(Path(tmp) / "out.mp4"), tracks=str(Path(tmp) / "t.jsonl"),
-                             no_video=args.no_video, tasks=tasks, device=args.device, dtype=args.dtype,
-                             input_hw=input_hw, boxes_from="frame", dense_every=args.dense_every, progress=False)
+        options = RunOptions(source=str(video),
+                             models=ModelOptions(tasks=tasks, device=args.device, dtype=args.dtype, input_hw=input_hw,
+                                                 dense_every=args.dense_every),
+                             people=PeopleOptions(boxes_from="frame"),
+                             outputs=OutputOptions(out=str(Path(tmp) / "out.mp4"), tracks=str(Path(tmp) / "t.jsonl"),
+                                                   no_video=args.no_video, progress=False))
         finder = make_box_finder(boxes_from="frame")
         start = time.perf_counter()
         summary = run(options, models=models, box_finder=finder)

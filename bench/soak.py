@@ -30,6 +30,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions  # noqa: E402
 from realtime.sources import Source, SourceInfo  # noqa: E402
 
 REFERENCE = Path(os.environ.get("SAPIENS_REFERENCE_DIR") or ROOT / "tests" / "reference")
@@ -83,8 +84,10 @@ def soak(frames: int, *, view: bool = False, out_dir: str | None = None) -> dict
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(out_dir or tmp)
-        options = RunOptions(source="synthetic", out=str(folder / "soak.mp4"), tracks=str(folder / "soak.jsonl"),
-                             view=view, device="cpu", input_hw=(256, 192), progress=sys.stderr.isatty())
+        options = RunOptions(source="synthetic", models=ModelOptions(device="cpu", input_hw=(256, 192)),
+                             outputs=OutputOptions(out=str(folder / "soak.mp4"), tracks=str(folder / "soak.jsonl"),
+                                                   progress=sys.stderr.isatty()),
+                             live_outputs=LiveOutputOptions(view=view))
         # A 5-frame run first: one-time process state (Qt's application object keeps three
         # eventfds for the life of the process once a window was shown) is not a leak.
         run(options, models=models, box_finder=finder, source=SyntheticSource(5))

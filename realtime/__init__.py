@@ -5,6 +5,7 @@
         frame = session.process(image_rgb, timestamp)   # people with ids, keypoints, face, bones
 
 `Session` (one frame at a time), `run` / `RunOptions` (a whole source, as `sapiens-rt run`),
+`Builder` (what both build from the options: models, box finder, stages; realtime.build),
 the data (`Frame`, `Person`, `Bones`, `DenseMaps`) and the models (`load_model`,
 `build_model`, `load_detector`). Names load on first use, so `import realtime` stays light.
 """
@@ -15,6 +16,7 @@ _EXPORTS = {
     "Session": "realtime.session",
     "run": "realtime.run",
     "RunOptions": "realtime.options",
+    "Builder": "realtime.build",
     "Frame": "realtime.frames",
     "Person": "realtime.frames",
     "Bones": "realtime.frames",

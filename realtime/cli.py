@@ -115,16 +115,21 @@ def _add_run(sub) -> None:
   sapiens-rt run shots/ --out shots.mp4           # a folder of images
   sapiens-rt run clip.mp4 --device cpu --input-size 512x384 --tasks pose   # lighter, for a CPU
 
-outputs: without --out/--tracks everything goes to recordings/<source>-<time>/.
-exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or option,
-3 the source ended early (truncated file, lost stream), 130 interrupted (Ctrl+C), 143 terminated
-(SIGTERM); outputs hold every frame processed until then.""",
+outputs: without --out/--tracks everything goes to recordings/<source>-<time>/. --tracks - (or
+/dev/stdout) writes the tracks to standard output, --out - the video (fragmented MP4, e.g. | ffplay -);
+not both. The summary, progress and logs go to standard error when standard output carries data.
+exit status: 0 finished (or window closed, or the reader of a pipe closed it, e.g. | head), 1 a stage
+failed, 2 bad input or option, 3 the source ended early (truncated file, lost stream), 130 interrupted
+(Ctrl+C), 143 terminated (SIGTERM); outputs hold every frame processed until then.""",
     )
     p.add_argument("source", metavar="SOURCE", help="webcam index (0 or webcam:0), video file, stream URL (rtsp://, udp://, "
                    "tcp://, http(s)://), image folder or glob")
     out = p.add_argument_group("outputs")
-    out.add_argument("--out", metavar="VIDEO.mp4", help="overlay video (H.264 MP4, the source's timestamps and audio)")
-    out.add_argument("--tracks", metavar="TRACKS.jsonl", help="keypoint tracks, one JSON line per frame (see README)")
+    out.add_argument("--out", metavar="VIDEO.mp4", help="overlay video (H.264 MP4, the source's timestamps and audio); - for "
+                     "standard output (default: recordings/<source>-<time>/overlay.mp4)")
+    out.add_argument("--tracks", metavar="TRACKS.jsonl", help="keypoint tracks, one JSON line per frame "
+                     "(docs/tracks-format.md); - for standard output; a FIFO waits up to 10 s for its reader "
+                     "(default: recordings/<source>-<time>/tracks.jsonl)")
     out.add_argument("--no-video", action="store_true", help="write no overlay video (tracks only, fastest)")
     out.add_argument("--output-dir", metavar="DIR", help="folder for default outputs (default: recordings)")
     out.add_argument("--view", action="store_true", help="show the live viewer window")
@@ -146,10 +151,12 @@ exit status: 0 finished (or window closed), 1 a stage failed, 2 bad input or opt
 
 
 def _cmd_run(args) -> int:
+    from realtime.options import CLI
     from realtime.run import run
 
-    summary = run(_run_options(args))
-    print("\n".join(summary.lines), file=sys.stderr if args.tracks == "-" else sys.stdout)  # stdout may carry the tracks
+    summary = run(_run_options(args), caller=CLI)
+    data_on_stdout = "-" in summary.outputs.values()  # nothing but the data on a standard output that carries it
+    print("\n".join(summary.lines), file=sys.stderr if data_on_stdout else sys.stdout)
     return summary.result.exit_code
 
 
@@ -209,12 +216,12 @@ def _add_model_options(p) -> None:
     m.add_argument("--checkpoint", action="append", default=[], metavar="TASK=PATH", help="use a local checkpoint for a task "
                    "instead of the hub (repeatable)")
     m.add_argument("--detector", metavar="PATH", help="local RTMDet person detector checkpoint (.pth or .safetensors)")
-    m.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
+    m.add_argument("--device", help="cuda, cuda:1 or cpu, in any case (default: cuda when available)")
     m.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], help="default: bf16 (fp16 on older GPUs) on CUDA, fp32 on CPU")
     m.add_argument("--input-size", metavar="HxW", help="network input HEIGHTxWIDTH for pose and seg (default: the size the "
-                   "models were trained at; 512x384 is ~4x faster)")
+                   "models were trained at; 512x384 has a quarter of 1024x768's pixels, for speed)")
     m.add_argument("--dense-size", metavar="HxW", help="network input HEIGHTxWIDTH for normal, depth and albedo (default "
-                   "1024x768, as trained; 512x384 is ~4x faster; depth's metric scale is then approximate)")
+                   "1024x768, as trained; 512x384 has a quarter of the pixels; depth's metric scale is then approximate)")
     m.add_argument("--flip-test", action="store_true", help="average pose with the mirrored crop, as the official demo does (2x "
                    "cost)")
     m.add_argument("--dense-every", default=None, metavar="N|auto", help="run normal/depth every N frames and reuse the last "
@@ -227,8 +234,8 @@ def _add_model_options(p) -> None:
     m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
                    "(Ada, Hopper); needs --compile; see docs/deploy.md")
     m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
-                   help="the attention kernel (default: PyTorch's choice, the fastest or tied on an H200; "
-                        "`python bench/gpu_sdpa.py` times each on yours; see docs/gpu-performance.md)")
+                   help="the attention kernel (default: PyTorch's choice; `python bench/gpu_sdpa.py` times each on "
+                        "yours; see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="replay one CUDA graph per task and person count, and one for the detector, all captured in "
                         "the warm-up (default: on when the run is on CUDA; --no-cuda-graphs runs eagerly; see "
@@ -241,10 +248,10 @@ def _add_model_options(p) -> None:
 def _add_people_options(p) -> None:
     d = p.add_argument_group("people")
     d.add_argument("--boxes-from", default="detector", choices=["detector", "seg", "frame"], help="person boxes from the RTMDet "
-                   "detector, the segmentation foreground, or the whole frame")
+                   "detector, the segmentation foreground, or the whole frame (default: detector)")
     d.add_argument("--detect-every", type=positive_int, metavar="N", help="run the detector every N frames; boxes follow the "
                    "poses in between (default 3 for cameras and streams, 1 for files)")
-    d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people")
+    d.add_argument("--max-people", type=positive_int, metavar="N", help="keep the N most confident people (default: everyone)")
 
 
 def _add_smoothing_options(p) -> None:
@@ -256,13 +263,18 @@ def _add_smoothing_options(p) -> None:
                    "start from which each person's face baseline is learned (default 2)")
 
 
-def _add_source_options(p):
+def _add_source_options(p, *, live: bool = True):
+    """The source group; `live`: with the options only cameras and network streams use (`batch` reads files)."""
     s = p.add_argument_group("source")
-    s.add_argument("--width", type=positive_int, help="webcam capture width")
-    s.add_argument("--height", type=positive_int, help="webcam capture height")
-    s.add_argument("--fps", type=positive_float, help="webcam capture rate, or the frame rate of an image folder (default 30)")
-    s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
-    s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
+    if live:
+        s.add_argument("--width", type=positive_int, help="webcam capture width (default: the camera's own)")
+        s.add_argument("--height", type=positive_int, help="webcam capture height (default: the camera's own)")
+        s.add_argument("--fps", type=positive_float, help="webcam capture rate, or the frame rate of an image folder "
+                       "(default 30)")
+        s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for a network stream (default 10)")
+        s.add_argument("--reconnects", type=count, default=3, help="times to reopen a stream that dies (default 3)")
+    else:
+        s.add_argument("--fps", type=positive_float, help="the frame rate of an image folder (default 30)")
     s.add_argument("--max-frames", type=positive_int, metavar="N", help="stop after N frames")
     s.add_argument("--max-in-flight", type=positive_int, metavar="N", help="frames inside the pipeline at once: lower is less "
                    "latency, higher more throughput (default: 2 for cameras and streams, one per stage for files)")
@@ -331,9 +343,10 @@ def _smoothing_options(args):
 def _source_options(args):
     from realtime.options import SourceOptions
 
-    return SourceOptions(webcam_size=(args.height, args.width), webcam_fps=args.fps, timeout=args.timeout,
-                         reconnects=args.reconnects, max_frames=args.max_frames, max_in_flight=args.max_in_flight,
-                         camera=args.camera)
+    live = {"webcam_size": (args.height, args.width), "timeout": args.timeout, "reconnects": args.reconnects} \
+        if hasattr(args, "width") else {}  # `batch` reads files: no camera or stream options
+    return SourceOptions(webcam_fps=args.fps, max_frames=args.max_frames, max_in_flight=args.max_in_flight,
+                         camera=args.camera, **live)
 
 
 def _add_export(sub) -> None:
@@ -480,17 +493,18 @@ exit status: 0 every video done (now or before), 1 some failed (see the table an
     _add_model_options(p)
     _add_people_options(p)
     _add_smoothing_options(p)
-    _add_source_options(p)
+    _add_source_options(p, live=False)
     p.set_defaults(func=_cmd_batch)
 
 
 def _cmd_batch(args) -> int:
     from realtime.batch import BatchOptions, run_batch
+    from realtime.options import CLI
 
     options = BatchOptions(inputs=args.inputs, output_dir=args.output_dir, run=_batch_run_options(args),
                            exports=tuple(dict.fromkeys(args.export)), workers=args.workers, retries=args.retries,
                            ray=args.ray, ray_timeout=args.ray_timeout, progress=not args.no_progress)
-    result = run_batch(options)
+    result = run_batch(options, caller=CLI)
     print("\n".join(result.lines))
     return result.exit_code
 

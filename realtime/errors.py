@@ -27,6 +27,12 @@ class OutputWriteError(UserError):
     exit_code = 1
 
 
+class ReaderClosed(Exception):
+    """The program reading an output stream (standard output, a pipe, a FIFO) closed it, as
+    `head -n 20` does: the run ends there, normally (exit status 0), with every frame written
+    until then."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl+C's KeyboardInterrupt so the same clean-up runs (exit status 143)."""
 

@@ -3,16 +3,21 @@
 Each group is one frozen dataclass whose defaults are the library's defaults;
 the CLI fills one group per argument group (`sapiens-rt run` and
 `sapiens-rt batch` share the source, models, people and smoothing groups).
-`RunOptions` holds the groups; it can also be built and read with the flat
-names, so `RunOptions(source="clip.mp4", tasks=("pose",), detect_every=3)` and
-`options.detect_every` work as they always did.
+`RunOptions` holds the source and the groups, and is read and changed by group:
+
+    options = RunOptions(source="clip.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3))
+    options.people.detect_every                                  # 3
+    options = options.change(people={"detect_every": 1})         # a new RunOptions
+
+`Caller` says how the door that was used names each option, so that an error names what
+the caller wrote: `--dense-every 0` from the CLI, `dense_every=0` from Python.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -98,58 +103,87 @@ class LiveOutputOptions:
 # RunOptions attribute -> its group's class.
 GROUPS: dict[str, type] = {"input": SourceOptions, "models": ModelOptions, "people": PeopleOptions,
                            "smoothing": SmoothingOptions, "outputs": OutputOptions, "live_outputs": LiveOutputOptions}
-# Flat option name -> the RunOptions attribute of its group.
-_GROUP_OF: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
+# An option's own name -> the RunOptions attribute of its group (for `RunOptions.from_names`, the Python door).
+GROUP_OF: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
 
 
 def option_names() -> tuple[str, ...]:
-    """Every option `RunOptions` takes by its flat name."""
-    return tuple(_GROUP_OF)
+    """Every option of every group, by its own name (`detect_every`, `no_video`, ...)."""
+    return tuple(GROUP_OF)
 
 
-@dataclass(init=False)
+@dataclass(frozen=True)
 class RunOptions:
     """Everything `realtime.run.run()` needs: the source and one object per option group.
 
-    Build it from groups, flat names, or both (flat names override the groups they belong to):
+        RunOptions(source="clip.mp4", models=ModelOptions(tasks=("pose",)), outputs=OutputOptions(no_video=True))
 
-        RunOptions(source="clip.mp4", models=ModelOptions(tasks=("pose",)), detect_every=3)
-
-    Reading or setting a flat name (`options.detect_every`) reads or replaces it in its group.
+    Read an option through its group (`options.people.detect_every`); `change` gives a copy
+    with some options of some groups changed.
     """
 
     source: str
-    input: SourceOptions
-    models: ModelOptions
-    people: PeopleOptions
-    smoothing: SmoothingOptions
-    outputs: OutputOptions
-    live_outputs: LiveOutputOptions
+    input: SourceOptions = field(default_factory=SourceOptions)
+    models: ModelOptions = field(default_factory=ModelOptions)
+    people: PeopleOptions = field(default_factory=PeopleOptions)
+    smoothing: SmoothingOptions = field(default_factory=SmoothingOptions)
+    outputs: OutputOptions = field(default_factory=OutputOptions)
+    live_outputs: LiveOutputOptions = field(default_factory=LiveOutputOptions)
 
-    def __init__(self, source: str, *, input: Optional[SourceOptions] = None, models: Optional[ModelOptions] = None,
-                 people: Optional[PeopleOptions] = None, smoothing: Optional[SmoothingOptions] = None,
-                 outputs: Optional[OutputOptions] = None, live_outputs: Optional[LiveOutputOptions] = None, **flat: Any):
-        groups = {"input": input, "models": models, "people": people, "smoothing": smoothing, "outputs": outputs,
-                  "live_outputs": live_outputs}
-        changes: dict[str, dict[str, Any]] = {}
-        for name, value in flat.items():
-            if name not in _GROUP_OF:
-                raise TypeError(f"RunOptions got an unknown option {name!r}")
-            changes.setdefault(_GROUP_OF[name], {})[name] = value
-        self.source = source
-        for name, cls in GROUPS.items():
-            group = groups[name] if groups[name] is not None else cls()
-            setattr(self, name, dataclasses.replace(group, **changes[name]) if name in changes else group)
+    def change(self, *, source: Optional[str] = None, **groups: Mapping[str, Any]) -> "RunOptions":
+        """A copy with options changed by group: `options.change(people={"detect_every": 3}, outputs={"no_video": True})`."""
+        unknown = [name for name in groups if name not in GROUPS]
+        if unknown:
+            raise TypeError(f"RunOptions has no option group {unknown[0]!r}; the groups are {', '.join(GROUPS)}")
+        new = {name: dataclasses.replace(getattr(self, name), **values) for name, values in groups.items()}
+        return dataclasses.replace(self, **new, **({"source": source} if source is not None else {}))
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        group = _GROUP_OF.get(name)
-        if group is None:
-            object.__setattr__(self, name, value)
-        else:  # a flat name: a new group with that one value changed
-            object.__setattr__(self, group, dataclasses.replace(getattr(self, group), **{name: value}))
+    @classmethod
+    def from_names(cls, source: str, names: Mapping[str, Any]) -> "RunOptions":
+        """RunOptions from options given by their own names, each put in its group (the Python
+        door: `realtime.Session(flip_test=True)`); an unknown name is a TypeError."""
+        groups: dict[str, dict[str, Any]] = {}
+        for name, value in names.items():
+            if name not in GROUP_OF:
+                raise TypeError(f"unknown option {name!r}")
+            groups.setdefault(GROUP_OF[name], {})[name] = value
+        return cls(source=source, **{group: GROUPS[group](**values) for group, values in groups.items()})
 
-    def __getattr__(self, name: str) -> Any:
-        group = _GROUP_OF.get(name)
-        if group is None:
-            raise AttributeError(f"RunOptions has no option {name!r}")
-        return getattr(getattr(self, group), name)
+
+# The CLI's flag of each option, where it is not `--` + the name with dashes.
+_FLAGS = {"webcam_size": "--width/--height", "webcam_fps": "--fps", "checkpoints": "--checkpoint", "input_hw": "--input-size",
+          "pointmap_hw": "--dense-size", "task_sizes": "--dense-size", "dense_auto": "--dense-every",
+          "seg_auto": "--seg-every", "progress": "--no-progress", "caption": "--no-caption", "senders": "--vmc/--osc"}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """How the door that was used names the options, so that errors name what the caller wrote.
+
+    cli:    the `sapiens-rt` command: `--dense-every 0`; else Python: `dense_every=0`.
+    names:  Python argument names that differ from the option's own (`realtime.Session`'s
+            `input_size` for `input_hw`).
+    """
+
+    cli: bool = False
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def name(self, option: str) -> str:
+        """`--dense-every` or `dense_every`."""
+        if self.cli:
+            return _FLAGS.get(option, "--" + option.replace("_", "-"))
+        return self.names.get(option, option)
+
+    def given(self, option: str, value: Any) -> str:
+        """The option as the caller gave it: `--dense-every 0`, `--flip-test`, `dense_every=0`."""
+        if not self.cli:
+            return f"{self.name(option)}={value!r}"
+        if value is True:
+            return self.name(option)
+        if isinstance(value, (tuple, list)) and len(value) == 2 and option.endswith("_hw"):
+            value = f"{value[0]}x{value[1]}"
+        return f"{self.name(option)} {value}"
+
+
+CLI = Caller(cli=True)
+PYTHON = Caller()

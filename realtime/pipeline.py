@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
-from realtime.errors import Terminated
+from realtime.errors import ReaderClosed, Terminated
 from realtime.frames import Frame
 from realtime.metrics import Metrics
 from realtime.mode import RunMode, mode_of
@@ -74,7 +74,8 @@ class Stage(Protocol):
 
 @dataclass
 class RunResult:
-    reason: str  # "end of source", "max frames", "source ended early", "interrupted", "terminated", "window closed", "error"
+    reason: str  # "end of source", "max frames", "source ended early", "interrupted", "terminated", "window closed",
+    # "reader closed" (a pipe's reader stopped reading: a normal end), "error"
     message: str  # one line saying why the run ended
     exit_code: int
     frames_in: int
@@ -282,6 +283,9 @@ class Pipeline:
             start = time.perf_counter()
             try:
                 item = stage.process(item)
+            except ReaderClosed:  # `| head`: the end the reader chose
+                self.stop("reader closed")
+                return
             except Exception as err:
                 self._fail(StageError(stage.name, item.index, err))
                 return
@@ -299,6 +303,8 @@ class Pipeline:
         for stage in self.stages:
             try:
                 stage.close()
+            except ReaderClosed:  # nothing more can reach a reader that has gone
+                pass
             except Exception as err:
                 self._fail(StageError(stage.name, None, err))
         try:
@@ -315,6 +321,9 @@ class Pipeline:
             code = 130 if self._stop_reason == "interrupted" else 143
             return RunResult(self._stop_reason, f"stopped: {self._stop_reason}; outputs hold every frame processed so far", code,
                              **counts)
+        if self._stop_reason == "reader closed":
+            return RunResult("reader closed", "finished: the program reading the output closed it; every frame until then "
+                             "was written", 0, **counts)
         if self._stop_reason == "window closed":
             return RunResult("window closed", "stopped: viewer window closed", 0, **counts)
         if self._max_frames_reached:

@@ -9,24 +9,39 @@ bridge or a notebook.
             for person in frame.people:
                 print(person.track_id, person.best_keypoints[0], person.bones)
 
-`process` runs the stages `sapiens-rt run` runs (`realtime.run.analysis_stages`: detect, infer,
-identity and smoothing, face, ground, motion) on the calling thread, one frame after the other:
-ids and filters carry over between calls, as MediaPipe's VIDEO mode does, so frames must come
-in time order. The options have `run`'s names (`realtime.options`); `stream(source)` does the
-same over a video file, camera or image folder.
+`process` runs the stages `sapiens-rt run` runs (built by `realtime.build.Builder`: detect,
+infer, identity and smoothing, face, egomotion, ground, world, motion; then the live senders,
+the overlay and the outputs asked for) on the calling thread, one frame after the other: ids
+and filters carry over between calls, as MediaPipe's VIDEO mode does, so frames must come in
+time order. The options have `run`'s names (`realtime.options`) and are checked as `run`
+checks them; `stream(source)` does the same over a video file, camera or image folder.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
+from realtime.build import Builder, OutputFiles, caption, is_stream, layers
 from realtime.errors import UserError
 from realtime.frames import Frame
 from realtime.mode import RunMode
-from realtime.options import RunOptions
+from realtime.options import GROUP_OF, Caller, RunOptions
+
+# Session's own argument names where they differ from the option's.
+_NAMES = {"input_hw": "input_size"}
+# `run` options a Session does not do: the values it can honour (what it does anyway), and what to do instead.
+_NOT_TAKEN = {
+    "view": ((False,), "draw frame.overlay yourself (out= writes the overlay video), or use sapiens-rt run --view"),
+    "max_in_flight": ((None, 1), "a Session works on one frame at a time, on the calling thread"),
+    "stills": ((None, False), "give each unrelated photo to a Session of its own (ids and filters follow one video)"),
+    "output_dir": (("recordings",), "name the files with tracks= and out="),
+    "progress": ((False, True), ""),  # either: a Session shows no progress bar, and nothing is lost (the type is checked)
+    "no_video": ((False, True), ""),  # honoured: no out= (refused below together with out=)
+}
 
 
 class Session:
@@ -35,11 +50,16 @@ class Session:
     tasks:        task names or aliases ("pose", "seg", "normal", "depth" = "pointmap", ...).
     checkpoints:  task -> a local checkpoint file; tasks not named load the released weights
                   (`size`) from the Hugging Face cache or hub.
-    device/dtype: "cuda" / "cpu"; "fp32", "bf16", "fp16" (default: the best for the device).
-    input_size:   "HxW" of the network input, e.g. "1024x768" (default: the models' own size).
+    device/dtype: "cuda", "cuda:N" or "cpu" (any case); "fp32", "bf16", "fp16" (default: the best for the device).
+    input_size:   network input (H, W), or "HxW" such as "1024x768" (default: the models' own size).
     smooth:       "one_euro", "kalman" or "none"; smoothness in [0, 1].
     max_people:   keep at most this many people; boxes_from: "detector", "seg" or "frame".
     detect_every: run the detector every N frames (default 1); dense_every: normal/depth every N.
+    tracks, out:  write the tracks JSONL / the overlay video as `sapiens-rt run --tracks/--out` does
+                  (closed by `close()`, the end of a `with` block, or a Ctrl+C inside `process`).
+    senders:      live senders (`realtime.stages.live_senders(vmc=[...])`), sent each frame (by `stream`
+                  of a file at the frame's time in it, unless live_pace=False, as in a run).
+    max_frames:   `stream` stops after this many frames; `process` takes no more than this many.
     models:       task -> a loaded model (instead of checkpoints, e.g. `realtime.models.build_model`);
     box_finder:   your own boxes `(image, index, previous people, seg) -> (boxes, scores, source)`.
     Any other `run` option (`realtime.options`) may be given by name, e.g. `flip_test=True`.
@@ -47,41 +67,50 @@ class Session:
 
     def __init__(self, tasks: Sequence[str] = ("pose",), checkpoints: Optional[Mapping[str, str]] = None, *,
                  size: str = "0.4b", device: Optional[str] = None, dtype: Optional[str] = None,
-                 input_size: Optional[str] = None, smooth: str = "one_euro", smoothness: float = 0.5,
+                 input_size: Optional[str | tuple[int, int]] = None, smooth: str = "one_euro", smoothness: float = 0.5,
                  max_people: Optional[int] = None, boxes_from: str = "detector", detect_every: int = 1,
                  dense_every: int = 1, models: Optional[dict] = None, box_finder=None, **options):
-        from realtime import run as run_module
-        from realtime import tasks as task_table
-
-        if isinstance(tasks, str):
-            tasks = tuple(t for t in tasks.split(",") if t)
-        chosen = task_table.parse(",".join(tasks))
-        sizes = {}
-        if input_size is not None:
-            sizes["input_hw"] = run_module.parse_size(input_size, "input_size")
-        from realtime.options import option_names
-
-        unknown = [name for name in options if name not in option_names()]
+        self._stages: Optional[list] = None  # built on the first frame, for its size
+        self._files: Optional[OutputFiles] = None
+        self._closed = False
+        unknown = [name for name in options if name not in GROUP_OF]
         if unknown:
             raise UserError(f"Session got an unknown option {unknown[0]!r}; the options are those of sapiens-rt run, "
                             f"written in Python (e.g. flip_test=True).")
-        self.options = RunOptions(source="<frames>", tasks=chosen, size=size, device=device, dtype=dtype,
-                                  smooth=smooth, smoothness=smoothness, max_people=max_people, boxes_from=boxes_from,
-                                  detect_every=detect_every, dense_every=dense_every,
-                                  checkpoints={task_table.get(t).name: str(p) for t, p in (checkpoints or {}).items()},
-                                  **sizes, **options)
-        if boxes_from == "seg" and not task_table.gives_body_parts(chosen):
-            raise UserError('boxes_from="seg" needs the segmentation task; add "seg" to tasks, or use boxes_from="detector" or '
-                            '"frame".')
-        self.device = self.options.device or run_module.default_device()
-        self.dtype = run_module._dtype(self.options.dtype, self.device)
-        if models is None:
-            run_module._check_weights_present(self.options, True, box_finder is None and boxes_from == "detector"
-                                              and self.options.detector is None, python=True)
-            models = run_module._load_models(self.options, self.device, self.dtype)
-        self.models = models
-        self.box_finder = box_finder or run_module._box_finder(self.options, self.device, RunMode.FILE)
-        self._stages: Optional[list] = None  # built on the first frame, for its size
+        for name, (honoured, why) in _NOT_TAKEN.items():
+            if why and name in options and not any(options[name] is v or options[name] == v for v in honoured):
+                raise UserError(f"Session does not take {name}={options[name]!r}; {why}.")
+        if options.get("no_video") and options.get("out") is not None:
+            raise UserError("Session got no_video=True and out=...; leave out= unset for no video.")
+        if "input_hw" in options:
+            raise UserError("Session takes the network input size as input_size=(H, W); give it there.")
+        if checkpoints is not None and not isinstance(checkpoints, Mapping):
+            raise UserError(f"checkpoints={checkpoints!r} is not task -> file; give e.g. "
+                            f'checkpoints={{"pose": "pose.safetensors"}}.')
+        names = dict(tasks=tasks, size=size, device=device, dtype=dtype, smooth=smooth, smoothness=smoothness,
+                     max_people=max_people, boxes_from=boxes_from, detect_every=detect_every, dense_every=dense_every,
+                     checkpoints={str(t): str(p) for t, p in (checkpoints or {}).items()}, input_hw=input_size, **options)
+        caller = Caller(names=_NAMES)
+        builder = Builder(RunOptions.from_names("<frames>", names), caller=caller)  # `run`'s checks, in Python's words
+        self.builder = builder
+        self.options = builder.options
+        self.device, self.dtype = builder.device, builder.dtype
+        outputs = {kind: path for kind, path in (("tracks", self.options.outputs.tracks), ("video", self.options.outputs.out))
+                   if path is not None}
+        self._files = OutputFiles(outputs, [], caller) if outputs else None  # refused now, not after the take
+        try:
+            if models is None:
+                builder.check_weights(models=True, detector=builder.needs_detector(box_finder is not None))
+            if self._files is not None:
+                self._files.hold()
+            self.models = models if models is not None else builder.load_models()
+            self.box_finder = box_finder or builder.box_finder(RunMode.FILE)
+        except BaseException:
+            if self._files is not None:
+                self._files.release(failed=True)
+                self._files = None
+            raise
+        self._sinks: list = []
         self._size: Optional[tuple[int, int]] = None
         self._index = 0
         self._last_time = -math.inf
@@ -94,50 +123,127 @@ class Session:
     def process(self, image: np.ndarray, timestamp: float) -> Frame:
         """One RGB frame ((H, W, 3) uint8) at `timestamp` seconds -> a `Frame` with its people
         (track ids, smoothed keypoints, face, 3D keypoints, contacts and bones, as the tasks allow)
-        and its dense maps. Frames must come in time order; every frame has the same size."""
-        from realtime import run as run_module
-
+        and its dense maps. Frames must come in time order; their size may change, as in a run."""
+        if self._closed:
+            raise UserError("process() was called after close(); make a new Session.")
         image = np.asarray(image)
         if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
             raise UserError(f"process() takes an (H, W, 3) uint8 RGB image, got {image.shape} {image.dtype}; "
                             f"convert BGR from OpenCV with image[..., ::-1].")
-        timestamp = float(timestamp)
+        if image.shape[0] < 2 or image.shape[1] < 2:
+            raise UserError(f"process() got a {image.shape[1]}x{image.shape[0]} image, which holds no picture; give one of at "
+                            f"least 2x2 pixels.")
+        try:
+            timestamp = float(timestamp)
+        except (TypeError, ValueError):
+            raise UserError(f"process() got the timestamp {timestamp!r}; give the frame's time in seconds (a number).") \
+                from None
+        if not math.isfinite(timestamp):
+            raise UserError(f"process() got the timestamp {timestamp}; give the frame's time in seconds (a finite number).")
         if not timestamp > self._last_time:
             raise UserError(f"process() got timestamp {timestamp} after {self._last_time}; give each frame a later time "
                             f"in seconds (ids and filters follow time).")
-        if self._stages is None:
-            self._size = image.shape[:2]
-            self._stages = run_module.analysis_stages(self.options, self.models, self.box_finder, RunMode.FILE,
-                                                      self.device, self.dtype, self._size, None)
-        elif image.shape[:2] != self._size:
-            raise UserError(f"process() got a {image.shape[1]}x{image.shape[0]} image after {self._size[1]}x{self._size[0]} "
-                            f"ones; use one Session per video size.")
-        frame = Frame(index=self._index, timestamp=timestamp, image=np.ascontiguousarray(image))
-        for stage in self._stages:
-            frame = stage.process(frame)
+        max_frames = self.options.input.max_frames
+        if max_frames is not None and self._index >= max_frames:
+            raise UserError(f"process() got frame {self._index + 1} of a Session made with max_frames={max_frames}; make it "
+                            f"with a larger max_frames, or without it.")
+        try:
+            if self._stages is None:
+                self._stages = self._build(image.shape[:2], self.options.input.webcam_fps, "<frames>")
+            frame = Frame(index=self._index, timestamp=timestamp, image=np.ascontiguousarray(image))
+            for stage in self._stages:
+                frame = stage.process(frame)
+        except KeyboardInterrupt:  # Ctrl+C: the outputs are closed whole, the Session ends
+            self.close()
+            raise
         self._index += 1
         self._last_time = timestamp
         return frame
 
+    def _build(self, image_hw: tuple[int, int], fps: Optional[float], source: str, *, pace: bool = False) -> list:
+        """The run's stages for this Session: analysis, then the live senders, the overlay and
+        the outputs (tracks, video, your own sinks), as `sapiens-rt run` orders them. `pace`: the
+        senders send each frame at its media time (a recorded source given to `stream`, as a run does)."""
+        from realtime.metrics import Metrics
+        from realtime.sinks.base import VideoSink
+        from realtime.sinks.video import VideoWriter
+        from realtime.stages import LiveStage, RenderStage, WriteStage
+
+        builder, options = self.builder, self.options
+        stages = builder.analysis_stages(self.models, self.box_finder, RunMode.FILE, image_hw, fps)
+        out = options.outputs
+        if out.tracks is not None:
+            self._sinks.append(builder.track_writer(out.tracks, self.models, stages, image_wh=(image_hw[1], image_hw[0]),
+                                                    fps=fps, source=source, mode=RunMode.FILE))
+        if out.out is not None:
+            self._sinks.append(VideoSink(VideoWriter(out.out, fps=fps or 30.0)))
+        if self._files is not None:
+            self._files.writers_opened()
+        senders = options.live_outputs.senders
+        if senders:  # the avatar first, as in a run
+            live = LiveStage(senders, pace=pace)
+            live.period = 1.0 / (fps or 30.0)
+            stages.append(live)
+        if out.out is not None:
+            line = caption(self.models, self.device) if out.caption else (lambda snap: None)
+            stages.append(RenderStage(layers(self.models), Metrics(), line))
+        extra = list(options.live_outputs.sinks)
+        if self._sinks or extra:
+            stages.append(WriteStage(self._sinks + extra))
+        return stages
+
     def stream(self, source: str, *, max_frames: Optional[int] = None) -> Iterator[Frame]:
-        """Frames of a video file, camera (`0`), stream URL or image folder, each through `process`."""
+        """Frames of a video file, camera (`0`), stream URL or image folder, each through `process`
+        (at most `max_frames`, and at most the Session's own `max_frames`)."""
         from realtime.sources import open_source
 
-        opened = open_source(str(source), fps=self.options.webcam_fps)
-        opened.open()
+        if max_frames is not None and (isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 1):
+            raise UserError(f"stream() got max_frames={max_frames!r}; give a whole number of 1 or more.")
+        total = self.options.input.max_frames  # the Session's own limit counts every frame it took
+        src = self.options.input
+        opened = open_source(str(source), width=src.webcam_size[1], height=src.webcam_size[0], fps=src.webcam_fps,
+                             timeout=src.timeout, reconnects=src.reconnects)
+        info = opened.open()
         try:
+            if self._files is not None:
+                from realtime.outputs import check_outputs
+
+                check_outputs(self._files.files, opened.input_files())  # the take must not overwrite its source
+            if self._stages is None:  # the tracks header gets the source's name and frame rate
+                pace = self.options.live_outputs.live_pace and not info.live  # a file's frames at their time, as in a run
+                self._stages = self._build((info.height, info.width), info.fps, info.uri, pace=pace)
             for count, (timestamp, image) in enumerate(opened.frames()):
-                if max_frames is not None and count >= max_frames:
+                if (max_frames is not None and count >= max_frames) or (total is not None and self._index >= total):
                     break
                 yield self.process(image, timestamp)
         finally:
             opened.close()
 
     def close(self) -> None:
-        """Release the stages' state (the models stay loaded while you hold the Session)."""
-        for stage in self._stages or []:
-            stage.close()
+        """Close the outputs (tracks, video, senders) and release the stages' state (the models
+        stay loaded while you hold the Session). Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        errors = []
+        # the write stage closes the outputs and the live stage the senders; before the first frame, they close here
+        built = self._stages if self._stages is not None else [*self._sinks, *self.options.live_outputs.senders]
+        for part in built:
+            try:
+                part.close()
+            except Exception as err:  # close the others anyway, then report
+                errors.append(err)
         self._stages = None
+        from realtime.sinks.tracks import TrackWriter
+
+        tracks = self.options.outputs.tracks
+        if any(isinstance(s, TrackWriter) and s.frames_written == 0 for s in self._sinks) and not is_stream(tracks):
+            Path(tracks).unlink(missing_ok=True)  # a header without frames is nothing worth keeping, as in a run
+        if self._files is not None:
+            self._files.release(failed=self._index == 0)
+            self._files = None
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> "Session":
         return self

@@ -96,3 +96,26 @@ def _one_torch_thread():
 def _no_hub_downloads(monkeypatch):
     """Tests never reach the network; code that would download must say so clearly."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def _entries() -> set[str]:
+    """What sits in the checkout's top folder and in recordings/ (a run's default output folder)."""
+    top = {p.name for p in _CHECKOUT.iterdir() if not p.name.startswith(".") and p.name != "__pycache__"
+           and not p.name.endswith(".egg-info")}
+    recordings = _CHECKOUT / "recordings"
+    return top | ({f"recordings/{p.name}" for p in recordings.iterdir()} if recordings.is_dir() else set())
+
+
+@pytest.fixture(autouse=True)
+def _writes_only_under_tmp():
+    """Tests write only under their temporary folders: a file or folder a test leaves in the checkout
+    (a run's default recordings/<source>-<time>/, a file named `-`) fails it, naming what it left."""
+    before = _entries()
+    yield
+    left = sorted(_entries() - before)
+    assert not left, (f"{left} appeared in the checkout {_CHECKOUT} during this test (made by it, or by a test beside it "
+                      "under pytest-xdist); give that run its outputs under tmp_path (--out/--tracks/--output-dir, "
+                      "OutputOptions(output_dir=...))")

@@ -15,6 +15,7 @@ from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_server import BlockingOSCUDPServer
 
 from realtime.data import keypoint_names
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions
 from realtime.stages import live_senders
 
 FRAMES = 8
@@ -75,12 +76,14 @@ def models(fixtures_dir):
     return {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
 
 
-def _run(clip, models, tracks, senders, **options):
+def _run(clip, models, tracks, senders):
     from doubles import whole_frame_boxes
     from realtime.run import RunOptions, run
 
-    summary = run(RunOptions(source=str(clip), tracks=str(tracks), no_video=True, device="cpu", input_hw=(128, 96),
-                             pointmap_hw=(256, 128), progress=False, senders=senders, **options),
+    summary = run(RunOptions(source=str(clip),
+                             models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
+                             outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False),
+                             live_outputs=LiveOutputOptions(senders=senders)),
                   models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     return summary

@@ -184,21 +184,24 @@ def test_ray_asked_for_but_not_installed(tmp_path, monkeypatch, capsys, videos, 
 
 def test_batch_fills_the_run_groups_as_run_does_and_nothing_else():
     """`batch` reuses `run`'s option groups (models, people, smoothing, source): the same flags
-    give the same groups; the run-only groups keep their library defaults (no window, no streaming)."""
+    give the same groups; the run-only groups keep their library defaults (no window, no streaming), and the
+    camera and stream options (--width/--height, --timeout, --reconnects) are not offered: a batch reads files."""
     import realtime.cli as cli
     from realtime.options import LiveOutputOptions
 
     shared = ["--tasks", "pose,depth", "--checkpoint", "pose=p.safetensors", "--dense-every", "3", "--input-size", "256x192",
               "--boxes-from", "frame", "--detect-every", "2", "--max-people", "4", "--smooth", "kalman", "--smoothness", "0.2",
-              "--fps", "12", "--timeout", "4", "--max-frames", "9", "--device", "cpu"]
+              "--fps", "12", "--max-frames", "9", "--device", "cpu"]
     parser = cli.build_parser()
     ran = cli._run_options(parser.parse_args(["run", "clip.mp4", *shared]))
     batched = cli._batch_run_options(parser.parse_args(["batch", "videos/", "--output-dir", "out", "--no-video", *shared]))
     assert batched.models == ran.models and batched.models.tasks == ("pose", "pointmap") and batched.models.dense_every == 3
     assert batched.people == ran.people and batched.smoothing == ran.smoothing and batched.input == ran.input
-    assert batched.detect_every == 2 and batched.webcam_fps == 12  # flat names read through to the groups
-    assert batched.live_outputs == LiveOutputOptions() and batched.stills is None
-    assert batched.no_video and batched.out is None and batched.tracks is None
+    assert batched.people.detect_every == 2 and batched.input.webcam_fps == 12  # read by group
+    assert batched.live_outputs == LiveOutputOptions() and batched.input.stills is None
+    assert batched.outputs.no_video and batched.outputs.out is None and batched.outputs.tracks is None
+    with pytest.raises(SystemExit):
+        parser.parse_args(["batch", "videos/", "--output-dir", "out", "--timeout", "4"])
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 from realtime.infer import Predictor
 from realtime.models.cuda_graph import GraphCache
 from realtime.models.rtmdet import load_detector
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions
 from tests.gpu_standin import StandinGPU
 
 CAPTURE = "torch.cuda.graph(): synchronize before capturing"
@@ -248,8 +249,10 @@ def test_a_graphed_run_captures_every_graph_before_the_first_frame(tmp_path, tas
 
     frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(4)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=25)
-    options = RunOptions(source=str(src), tracks=str(tmp_path / "t.jsonl"), device="cuda", dtype="fp32",
-                         input_hw=(128, 96), tasks=("pose",), smooth="none", progress=False, cuda_graphs=True)
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(device="cuda", dtype="fp32", input_hw=(128, 96), tasks=("pose",), cuda_graphs=True),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), output_dir=str(tmp_path), progress=False))
     with StandinGPU() as gpu:
         models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}
         finder = make_box_finder("detector", detector_checkpoint=str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"),
@@ -274,21 +277,25 @@ def test_cuda_runs_replay_graphs_unless_told_not_to(tmp_path, task_models, rtmde
     every frame eagerly. On the CPU the default is off."""
     import functools
 
-    import realtime.run
+    import realtime.build
     from media import gaussian_marker, write_video
+    from realtime.build import cuda_graphs_for
     from realtime.cli import build_parser
     from realtime.detect import make_box_finder
-    from realtime.run import RunOptions, cuda_graphs_for, run
+    from realtime.run import RunOptions, run
 
     # the run's own box finder, with the fixture's tiny detector (widen 0.25, not the released 0.75)
-    monkeypatch.setattr(realtime.run, "make_box_finder", functools.partial(make_box_finder, widen=None))
+    monkeypatch.setattr(realtime.build.detect, "make_box_finder", functools.partial(make_box_finder, widen=None))
 
     frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(3)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=25)
     chosen = {} if graphs is None else {"cuda_graphs": graphs}
-    options = RunOptions(source=str(src), tracks=str(tmp_path / "t.jsonl"), device="cuda", dtype="fp32",
-                         input_hw=(128, 96), tasks=("pose",), smooth="none", progress=False,
-                         detector=str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors"), **chosen)
+    detector = str(rtmdet_fixtures_dir / "tiny_w025_state_dict.safetensors")
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(device="cuda", dtype="fp32", input_hw=(128, 96), tasks=("pose",), detector=detector,
+                                             **chosen),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), output_dir=str(tmp_path), progress=False))
     assert cuda_graphs_for(options, "cuda") is (graphs is None) and not cuda_graphs_for(options, "cpu")
     with StandinGPU() as gpu:
         models = {"pose": copy.deepcopy(task_models["pose"]).to("cuda")}

@@ -122,6 +122,7 @@ def test_a_head_only_checkpoint_names_the_missing_keys(tmp_path, fixtures_dir):
     video = write_video(tmp_path / "clip.mp4", [gaussian_marker(48, 64, 20, 20, 5) for _ in range(3)], fps=10)
     head_only = fixtures_dir / "albedo_head_weights.safetensors"
     err = _one_error(_cli("run", str(video), "--tasks", "albedo", "--checkpoint", f"albedo={head_only}", "--device", "cpu",
-                          "--no-progress", "--boxes-from", "frame", "--tracks", str(tmp_path / "t.jsonl")))
+                          "--no-progress", "--boxes-from", "frame", "--tracks", str(tmp_path / "t.jsonl"),
+                          "--output-dir", str(tmp_path / "rec")))
     assert "backbone keys missing (backbone.cls_token;" in err and "It holds an albedo head and no backbone." in err
     assert "looks like" not in err and not (tmp_path / "t.jsonl").exists()

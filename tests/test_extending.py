@@ -20,6 +20,7 @@ from realtime.cli import main
 from realtime.models import build_model
 from realtime.models.heads import _DenseHead
 from realtime.models.registry import ModelSpec
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions, PeopleOptions, SmoothingOptions
 from realtime.run import RunOptions, run
 from realtime.sources import Source, SourceInfo
 from viz.panes import Pane
@@ -95,9 +96,12 @@ def test_a_task_row_and_a_sink_added_in_test_code_run_end_to_end(tmp_path, fixtu
     frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(5)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=10)
     sink = Collect()
-    options = RunOptions(source=str(src), tasks=("pose", "grey"), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"),
-                         checkpoints={"pose": str(fixtures_dir / "pose_weights.safetensors"), "gray": str(checkpoint)},
-                         device="cpu", input_hw=(64, 48), boxes_from="frame", progress=False, sinks=[sink])
+    checkpoints = {"pose": str(fixtures_dir / "pose_weights.safetensors"), "gray": str(checkpoint)}
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(tasks=("pose", "grey"), device="cpu", input_hw=(64, 48), checkpoints=checkpoints),
+                         people=PeopleOptions(boxes_from="frame"),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False),
+                         live_outputs=LiveOutputOptions(sinks=[sink]))
     summary = run(options)
     assert summary.result.exit_code == 0, summary.result.message
     # the sink saw every frame of the file, in order, with the new task's map and the keypoints
@@ -139,7 +143,8 @@ def test_albedo_runs_from_a_users_checkpoint_with_its_own_pane(tmp_path, fixture
     assert pane.std() > 1  # a picture, not the dark "no data" placeholder
 
     # without a checkpoint: one sentence saying there are no public weights and what to pass
-    code = main(["run", str(src), "--tasks", "albedo", "--out", str(tmp_path / "x.mp4"), "--device", "cpu", "--no-progress"])
+    code = main(["run", str(src), "--tasks", "albedo", "--out", str(tmp_path / "x.mp4"), "--device", "cpu", "--no-progress",
+                 "--output-dir", str(tmp_path / "rec")])
     assert code == 2
     assert "No albedo weights are released; pass your own checkpoint with --checkpoint albedo=PATH." in capsys.readouterr().err
 
@@ -160,9 +165,11 @@ class LiveFrames(Source):
             yield i * self.period, gaussian_marker(48, 64, 20 + i, 20, 4)
 
 
-def _marker_run(tmp_path, source, sinks, **kw):
-    options = RunOptions(source="cam", no_video=True, tracks=str(tmp_path / "t.jsonl"), device="cpu", smooth="none",
-                         progress=False, input_hw=(64, 48), sinks=sinks, **kw)
+def _marker_run(tmp_path, source, sinks):
+    options = RunOptions(source="cam", models=ModelOptions(device="cpu", input_hw=(64, 48)),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(no_video=True, tracks=str(tmp_path / "t.jsonl"), progress=False),
+                         live_outputs=LiveOutputOptions(sinks=sinks))
     return run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=source)
 
 
@@ -217,8 +224,10 @@ def test_a_live_cpu_run_that_draws_leaves_one_core_to_the_picture(tmp_path, vide
     try:
         model, sender = ThreadCountingPose(), Collect()
         outputs = {"out": str(tmp_path / "overlay.mp4")} if video else {"no_video": True}
-        options = RunOptions(source="cam", tracks=str(tmp_path / "t.jsonl"), device="cpu", smooth="none", progress=False,
-                             input_hw=(64, 48), senders=[sender], **outputs)
+        options = RunOptions(source="cam", models=ModelOptions(device="cpu", input_hw=(64, 48)),
+                             smoothing=SmoothingOptions(smooth="none"),
+                             outputs=OutputOptions(tracks=str(tmp_path / "t.jsonl"), progress=False, **outputs),
+                             live_outputs=LiveOutputOptions(senders=[sender]))
         summary = run(options, models={"pose": model}, box_finder=whole_frame_boxes, source=LiveFrames(4))
         assert summary.result.exit_code == 0 and sender.frames
         # warm-up runs on the caller's thread with all of them; the stage thread gets what the run chose

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from media import gaussian_marker, write_video
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions, SourceOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,18 +35,20 @@ def test_view_without_a_working_qt_platform_fails_before_any_file_exists(tmp_pat
     assert not (tmp_path / "rec").exists()
 
 
-def _marker_run(tmp_path, n=20, **kw):
+def _marker_run(tmp_path, n=20, **groups):
+    """A run of the marker model over a walk of `n` frames; `groups`: options changed by group (`input={"max_frames": 5}`)."""
     from doubles import MarkerPoseModel, whole_frame_boxes
     from realtime.run import RunOptions, run
 
     src = write_video(tmp_path / "walk.mp4", [gaussian_marker(120, 200, 40 + i, 50, 6) for i in range(n)])
-    options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                         smooth="none", progress=False, input_hw=(64, 48), **kw)
-    return run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
+    options = RunOptions(source=str(src), models=ModelOptions(device="cpu", input_hw=(64, 48)),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False))
+    return run(options.change(**groups), models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
 
 
 def test_the_summary_says_max_frames_stopped_the_run(tmp_path):
-    summary = _marker_run(tmp_path, max_frames=5)
+    summary = _marker_run(tmp_path, input={"max_frames": 5})
     result = summary.result
     assert result.reason == "max frames" and result.exit_code == 0 and result.frames_out == 5
     assert summary.lines[0] == "finished: --max-frames 5 reached"
@@ -59,7 +62,7 @@ def test_no_caption_leaves_the_overlay_clean(tmp_path):
     for caption in (True, False):
         folder = tmp_path / str(caption)
         folder.mkdir()
-        _marker_run(folder, n=3, caption=caption)
+        _marker_run(folder, n=3, outputs={"caption": caption})
         video, _, _ = read_video(folder / "o.mp4")
         last[caption] = video[-1].astype(int)
     diff = np.abs(last[True] - last[False]).max(axis=2)
@@ -68,12 +71,12 @@ def test_no_caption_leaves_the_overlay_clean(tmp_path):
 
 
 def test_caption_and_status_name_the_loaded_models_arch(fixtures_dir):
+    from realtime.build import caption, model_label
     from realtime.models import load_model
-    from realtime.run import _caption, model_label
 
     pose = load_model("pose", fixtures_dir / "pose_weights.safetensors")
     assert model_label({"pose": pose}) == "pose fixture_e32_h4_l18"
-    text = _caption({"pose": pose}, "cpu")({"fps": 12.0, "latency_ms": 80.0})
+    text = caption({"pose": pose}, "cpu")({"fps": 12.0, "latency_ms": 80.0})
     assert text == "12.0 fps | latency 80 ms | pose fixture_e32_h4_l18 cpu" and "0.4b" not in text
 
 
@@ -101,11 +104,11 @@ def test_live_sources_on_a_cpu_default_to_one_frame_in_flight(tmp_path, monkeypa
         return real(*args, **kw)
 
     monkeypatch.setattr(run_module, "Pipeline", spy)
-    options = run_module.RunOptions(source="trickle", no_video=True, tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                                    smooth="none", progress=False, input_hw=(64, 48))
+    options = run_module.RunOptions(source="trickle", models=ModelOptions(device="cpu", input_hw=(64, 48)),
+                                    smoothing=SmoothingOptions(smooth="none"),
+                                    outputs=OutputOptions(no_video=True, tracks=str(tmp_path / "t.jsonl"), progress=False))
     run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
-    options.max_in_flight = 2
-    options.tracks = str(tmp_path / "t2.jsonl")
+    options = options.change(input={"max_in_flight": 2}, outputs={"tracks": str(tmp_path / "t2.jsonl")})
     run_module.run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(2, 0.01))
     assert seen == [1, 2]
 
@@ -149,8 +152,9 @@ def _run_stills(folder, tmp_path, stills=None):
     from doubles import MarkerPoseModel, whole_frame_boxes
     from realtime.run import RunOptions, run
 
-    options = RunOptions(source=str(folder), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                         progress=False, input_hw=(128, 96), stills=stills)
+    options = RunOptions(source=str(folder), input=SourceOptions(stills=stills),
+                         models=ModelOptions(device="cpu", input_hw=(128, 96)),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False))
     summary = run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
     lines = [__import__("json").loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     return summary, lines[0], lines[1:]

@@ -10,6 +10,7 @@ import numpy as np
 from doubles import whole_frame_boxes
 from media import gaussian_marker, write_video
 from realtime.data import keypoint_names
+from realtime.options import ModelOptions, OutputOptions
 from realtime.rig.lift import ROOT
 from realtime.run import RunOptions, run
 
@@ -21,8 +22,9 @@ def test_kpts3d_on_every_frame_after_the_first_depth_frame(tmp_path, fixtures_di
     src = write_video(tmp_path / "clip.mp4", frames, fps=10)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
     tracks = tmp_path / "t.jsonl"
-    options = RunOptions(source=str(src), tracks=str(tracks), device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128),
-                         dense_every=3, progress=False)
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=3),
+                         outputs=OutputOptions(tracks=str(tracks), output_dir=str(tmp_path), progress=False))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     rows = [json.loads(line) for line in tracks.read_text().splitlines()]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from realtime.frames import Frame, Person
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions
 from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, pack_bundles
 from tests.face_synthetic import FaceParams, face_keypoints
 from tests.live_chain import osc, vmc, vmc_sender
@@ -152,8 +153,9 @@ def test_the_run_summary_names_every_live_sender_with_its_counts(tmp_path, fixtu
     frames = 4
     src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
-    options = RunOptions(source=str(src), no_video=True, device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), progress=False,
-                         senders=sinks)
+    options = RunOptions(source=str(src), models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
+                         outputs=OutputOptions(no_video=True, output_dir=str(tmp_path), progress=False),
+                         live_outputs=LiveOutputOptions(senders=sinks))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     for s in listeners:
         s.close()

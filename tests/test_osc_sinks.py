@@ -11,6 +11,7 @@ from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
 from realtime.frames import Frame, Person
+from realtime.options import LiveOutputOptions, ModelOptions, OutputOptions
 from realtime.rig.solver import LiveSolver
 from realtime.sinks.osc import DATAGRAM_LIMIT, OscKeypointSink, parse_endpoint, unity_bone_name
 from tests.live_chain import osc, vmc, vmc_sender
@@ -228,8 +229,9 @@ def _fixture_run(tmp_path, fixtures_dir, sinks, frames=6):
     src = write_video(tmp_path / "clip.mp4", [gaussian_marker(120, 160, 60 + 4 * i, 60, 12) for i in range(frames)], fps=10)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors") for task in ("pose", "pointmap")}
     tracks = tmp_path / "t.jsonl"
-    options = RunOptions(source=str(src), tracks=str(tracks), no_video=True, device="cpu", input_hw=(128, 96),
-                         pointmap_hw=(256, 128), progress=False, senders=sinks)
+    options = RunOptions(source=str(src), models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
+                         outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False),
+                         live_outputs=LiveOutputOptions(senders=sinks))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     rows = [line for line in tracks.read_text().splitlines()[1:] if '"type":"frame"' in line]

@@ -11,6 +11,7 @@ import numpy as np
 from doubles import FailingModel, MarkerPoseModel, whole_frame_boxes
 from media import gaussian_marker, read_video, write_video
 from realtime.cli import main
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions, SourceOptions
 from realtime.run import RunOptions, run
 
 
@@ -50,8 +51,8 @@ def test_keypoints_follow_a_moving_marker_within_a_pixel(tmp_path):
     frames = [gaussian_marker(240, 320, x, y, 8) for x, y in path_xy]
     src = write_video(tmp_path / "marker.mp4", frames, fps=25)
     tracks = tmp_path / "marker.jsonl"
-    options = RunOptions(source=str(src), out=str(tmp_path / "marker_out.mp4"), tracks=str(tracks),
-                         device="cpu", smooth="none", progress=False)
+    options = RunOptions(source=str(src), models=ModelOptions(device="cpu"), smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(out=str(tmp_path / "marker_out.mp4"), tracks=str(tracks), progress=False))
     summary = run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0
     _, rows = _read_jsonl(tracks)
@@ -69,8 +70,9 @@ def test_a_failing_stage_stops_cleanly_with_valid_outputs(tmp_path):
     path_xy = [(100 + 3 * i, 120) for i in range(12)]
     frames = [gaussian_marker(240, 320, x, y, 8) for x, y in path_xy]
     src = write_video(tmp_path / "m.mp4", frames, fps=25)
-    options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"),
-                         device="cpu", smooth="none", progress=False, max_in_flight=1)
+    options = RunOptions(source=str(src), input=SourceOptions(max_in_flight=1), models=ModelOptions(device="cpu"),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False))
     # call 1 is the warm-up before the run, so call 7 is frame 5
     summary = run(options, models={"pose": FailingModel(MarkerPoseModel(), fail_on_call=7)}, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 1
@@ -91,8 +93,9 @@ def test_all_dense_tasks_with_3d_keypoints_in_the_tracks(tmp_path, fixtures_dir)
     models = {task: load_model(task, fixtures_dir / f"{task}_weights.safetensors")
               for task in ("pose", "seg", "normal", "pointmap")}
     tracks = tmp_path / "t.jsonl"
-    options = RunOptions(source=str(src), out=str(tmp_path / "o.mp4"), tracks=str(tracks), device="cpu",
-                         input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=2, progress=False)
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=2),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tracks), progress=False))
     summary = run(options, models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     video, _, _ = read_video(tmp_path / "o.mp4")

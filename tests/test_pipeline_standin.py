@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from media import gaussian_marker, write_video
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions
 from realtime.run import RunOptions, run
 from tests.gpu_standin import StandinGPU
 
@@ -26,8 +27,11 @@ def _run(tmp_path, name, models, device, cuda_graphs=False):
     frames = [gaussian_marker(96, 128, 30 + 8 * i, 50, 10) for i in range(FRAMES)]
     src = write_video(tmp_path / "clip.mp4", frames, fps=25)
     tracks = tmp_path / f"{name}.jsonl"
-    options = RunOptions(source=str(src), tracks=str(tracks), device=device, dtype="fp32", input_hw=(128, 96),
-                         tasks=("pose", "seg"), smooth="none", progress=False, cuda_graphs=cuda_graphs)
+    options = RunOptions(source=str(src),
+                         models=ModelOptions(device=device, dtype="fp32", input_hw=(128, 96), tasks=("pose", "seg"),
+                                             cuda_graphs=cuda_graphs),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(tracks=str(tracks), output_dir=str(tmp_path), progress=False))
     summary = run(options, models=models, box_finder=_boxes)
     assert summary.result.exit_code == 0, summary.result.message
     lines = [json.loads(line) for line in tracks.read_text().splitlines() if line.strip()]

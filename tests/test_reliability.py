@@ -19,6 +19,7 @@ from media import gaussian_marker, read_video, write_video
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.infer import Predictor
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions
 from realtime.run import RunOptions, run
 from realtime.sources import Source, SourceInfo
 
@@ -29,9 +30,10 @@ def _rows(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines()[1:] if line.strip()]
 
 
-def _run_marker(source: str, tmp_path: Path, **kw):
-    options = RunOptions(source=source, out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                         smooth="none", progress=False, input_hw=(256, 192), **kw)
+def _run_marker(source: str, tmp_path: Path):
+    options = RunOptions(source=source, models=ModelOptions(device="cpu", input_hw=(256, 192)),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False))
     return run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes)
 
 
@@ -91,8 +93,9 @@ class Trickle(Source):
 
 
 def test_a_slow_source_does_not_spin_the_cpu(tmp_path):
-    options = RunOptions(source="trickle", no_video=True, tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                         smooth="none", progress=False, input_hw=(64, 48))
+    options = RunOptions(source="trickle", models=ModelOptions(device="cpu", input_hw=(64, 48)),
+                         smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(no_video=True, tracks=str(tmp_path / "t.jsonl"), progress=False))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     summary = run(options, models={"pose": MarkerPoseModel()}, box_finder=whole_frame_boxes, source=Trickle(5, 0.5))
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -57,19 +56,24 @@ def test_what_each_mode_does():
     assert [m for m in RunMode if m.adaptive_dense] == [RunMode.LIVE]
 
 
-def test_run_options_are_built_from_groups_or_flat_names():
-    flat = RunOptions(source="a.mp4", tasks=("pose",), detect_every=3, no_video=True)
-    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3),
-                         no_video=True)
-    assert flat == grouped and flat.people.detect_every == 3 and flat.outputs.no_video
-    changed = replace(flat, device="cpu", view=True)  # as the batch worker does
-    assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.view and flat.view is False
-    changed.max_in_flight = 1  # a flat name can be set too: its group is replaced
-    assert changed.input.max_in_flight == 1 and flat.input.max_in_flight is None
+def test_run_options_are_read_and_changed_by_group_only():
+    grouped = RunOptions(source="a.mp4", models=ModelOptions(tasks=("pose",)), people=PeopleOptions(detect_every=3))
+    assert grouped.people.detect_every == 3 and grouped.outputs.no_video is False
+    changed = grouped.change(models={"device": "cpu"}, live_outputs={"view": True})  # as the batch worker does
+    assert changed.models == ModelOptions(tasks=("pose",), device="cpu") and changed.live_outputs.view
+    assert grouped.live_outputs.view is False and changed.people is grouped.people  # the original is untouched
+    with pytest.raises(TypeError):
+        RunOptions(source="a.mp4", detect_every=3)  # no flat names
+    with pytest.raises(AttributeError):
+        grouped.detect_every  # noqa: B018 (reading it is what raises)
+    with pytest.raises(AttributeError):
+        grouped.max_in_flight = 1  # frozen: a copy is made with change()
+    with pytest.raises(TypeError, match="no option group 'peeple'"):
+        grouped.change(peeple={"detect_every": 1})
+    # the Python door (Session) puts each name in its group; an unknown name is refused
+    assert RunOptions.from_names("a.mp4", {"tasks": ("pose",), "detect_every": 3}) == grouped
     with pytest.raises(TypeError, match="unknown option 'detect_evry'"):
-        RunOptions(source="a.mp4", detect_evry=3)
-    with pytest.raises(AttributeError, match="no option 'detect_evry'"):
-        flat.detect_evry  # noqa: B018 (reading it is what raises)
+        RunOptions.from_names("a.mp4", {"detect_evry": 3})
 
 
 def test_one_format_table_for_the_cli_batch_and_export():
@@ -101,7 +105,7 @@ def test_gpu_switches_reach_the_run_options():
 
     args = build_parser().parse_args(["run", "a.mp4", "--cuda-graphs", "--crop-sampling", "bilinear"])
     options = _run_options(args)
-    assert options.models.cuda_graphs and options.crop_sampling == "bilinear"
-    assert _run_options(build_parser().parse_args(["run", "a.mp4"])).crop_sampling == "official"
+    assert options.models.cuda_graphs and options.models.crop_sampling == "bilinear"
+    assert _run_options(build_parser().parse_args(["run", "a.mp4"])).models.crop_sampling == "official"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "a.mp4", "--crop-sampling", "nearest"])

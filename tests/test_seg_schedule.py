@@ -162,17 +162,17 @@ def test_stages_on_the_cpu_with_a_budget_that_fits_run_seg_on_every_frame(task_m
 
 
 def test_seg_every_option_and_its_defaults():
+    from realtime.build import Builder
     from realtime.cli import build_parser
     from realtime.mode import RunMode
     from realtime.options import RunOptions
-    from realtime.run import _seg_schedule
 
     def schedule(argv, mode):
         args = build_parser().parse_args(["run", "clip.mp4", *argv])
         from realtime.cli import _model_options
 
         options = RunOptions(source="clip.mp4", models=_model_options(args))
-        s = _seg_schedule(options, mode, 30.0)
+        s = Builder(options)._seg_schedule(mode, 30.0)
         return type(s), s.every, s.MAX_GAP
 
     assert schedule([], RunMode.LIVE) == (SegSchedule, None, 2)  # every other frame when behind

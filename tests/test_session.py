@@ -3,10 +3,14 @@ same people, ids, keypoints, face and bones as a run over the same clip (tiny fi
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
 from realtime.errors import UserError
+from realtime.options import ModelOptions, OutputOptions
 
 FRAMES = 8
 
@@ -39,8 +43,9 @@ def test_session_process_gives_what_a_run_gives(tmp_path, clip, models):
     from realtime.sources import open_source
 
     run_tracks = tmp_path / "run.jsonl"
-    summary = run(RunOptions(source=str(clip), tracks=str(run_tracks), no_video=True, device="cpu", input_hw=(128, 96),
-                             pointmap_hw=(256, 128), progress=False), models=models, box_finder=whole_frame_boxes)
+    summary = run(RunOptions(source=str(clip), models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128)),
+                             outputs=OutputOptions(tracks=str(run_tracks), no_video=True, progress=False)),
+                  models=models, box_finder=whole_frame_boxes)
     assert summary.result.exit_code == 0, summary.result.message
 
     session_tracks = tmp_path / "session.jsonl"
@@ -73,8 +78,8 @@ def test_session_stream_and_its_checks(tmp_path, clip, models):
         session.process(frames[-1].image, frames[-1].timestamp)  # not after the last frame
     with pytest.raises(UserError, match="uint8 RGB"):
         session.process(np.zeros((10, 10), np.uint8), 5.0)
-    with pytest.raises(UserError, match="one Session per video size"):
-        session.process(np.zeros((10, 12, 3), np.uint8), 5.0)
+    other_size = session.process(np.zeros((64, 80, 3), np.uint8), 5.0)  # a size change goes on, as in a run
+    assert other_size.index == 3 and other_size.image.shape == (64, 80, 3)
     session.close()
     with pytest.raises(UserError, match="unknown option 'flip'"):
         Session(tasks="pose", models={"pose": models["pose"]}, box_finder=whole_frame_boxes, flip=True)
@@ -93,3 +98,142 @@ def test_session_errors_name_python_arguments(tmp_path, monkeypatch):
     with pytest.raises(UserError, match='boxes_from="seg" or "frame"') as error:
         Session(tasks="pose", checkpoints={"pose": __file__})
     assert "--" not in str(error.value).split("run `")[0]
+
+
+def _pose_session(models, **options):
+    from doubles import whole_frame_boxes
+    from realtime import Session
+
+    return Session(tasks="pose", device="cpu", input_size=(64, 48), models={"pose": models["pose"]},
+                   box_finder=options.pop("box_finder", whole_frame_boxes), smooth="none", **options)
+
+
+def test_session_refuses_an_empty_frame_or_a_time_that_is_not_finite_and_goes_on(models):
+    from media import gaussian_marker
+
+    image = gaussian_marker(96, 128, 40, 48, 8)
+    session = _pose_session(models)
+    for empty in (np.zeros((0, 0, 3), np.uint8), np.zeros((0, 10, 3), np.uint8), np.zeros((1, 1, 3), np.uint8)):
+        with pytest.raises(UserError, match="holds no picture"):
+            session.process(empty, 0.0)
+    for bad in (math.inf, -math.inf, math.nan, "soon", None):
+        with pytest.raises(UserError, match="timestamp"):
+            session.process(image, bad)
+    assert [session.process(image, t).index for t in (0.0, 0.1)] == [0, 1]  # nothing was poisoned
+    with pytest.raises(UserError, match="later time"):
+        session.process(image, 0.1)
+    assert session.process(image, 1e9).index == 2
+    infer = next(stage for stage in session.stages if stage.name == "infer")
+    assert infer.predictor.input_hw == (64, 48)  # input_size as a (H, W) tuple
+    session.close()
+    with pytest.raises(UserError, match="after close"):
+        session.process(image, 2e9)
+
+
+def test_session_writes_the_tracks_and_the_video_a_run_writes(tmp_path, clip, models):
+    from doubles import whole_frame_boxes
+    from media import read_video
+    from realtime.options import ModelOptions, OutputOptions, RunOptions, SmoothingOptions
+    from realtime.run import run
+
+    run_tracks = tmp_path / "run.jsonl"
+    summary = run(RunOptions(source=str(clip), models=ModelOptions(device="cpu", tasks=("pose",), input_hw=(64, 48)),
+                             smoothing=SmoothingOptions(smooth="none"),
+                             outputs=OutputOptions(tracks=str(run_tracks), no_video=True, progress=False)),
+                  models={"pose": models["pose"]}, box_finder=whole_frame_boxes)
+    assert summary.result.exit_code == 0
+    tracks, video = tmp_path / "take" / "session.jsonl", tmp_path / "take" / "overlay.mp4"
+    with _pose_session(models, tracks=str(tracks), out=str(video)) as session:
+        assert len(list(session.stream(str(clip)))) == FRAMES
+    assert _frame_lines(tracks) == _frame_lines(run_tracks)
+    header = json.loads(tracks.read_text().splitlines()[0])
+    assert header["type"] == "header" and header["model"]["input_size"] == [64, 48] and header["fps"] == 10.0
+    frames, times, _ = read_video(video)
+    assert len(frames) == FRAMES and frames[0].shape == (120, 160, 3)
+
+
+def test_a_ctrl_c_inside_process_closes_the_outputs_whole(tmp_path, clip, models):
+    from doubles import whole_frame_boxes
+    from media import read_video
+
+    def boxes(image, index, *rest):
+        if index == 3:
+            raise KeyboardInterrupt
+        return whole_frame_boxes(image, index, *rest)
+
+    tracks, video = tmp_path / "t.jsonl", tmp_path / "o.mp4"
+    session = _pose_session(models, tracks=str(tracks), out=str(video), box_finder=boxes)
+    with pytest.raises(KeyboardInterrupt):
+        list(session.stream(str(clip)))
+    assert [json.loads(line)["frame"] for line in _frame_lines(tracks)] == [0, 1, 2]
+    assert len(read_video(video)[0]) == 3  # a finished fragmented MP4
+    with pytest.raises(UserError, match="after close"):
+        session.process(np.zeros((8, 8, 3), np.uint8), 99.0)
+
+
+def test_session_outputs_are_refused_before_the_take(tmp_path, clip, models):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(UserError, match="Not a directory"):
+        _pose_session(models, tracks=str(blocker / "take.jsonl"))
+    with pytest.raises(UserError, match="is a folder"):
+        _pose_session(models, out=str(tmp_path))
+    with pytest.raises(UserError, match="not a file name"):
+        _pose_session(models, tracks="")
+    with pytest.raises(UserError, match="both name standard output"):
+        _pose_session(models, tracks="-", out="/dev/stdout")
+    with pytest.raises(UserError, match="does not take view=True"):
+        _pose_session(models, view=True)
+    session = _pose_session(models, tracks=str(clip))
+    with pytest.raises(UserError, match="would overwrite it"):
+        next(session.stream(str(clip)))
+    session.close()
+    assert clip.stat().st_size > 1000  # the input is untouched
+
+
+def test_session_sends_to_its_senders_and_stops_at_max_frames(clip, models):
+    import socket
+
+    from realtime.stages import live_senders
+
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(5.0)
+    senders = live_senders(osc=f"127.0.0.1:{receiver.getsockname()[1]}", tasks=("pose",))
+    with _pose_session(models, senders=senders, max_frames=3) as session:
+        frames = list(session.stream(str(clip)))
+        assert [f.index for f in frames] == [0, 1, 2]
+        with pytest.raises(UserError, match="max_frames=3"):
+            session.process(frames[-1].image, 99.0)
+    datagrams = []
+    receiver.settimeout(0.5)
+    try:
+        while True:
+            datagrams.append(receiver.recv(65536))
+    except TimeoutError:
+        pass
+    receiver.close()
+    assert datagrams and all(b"/sapiens/" in d for d in datagrams)
+
+
+def test_stream_goes_on_through_a_change_of_resolution_as_run_does(tmp_path, models):
+    from media import gaussian_marker, write_video
+    from realtime.options import ModelOptions, OutputOptions, RunOptions, SmoothingOptions
+    from realtime.run import run
+
+    small = write_video(tmp_path / "a.ts", [gaussian_marker(96, 128, 30 + 4 * i, 40, 8) for i in range(5)], fps=10)
+    large = write_video(tmp_path / "b.ts", [gaussian_marker(120, 160, 30 + 4 * i, 40, 8) for i in range(5)],
+                        times=[0.5 + i / 10 for i in range(5)], fps=10)
+    both = tmp_path / "both.ts"
+    both.write_bytes(small.read_bytes() + large.read_bytes())  # MPEG-TS: the second part's size takes over mid-way
+    session = _pose_session(models)
+    sizes = [frame.image.shape[:2] for frame in session.stream(str(both))]
+    assert sizes == [(96, 128)] * 5 + [(120, 160)] * 5
+    from doubles import whole_frame_boxes
+
+    tracks = tmp_path / "run.jsonl"
+    summary = run(RunOptions(source=str(both), models=ModelOptions(device="cpu", tasks=("pose",), input_hw=(64, 48)),
+                             smoothing=SmoothingOptions(smooth="none"),
+                             outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False)),
+                  models={"pose": models["pose"]}, box_finder=whole_frame_boxes)
+    assert summary.result.frames_out == len(sizes) == len(_frame_lines(tracks))

@@ -12,6 +12,7 @@ import pytest
 
 from doubles import MarkerPoseModel, SlowModel, whole_frame_boxes
 from media import gaussian_marker
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions, SourceOptions
 from realtime.run import RunOptions, run
 
 
@@ -46,8 +47,9 @@ def test_udp_stream_with_a_slow_consumer_drops_stale_frames(tmp_path):
     url = f"udp://127.0.0.1:{port}"
     sent: list = []
     sender = threading.Thread(target=_serve, args=(f"{url}?pkt_size=1316", 4.0, 30, sent))
-    options = RunOptions(source=url, out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), device="cpu",
-                         smooth="none", progress=False, timeout=2.0, reconnects=0, max_in_flight=1)
+    options = RunOptions(source=url, input=SourceOptions(timeout=2.0, reconnects=0, max_in_flight=1),
+                         models=ModelOptions(device="cpu"), smoothing=SmoothingOptions(smooth="none"),
+                         outputs=OutputOptions(out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "t.jsonl"), progress=False))
     sender.start()
     slow = 0.12  # about 8 frames per second against a 30 fps stream
     summary = run(options, models={"pose": SlowModel(MarkerPoseModel(), slow)}, box_finder=whole_frame_boxes)

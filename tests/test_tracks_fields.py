@@ -10,6 +10,7 @@ from doubles import MarkerPoseModel
 from media import gaussian_marker, write_video
 from realtime.export.jsonl import read_tracks
 from realtime.frames import Frame, Person
+from realtime.options import ModelOptions, OutputOptions, SmoothingOptions
 from realtime.run import RunOptions, run
 from realtime.sinks.tracks import TrackWriter
 
@@ -44,8 +45,9 @@ def test_a_run_writes_null_ids_for_tentative_people_and_null_points_without_a_pe
         return np.array(b, np.float32), np.array([0.9, 0.8][:len(b)], np.float32), "detector"
 
     path = tmp_path / "t.jsonl"
-    options = RunOptions(source=str(src), no_video=True, tracks=str(path), device="cpu", smooth="kalman",
-                         progress=False, input_hw=(128, 96))
+    options = RunOptions(source=str(src), models=ModelOptions(device="cpu", input_hw=(128, 96)),
+                         smoothing=SmoothingOptions(smooth="kalman"),
+                         outputs=OutputOptions(no_video=True, tracks=str(path), progress=False))
     assert run(options, models={"pose": MarkerPoseModel()}, box_finder=boxes).result.exit_code == 0
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0]["tracked"] is True

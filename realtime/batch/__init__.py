@@ -31,7 +31,7 @@ from realtime.batch.plan import (
 from realtime.batch.worker import Unit, unit_record
 from realtime.errors import UserError, stop_exit_code
 from realtime.export.table import BATCH_FORMATS, FORMATS
-from realtime.options import RunOptions
+from realtime.options import PYTHON, Caller, RunOptions
 from realtime.outputs import check_outputs
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,9 @@ class BatchResult:
     skipped: list[str] = field(default_factory=list)  # videos finished by an earlier run
 
 
-def run_batch(options: BatchOptions) -> BatchResult:
-    """Process every video of `options.inputs` into `output_dir/<name>/`; resumable."""
+def run_batch(options: BatchOptions, *, caller: Caller = PYTHON) -> BatchResult:
+    """Process every video of `options.inputs` into `output_dir/<name>/`; resumable. `caller`: how
+    errors name the options (`realtime.options.CLI` from the command line)."""
     for fmt in options.exports:
         if fmt not in BATCH_FORMATS:
             hint = " (it needs one --person, so run `sapiens-rt export` per video)" if fmt in FORMATS else ""
@@ -68,7 +69,7 @@ def run_batch(options: BatchOptions) -> BatchResult:
         raise UserError(f"--retries must be 0 or more, not {options.retries}.")
     if options.workers is not None and options.workers < 1:
         raise UserError(f"--workers must be at least 1, not {options.workers}.")
-    check_run_options(options)  # as `run` checks them, before any folder or worker exists
+    options = replace(options, run=check_run_options(options, caller))  # as `run` checks them, before any folder or worker
     output_dir = Path(options.output_dir)
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -98,18 +99,22 @@ def run_batch(options: BatchOptions) -> BatchResult:
     return book.result()
 
 
-def check_run_options(options: BatchOptions) -> None:
-    """`run`'s own option checks (realtime.run.check_options), here once for every video: a batch
+def check_run_options(options: BatchOptions, caller: Caller = PYTHON) -> RunOptions:
+    """`run`'s own option checks (`realtime.build.check_options`), here once for every video: a batch
     refuses what `run` refuses, with the same sentence and exit 2, before any worker starts. On Ray
-    the workers' machines have the GPUs, so the device options are theirs to check."""
-    from dataclasses import replace as with_
-
-    from realtime.run import check_options
+    the workers' machines have the GPUs, so the device options are theirs to check. Returns the
+    per-video options as checked (canonical tasks), the device as given."""
+    from realtime.build import check_options
 
     run = options.run
     if options.ray is not None:
-        run = with_(run, device="cpu", dtype=None, fp8=False, cuda_graphs=False)
-    check_options(run)
+        run = run.change(models={"device": "cpu", "dtype": None, "fp8": False, "cuda_graphs": False})
+    checked = check_options(run, caller)
+    given = options.run.models
+    if options.ray is not None:
+        return checked.change(models={"device": given.device, "dtype": given.dtype, "fp8": given.fp8,
+                                      "cuda_graphs": given.cuda_graphs})
+    return checked.change(models={"device": given.device}) if given.device is None else checked  # None: every local GPU
 
 
 class Book:
@@ -132,7 +137,7 @@ class Book:
         check_outputs({}, videos, folders={f"the unit folder {name} of --output-dir,": output_dir / name
                                            for video in videos for name in (names[video], names[video] + PARTIAL)})
         done = read_manifest(output_dir)
-        expected = expected_outputs(options.run.no_video, options.exports)
+        expected = expected_outputs(options.run.outputs.no_video, options.exports)
         units = []
         for video in videos:
             name = names[video]
@@ -141,9 +146,10 @@ class Book:
                 continue
             unit = Unit(str(video), name, 0)
             try:
-                frames = probe_frames(video, options.run.webcam_fps)
-                if options.run.max_frames is not None:  # the bar's total is what the workers will read
-                    frames = min(frames, options.run.max_frames) if frames else options.run.max_frames
+                frames = probe_frames(video, options.run.input.webcam_fps)
+                max_frames = options.run.input.max_frames
+                if max_frames is not None:  # the bar's total is what the workers will read
+                    frames = min(frames, max_frames) if frames else max_frames
                 units.append(replace(unit, frames=frames))
             except UserError as err:  # unreadable: fails here, without a worker, and the summary says why
                 self._record(unit_record(unit, "failed", error=str(err), worker="probe"))

@@ -99,7 +99,7 @@ class RayEngine:
                                 f"{HEAD_HINT} (or `--ray auto` on one of its machines), or leave out --ray.") from None
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
-        if gpus and options.run.device != "cpu":
+        if gpus and options.run.models.device != "cpu":
             count, device, per_actor, threads = options.workers or gpus, "cuda", {"num_gpus": 1}, None
         else:
             count = options.workers or 1

@@ -56,7 +56,7 @@ class _Slot:
 class LocalEngine:
     def __init__(self, options, units: int):
         self.options = options
-        devices = local_devices(options.run.device, options.workers)[:units]  # no idle workers
+        devices = local_devices(options.run.models.device, options.workers)[:units]  # no idle workers
         cpu_workers = devices.count("cpu")
         # CPU workers split the cores rather than each taking all of them
         self.threads = max(1, (os.cpu_count() or 1) // cpu_workers) if cpu_workers else None

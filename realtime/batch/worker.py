@@ -12,14 +12,14 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.run import RunOptions
+from realtime.options import RunOptions
 from realtime.sources import Source, SourceInfo, open_source
 
 log = logging.getLogger(__name__)
@@ -51,26 +51,22 @@ class UnitRunner:
     """Holds the loaded models of one worker (on `device`) and processes units with them."""
 
     def __init__(self, options: RunOptions, output_dir: str, exports: tuple[str, ...], device: str, worker: str):
-        from realtime.detect import make_box_finder
-        from realtime.run import _dtype, _load_models, cuda_graphs_for
+        from realtime.build import Builder
+        from realtime.mode import RunMode
 
-        self.options = replace(options, device=device, view=False, progress=False)
+        self.options = options.change(models={"device": device}, live_outputs={"view": False}, outputs={"progress": False})
         self.output_dir = Path(output_dir)
         self.exports = exports
         self.worker = worker
-        dtype = _dtype(options.dtype, device)
-        self.models = _load_models(self.options, device, dtype)
+        self.builder = Builder(self.options)  # the batch checked the options as the caller wrote them
+        self.models = self.builder.load_models()
         # The detector is loaded once; each video gets a fresh box finder (it keeps per-video state).
-        finder = make_box_finder(boxes_from=options.boxes_from, detector_checkpoint=options.detector, device=device,
-                                 detect_every=options.detect_every, max_people=options.max_people,
-                                 half=device.startswith("cuda"), cuda_graphs=cuda_graphs_for(options, device))
-        self._detector = finder.detector
+        self._detector = self.builder.box_finder(RunMode.FILE).detector
 
     def _box_finder(self):
-        from realtime.detect import BoxFinder
+        from realtime.mode import RunMode
 
-        return BoxFinder(self.options.boxes_from, self._detector, detect_every=self.options.detect_every,
-                         max_people=self.options.max_people)
+        return self.builder.box_finder(RunMode.FILE, detector=self._detector)
 
     def process(self, unit: Unit, report: Callable[[int], None]) -> dict:
         """Run one unit to completion; never raises for a problem with the video itself."""
@@ -81,8 +77,8 @@ class UnitRunner:
         final = self.output_dir / unit.name
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        options = replace(self.options, source=unit.video, tracks=str(partial / "tracks.jsonl"),
-                          out=None if self.options.no_video else str(partial / "overlay.mp4"))
+        video = None if self.options.outputs.no_video else str(partial / "overlay.mp4")
+        options = self.options.change(source=unit.video, outputs={"tracks": str(partial / "tracks.jsonl"), "out": video})
         source: Optional[CountingSource] = None
 
         def failed(reason: str) -> dict:
@@ -90,7 +86,7 @@ class UnitRunner:
                                error=reason, worker=self.worker)
 
         try:
-            source = CountingSource(open_source(unit.video, fps=options.webcam_fps), report)
+            source = CountingSource(open_source(unit.video, fps=options.input.webcam_fps), report)
             summary = run(options, models=self.models, box_finder=self._box_finder(), source=source)
             if summary.result.reason == "interrupted":  # Ctrl+C: not finished, not failed
                 return unit_record(unit, "interrupted", worker=self.worker)

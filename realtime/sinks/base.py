@@ -5,7 +5,7 @@ A sink is any object with `write(frame)` and `close()`; the write stage calls
 every sink with every frame, in order. Built in: the tracks file
 (`realtime.sinks.tracks.TrackWriter` is a sink as it is), the overlay video
 (`VideoSink`), the live viewer (`ViewerSink`) and the progress bar
-(`ProgressSink`). Add your own with `RunOptions(sinks=[...])`.
+(`ProgressSink`). Add your own with `RunOptions(live_outputs=LiveOutputOptions(sinks=[...]))`.
 
 Frame loss: file sources never lose a frame, so there the write stage calls each
 sink directly and waits (a slow sink slows the run; a failing one stops it with

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from realtime import __version__
-from realtime.errors import OutputWriteError, UserError
+from realtime.errors import OutputWriteError, ReaderClosed, UserError
 from realtime.frames import Frame
 from realtime.record import Dims, frame_text, new_header
 
@@ -77,7 +77,8 @@ class TrackWriter:
             self._good_size = self._file.tell()
 
     def _fail(self, err: OSError) -> None:
-        """A write error (disk full): cut the file back to its last complete line and say so."""
+        """A write error (disk full): cut the file back to its last complete line and say so.
+        A reader that closed the pipe (`| head`) is the normal end it chose (`ReaderClosed`)."""
         try:
             self._file.close()  # may try the failed write again; the cut below undoes it
         except OSError:
@@ -87,6 +88,8 @@ class TrackWriter:
                 os.truncate(self.path, self._good_size)
         except OSError:
             pass
+        if isinstance(err, BrokenPipeError):
+            raise ReaderClosed(f"the reader of {self.path} closed it") from None
         raise OutputWriteError(f"cannot write the tracks file {self.path} ({err.strerror or err}); it keeps its first "
                                f"{self.frames_written} frames; free disk space or choose another --tracks") from None
 

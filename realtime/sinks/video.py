@@ -11,6 +11,10 @@ last second of frames. A write error (disk full, file size limit) cuts the file
 back to its last complete fragment and raises `OutputWriteError`.
 Timestamps are the source's (variable frame rates survive); the source's
 first audio stream is copied alongside, up to each frame's time.
+
+The same stream goes to standard output (`-`), a pipe or a FIFO: fragmented MP4
+needs no seeking, so `--out - | ffplay -` or `--out - > overlay.mp4` decodes.
+A reader that closes the pipe early ends the writing quietly (`ReaderClosed`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from realtime.errors import OutputWriteError, UserError
+from realtime.errors import OutputWriteError, ReaderClosed, UserError
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,11 @@ class VideoWriter:
         self._failed: Optional[OutputWriteError] = None
         self._last_pts = -1
         self._last_time = 0.0
-        _check_writable(self.path)
+        self._pipe: Optional[_Pipe] = None  # standard output, a pipe or a FIFO: written as a stream of bytes
+        if str(path) == "-" or _is_stream(self.path):
+            self._pipe = _Pipe(str(path))
+        else:
+            _check_writable(self.path)
 
     def write(self, image: np.ndarray, timestamp: float) -> None:
         """Add one (H, W, 3) uint8 RGB frame shown at `timestamp` seconds."""
@@ -95,7 +103,8 @@ class VideoWriter:
         import av
 
         try:
-            self._container = av.open(str(self.path), mode="w", format="mp4", options={
+            target = self._pipe if self._pipe is not None else str(self.path)
+            self._container = av.open(target, mode="w", format="mp4", options={
                 "movflags": "empty_moov+default_base_moof",
                 "frag_duration": str(int(FRAGMENT_SECONDS * 1e6)),  # microseconds
                 "flush_packets": "1",  # each fragment reaches the disk when it is complete
@@ -175,6 +184,8 @@ class VideoWriter:
             self._audio, self._audio_pending = None, None
 
     def _file_size(self) -> int:
+        if self._pipe is not None:
+            return self._pipe.written
         try:
             return os.stat(self.path).st_size
         except OSError:
@@ -190,6 +201,11 @@ class VideoWriter:
                 container.close()
             except Exception:  # the same write error again; the file is cut back below
                 pass
+        if self._pipe is not None:
+            self._pipe.close()
+            if _reader_gone(err):
+                self._failed = ReaderClosed(f"the reader of the video {self.path} closed it")
+                raise self._failed from None
         try:
             if stat.S_ISREG(os.stat(self.path).st_mode) and os.stat(self.path).st_size > self._kept_bytes:
                 os.truncate(self.path, self._kept_bytes)
@@ -207,6 +223,8 @@ class VideoWriter:
 
         if self._container is None:
             self._close_audio()
+            if self._pipe is not None:
+                self._pipe.close()
             return
         try:
             for packet in self._stream.encode():
@@ -219,6 +237,8 @@ class VideoWriter:
         container, self._container = self._container, None
         try:
             container.close()  # the last fragment
+            if self._pipe is not None:
+                self._pipe.close()
         except (av.error.FFmpegError, OSError) as err:
             self._fail(err)  # (the container is already closed)
         # FFmpeg may drop a write error of its last flush (a disk filled by another file): check
@@ -236,6 +256,51 @@ class VideoWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Pipe:
+    """Standard output (`-`), a pipe or a FIFO as a write-only file for PyAV (no `seek`: the muxer
+    writes straight through), counting the bytes written."""
+
+    def __init__(self, path: str):
+        try:
+            self.fd = os.dup(1) if path == "-" else os.open(path, os.O_WRONLY)
+        except OSError as err:
+            raise UserError(f"Cannot write video {path} ({err.strerror}); choose a writable --out path.") from None
+        self.written = 0
+
+    def write(self, data) -> int:
+        view = memoryview(data)
+        while view:
+            sent = os.write(self.fd, view)
+            self.written += sent
+            view = view[sent:]
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+
+
+def _is_stream(path: Path) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _reader_gone(err: BaseException) -> bool:
+    """A write error that means the reader closed the pipe (EPIPE), however it was wrapped."""
+    while err is not None:
+        if isinstance(err, BrokenPipeError) or getattr(err, "errno", None) == errno.EPIPE:
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def whole_fragments_end(path: Path) -> Optional[int]:

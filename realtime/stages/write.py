@@ -10,7 +10,7 @@ from realtime.frames import Frame
 
 class WriteStage:
     """Hands every frame to every sink (`realtime.sinks`: tracks, video, viewer, progress,
-    and any added with `RunOptions(sinks=...)`), in order. Closing it closes every sink,
+    and any added with `LiveOutputOptions(sinks=...)`), in order. Closing it closes every sink,
     whatever ended the run."""
 
     name = "write"
