@@ -495,6 +495,7 @@ class Group(Field):
     parts: tuple = ()
     build: Callable = None
     parts_of: Callable = None
+    dims_of: Optional[Callable] = None  # (value, dims) -> the dims its parts are written with (default: the file's)
     type_text = "object"
 
     def check(self, value, what: str, dims: Dims):
@@ -510,6 +511,7 @@ class Group(Field):
 
     def text(self, value, dims: Dims) -> Optional[str]:
         items = []
+        dims = dims if self.dims_of is None else self.dims_of(value, dims)
         for part, item in zip(self.parts, self.parts_of(value)):
             text = None if item is None else part.text(item, dims)
             if text is None:

@@ -106,6 +106,7 @@ BONES = Group(
     ),
     build=lambda v, dims: Bones(dims.bones, v["offsets"], v["root"], v["rot"], v["held"], v["root_held"]),
     parts_of=lambda b: (b.root_position, b.root_held, b.rotations, b.held, b.offsets),
+    dims_of=lambda b, dims: Dims(dims.keypoints, tuple(b.names)),  # written: as many rows as the bones have
 )
 
 CAMERA = Group(
@@ -119,7 +120,8 @@ CAMERA = Group(
         Numbers("rotation", "world_from_camera's rotation, " + _QUATERNION, null=Null.NEVER, shape=(4,),
                 decimals=CAMERA_DECIMALS["rotation"], quaternion=True),
         Numbers("intrinsics", "fx, fy, cx, cy in pixels of the original image, estimated from the pointmaps; null before "
-                "the first", unit="px", shape=(4,), decimals=CAMERA_DECIMALS["intrinsics"]),
+                "the first (exports refuse a lens they cannot use)", null=Null.ANY, unit="px", shape=(4,),
+                decimals=CAMERA_DECIMALS["intrinsics"]),
         Text("status", "`waiting` (no pointmap yet), `static` (held still: no drift), `tracking`, `lost` (the last pose held "
              "until the next pointmap)", null=Null.NEVER, choices=CAMERA_STATUS),
         Flag("world", "1 where this frame's `bones` root and `contacts` are in the world (the camera was seen to move with "
