@@ -25,7 +25,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import HEIGHT_DECIMALS, Frame, Person, rounded_camera
-from realtime.rig.ground import ContactDetector, Floor
+from realtime.rig.contacts import ContactDetector
+from realtime.rig.floor import Floor
 from realtime.rig.world import HeightEstimator, WorldAnchor, transform_points
 from realtime.stages.egomotion import CAMERA_MODES, fresh_map
 
