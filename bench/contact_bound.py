@@ -2,7 +2,7 @@
 
 The true contacts of the real walks (`tests.mocap_clips.heel_contacts`) are a heel within CONTACT_HEIGHT (3 cm) of
 its lowest in the clip and slower than CONTACT_SPEED (0.15 m/s) along the floor. The live detector
-(`realtime.rig.ground.ContactDetector`) reads heels measured by the ground stage (bench/rig.py's chain: noisy 2D every
+(`realtime.rig.contacts.ContactDetector`) reads heels measured by the ground stage (bench/rig.py's chain: noisy 2D every
 frame, a noisy, scale-jittered pointmap every 5th, 3D lifted between). Here an oracle gets far more than the live
 detector has: the whole take at once (hindsight), the true floor (the measured heels put in the capture's world
 frame), the heels smoothed zero-phase over W frames, and the truth's rule itself, its height and speed gates swept

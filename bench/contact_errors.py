@@ -23,17 +23,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import rig  # noqa: E402
-from realtime.rig.ground import FootLock  # noqa: E402
-
-
-class _Recording(FootLock):
-    """FootLock that keeps the contacts it was given, frame by frame."""
-
-    seen: list = []
-
-    def apply(self, points3d, contacts):
-        _Recording.seen.append(np.array(contacts, bool))
-        return super().apply(points3d, contacts)
 
 
 def runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -73,26 +62,19 @@ def classify(detected: np.ndarray, truth: np.ndarray, depth_every: int) -> tuple
 
 def diagnose(clip, heading: float, seeds, depth_every: int = rig.DEPTH_EVERY) -> tuple[Counter, list, list]:
     """Counts summed over seeds and feet, with every onset and release offset."""
-    from tests.mocap_clips import clip_walk
-
     counts, onsets, releases = Counter(), [], []
-    lock = rig.FootLock
-    rig.FootLock = _Recording
-    try:
-        for seed in seeds:
-            _Recording.seen = []
-            rig.evaluate_walk(clip, heading, [seed], depth_every=depth_every)
-            detected = np.array(_Recording.seen)
-            truth = clip_walk(clip, heading=heading).contacts[-len(detected):]
-            for side in (0, 1):
-                c, on, off = classify(detected[:, side], truth[:, side], depth_every)
-                counts.update(c)
-                onsets += on
-                releases += off
-            counts["detected"] += int(detected.sum())
-            counts["true"] += int(truth.sum())
-    finally:
-        rig.FootLock = lock
+    for seed in seeds:
+        record: dict = {}
+        rig.evaluate_walk(clip, heading, [seed], depth_every=depth_every, record=record)
+        grounded = record["grounded"]  # the frames the detector decided (the floor known)
+        detected, truth = record["contacts"][grounded], record["truth_contacts"][grounded]
+        for side in (0, 1):
+            c, on, off = classify(detected[:, side], truth[:, side], depth_every)
+            counts.update(c)
+            onsets += on
+            releases += off
+        counts["detected"] += int(detected.sum())
+        counts["true"] += int(truth.sum())
     return counts, onsets, releases
 
 

@@ -46,9 +46,16 @@ where the true foot is planted and still (its ankle slower than 0.15 m/s, its he
 truth ends a stance when the heel point is 3 cm above its lowest, which on some clips is while the foot stands still
 (CMU 08_11 settles 3-5 cm above its heel-strike low); `contact_precision_foot_still` is the precision with those
 frames counted as contacts.
+Frame rate (`--fps`, several to compare): the same motion sampled at each rate over the same seconds
+(`tests.ground_synthetic.at_rate`; the walker is a function of time), the pointmap at the same rate in seconds
+(every 5th frame at 30 fps, every 10th at 60, every 4th at 24), the noise per frame as at 30 fps. At a rate other
+than 30 the slides are also given per 1/30 s (`_mm_per_30th_s`), and with several rates each run's contact
+decisions are compared with the first rate's on the timestamps both have (`agree_with_<fps>fps`: the share of feet
+and timestamps with the same decision; `_within_frame`: a decision counts as the same when the other rate makes it
+within one frame of the slower rate).
 Run: python bench/rig.py [--frames 300] [--seeds 0 1 2 3] [--no-stabilise]
      [--motion walker|mocap|walks|held-out|other|unseen]
-     [--floor both|scene|feet]
+     [--floor both|scene|feet] [--fps 30 [60 24]]
 """
 
 from __future__ import annotations
@@ -63,13 +70,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.frames import DenseMaps, Frame, Person  # noqa: E402
-from realtime.rig.ground import FootLock  # noqa: E402
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES  # noqa: E402
+from realtime.rig.lock import FootLock  # noqa: E402
 from realtime.stages import Filter3D, GroundStage  # noqa: E402
-from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk  # noqa: E402
+from tests.ground_synthetic import CENTRE, FOCAL, at_rate, camera_pose, walk  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
 
-DEPTH_EVERY = 5
+DEPTH_EVERY = 5  # at FPS: the pointmap 6 times a second
 NOISE_PX, NOISE_M, SCALE_JITTER = 1.0, 0.015, 0.02
 FPS = 30.0
 HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
@@ -153,8 +160,14 @@ def _frame(index: int, timestamp: float, person: Person, maps: DenseMaps | None)
     return Frame(index=index, timestamp=timestamp, image=_IMAGE, people=(person,), dense=dense)
 
 
+def depth_every_at(fps: float) -> int:
+    """The pointmap's frame interval at `fps`: DEPTH_EVERY frames at FPS, the same rate in seconds at any other."""
+    return max(1, int(round(DEPTH_EVERY * fps / FPS)))
+
+
 def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=(),
-             scene: bool = True, depth_every: int = DEPTH_EVERY, record: dict | None = None) -> dict[str, float]:
+             scene: bool = True, depth_every: int | None = None, record: dict | None = None,
+             fps: float = FPS) -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
     gives real motion capture seen by the same camera). warmup: walks the same static camera saw
     before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
@@ -162,11 +175,14 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     the measures are then of `truth` only. scene: depth frames carry the scene's pointmap and seg
     (`scene_maps`; the floor's tilt from the background); False: 3D keypoints only (the floor from
     the feet). The keypoints' noise is the same either way (the map's noise has a generator of its own).
-    depth_every: the pointmap (3D keypoints and scene) on every this many frames. record: a dict given here gets the
-    run's per-frame arrays (camera metres): `lifted` (the ground stage's 3D), `filtered` (the live filter's),
-    `contacts` (the detector's), `truth_contacts` and `grounded` (frames with the floor known)."""
-    truth = walk(frames) if truth is None else truth
+    depth_every: the pointmap (3D keypoints and scene) on every this many frames (None: 6 times a second,
+    `depth_every_at`). record: a dict given here gets the run's per-frame arrays (camera metres): `lifted` (the ground
+    stage's 3D), `filtered` (the live filter's), `contacts` (the detector's), `truth_contacts`, `grounded` (frames with
+    the floor known) and `times`. fps: the synthetic walker's rate (`frames` frames at it; a `truth` has its own)."""
+    truth = walk(frames, fps) if truth is None else truth
     frames = len(truth.times)
+    rate = 1.0 / float(np.median(np.diff(truth.times)))
+    depth_every = depth_every_at(rate) if depth_every is None else depth_every
     rng = np.random.default_rng(seed)
     map_rng = np.random.default_rng([seed, 1])
     background = scene_background() if scene else None
@@ -203,7 +219,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         locked[t] = filtered[t]
         if out.contacts is not None:
             grounded[t], contacts[t] = True, out.contacts
-            locked[t] = lock.apply(filtered[t], out.contacts)
+            locked[t] = lock.apply(start + truth.times[t], filtered[t], out.contacts)
     depth_frame = np.arange(frames) % depth_every == 0
     between = ~depth_frame & np.isfinite(lifted[:, body]).all(axis=(1, 2))
 
@@ -226,7 +242,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
 
     truth_contacts = truth.contacts & grounded[:, None]
     if record is not None:
-        record.update(lifted=lifted, filtered=filtered, contacts=contacts, truth_contacts=truth_contacts, grounded=grounded)
+        record.update(lifted=lifted, filtered=filtered, contacts=contacts, truth_contacts=truth_contacts, grounded=grounded,
+                      times=truth.times)
     tp = (contacts & truth_contacts).sum()
     heels = truth.camera[:, HEELS][truth_contacts]
     heel_heights = truth.world[:, HEELS, 1][truth_contacts]
@@ -247,6 +264,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     up = truth.up if floor is None else floor.normal
     slide_before, per_contact_before = _sliding(filtered, truth_contacts, up)
     slide_after, per_contact_after = _sliding(locked, truth_contacts, up)
+    per_30th = {} if abs(rate - FPS) < 1e-3 * FPS else {  # a frame's travel at another rate, per 1/30 s
+        "slide_before_mm_per_30th_s": slide_before * rate / FPS, "slide_after_mm_per_30th_s": slide_after * rate / FPS}
     return {
         "joint_error_lifted_mm": 1000 * joint_error(lifted, truth.camera),
         "joint_error_depth_every_frame_mm": 1000 * joint_error(depth, truth.camera),
@@ -269,6 +288,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "contact_precision_foot_still": float((tp + (false_contacts & still).sum()) / max(contacts.sum(), 1)),
         "ankle_in_contact_shown_mm": ankle_error(filtered),
         "ankle_in_contact_locked_mm": ankle_error(locked),
+        **per_30th,
     }
 
 
@@ -301,9 +321,30 @@ def _sliding(points: np.ndarray, contacts: np.ndarray, up: np.ndarray) -> tuple[
     return 1000 * float(np.mean(steps)), 100 * float(np.mean(per_contact)) if per_contact else float("nan")
 
 
+def agreement(a: dict, b: dict, tolerance: float = 0.0) -> float:
+    """The share of feet and timestamps, among those both runs have with the floor known, on which the contact
+    decisions of two runs (`evaluate`'s `record`, at two rates) agree. Timestamps within a quarter of the faster
+    rate's frame are the same (a clip's 0.033333 s frames against 1/60 s ones). tolerance (s): a decision counts as
+    the same when the other run makes it on any of its frames within this of the timestamp."""
+    times_a, times_b = a["times"], b["times"]
+    same_time = 0.25 * min(np.median(np.diff(times_a)), np.median(np.diff(times_b)))
+    both = np.abs(times_b[None, :] - times_a[:, None]) < same_time  # (Ta, Tb) the same timestamp
+    rows, cols = np.nonzero(both & a["grounded"][:, None] & b["grounded"][None, :])
+    if not len(rows):
+        return float("nan")
+    same = a["contacts"][rows] == b["contacts"][cols]
+    if tolerance > 0:
+        near = np.abs(times_b[None, :] - times_a[rows, None]) <= tolerance + same_time  # (N, Tb)
+        for side in (0, 1):
+            for k in np.flatnonzero(~same[:, side]):
+                frames = np.flatnonzero(near[k] & b["grounded"])
+                same[k, side] = bool((b["contacts"][frames, side] == a["contacts"][rows[k], side]).any())
+    return float(same.mean())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--frames", type=int, default=300, help="frames at 30 fps (at another --fps: the same seconds)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--no-stabilise", action="store_true", help="leave the pointmap's per-frame scale as it is")
     parser.add_argument("--headings", type=float, nargs="+", default=[0.0, 45.0, 90.0],
@@ -318,52 +359,75 @@ def main() -> None:
                         help="scene: depth frames carry the scene's pointmap (the floor's tilt from the background); "
                              "feet: 3D keypoints only (the floor from the feet); both: scene, plus the floor rows "
                              "measured feet-only")
-    parser.add_argument("--depth-every", type=int, default=DEPTH_EVERY,
-                        help="the pointmap on every N-th frame (1: every frame, as a fast GPU runs `--dense-every 1`)")
+    parser.add_argument("--depth-every", type=int, default=None,
+                        help="the pointmap on every N-th frame (1: every frame, as a fast GPU runs `--dense-every 1`; "
+                             "default: 6 times a second, every 5th frame at 30 fps)")
+    parser.add_argument("--fps", type=float, nargs="+", default=[FPS],
+                        help="the frame rates to measure the same motion at (the first is the reference of "
+                             "agree_with_<fps>fps)")
     args = parser.parse_args()
+    if not all(np.isfinite(f) and 1.0 <= f <= 1000.0 for f in args.fps):
+        parser.error(f"--fps {' '.join(map(str, args.fps))}: give frame rates between 1 and 1000, e.g. --fps 30 60")
+    if args.frames < 2 or (args.depth_every is not None and args.depth_every < 1):
+        parser.error("--frames takes 2 or more and --depth-every 1 or more")
     options = {"stabilise": not args.no_stabilise, "depth_every": args.depth_every}
 
     def measured(run) -> list[dict]:
-        """run(seed, scene) -> results per seed; with --floor both, the feet-only floor rows added."""
-        results = [run(seed, args.floor != "feet") for seed in args.seeds]
-        if args.floor == "both":
-            for result, feet in zip(results, (run(seed, False) for seed in args.seeds)):
-                result.update({f"{key}_feet_only": feet[key] for key in ("floor_up_error_5s_deg", "floor_up_error_end_deg")})
-        return results
+        """run(seed, scene, fps, record) -> results per seed and rate; with --floor both, the feet-only floor rows
+        added; with several rates, each run's decisions against the first rate's."""
+        blocks = []
+        for fps in args.fps:
+            records = [{} for _ in args.seeds]
+            results = [run(seed, args.floor != "feet", fps, record) for seed, record in zip(args.seeds, records)]
+            if args.floor == "both":
+                for result, feet in zip(results, (run(seed, False, fps, None) for seed in args.seeds)):
+                    result.update({f"{key}_feet_only": feet[key] for key in ("floor_up_error_5s_deg", "floor_up_error_end_deg")})
+            blocks.append((fps, results, records))
+        reference = blocks[0]
+        for fps, results, records in blocks[1:]:
+            slower = 1.0 / min(fps, reference[0])
+            for result, record, first in zip(results, records, reference[2]):
+                result[f"agree_with_{reference[0]:g}fps"] = agreement(first, record)
+                result[f"agree_with_{reference[0]:g}fps_within_frame"] = agreement(first, record, slower)
+        return blocks
+
+    def show(title: str, blocks) -> None:
+        for fps, results, _ in blocks:
+            print(title if len(blocks) == 1 else f"{title} at {fps:g} fps")
+            print_per_seed(results, args.seeds, 36)
 
     if args.motion == "walker":
-        print_per_seed(measured(lambda seed, scene: evaluate(args.frames, seed, scene=scene, **options)), args.seeds, 36)
+        show("the synthetic walker", measured(lambda seed, scene, fps, record: evaluate(
+            int(round(args.frames * fps / FPS)), seed, scene=scene, record=record, fps=fps, **options)))
         return
     from tests.mocap_clips import CLIPS, HELD_OUT, OTHER_GAITS, UNSEEN, WALKS, clip_walk, load_clips
 
     for clip in load_clips(CLIPS if args.motion == "mocap" else ()):
-        print(clip.name)
-        truth = clip_walk(clip, args.frames)
-        print_per_seed(measured(lambda seed, scene, truth=truth: evaluate(args.frames, seed, truth=truth, scene=scene,
-                                                                          **options)), args.seeds, 36)
+        show(clip.name, measured(lambda seed, scene, fps, record, clip=clip: evaluate(
+            seed=seed, truth=at_rate(clip_walk(clip, args.frames), fps), scene=scene, record=record, **options)))
     for clip in load_clips({"held-out": HELD_OUT, "other": OTHER_GAITS, "unseen": UNSEEN}.get(args.motion, WALKS)):
         for heading in args.headings:
-            results = measured(lambda seed, scene, clip=clip, heading=heading: evaluate_walk(
-                clip, heading, [seed], args.frames, scene=scene, **options)[0])
-            print(f"{clip.name} turned {heading:g} deg (the floor learnt from {warmup_passes(clip)} earlier passes)")
-            print_per_seed(results, args.seeds, 36)
+            blocks = measured(lambda seed, scene, fps, record, clip=clip, heading=heading: evaluate_walk(
+                clip, heading, [seed], args.frames, scene=scene, fps=fps, record=record, **options)[0])
+            show(f"{clip.name} turned {heading:g} deg (the floor learnt from {warmup_passes(clip)} earlier passes)", blocks)
 
 
 def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True,
-                  depth_every: int = DEPTH_EVERY) -> list[dict]:
+                  depth_every: int | None = None, fps: float = FPS, record: dict | None = None) -> list[dict]:
     """A short real clip (`tests.mocap_clips.WALKS`, ...) turned `heading` degrees about the vertical (0: as
     captured, straight away from the camera; 90: across the view), after earlier passes of the same clip
-    (`warmup_passes`; tracks of their own, their own noise), so the floor is known."""
+    (`warmup_passes`; tracks of their own, their own noise), so the floor is known; at `fps` (`at_rate`; `frames`
+    at the clip's own rate). record: as `evaluate`'s (the last seed's run)."""
     from tests.mocap_clips import clip_walk
 
-    earlier = [clip_walk(clip, heading=heading)] * warmup_passes(clip)
-    return [evaluate(frames, seed, stabilise=stabilise, truth=clip_walk(clip, frames, heading), warmup=earlier, scene=scene,
-                     depth_every=depth_every) for seed in seeds]
+    earlier = [at_rate(clip_walk(clip, heading=heading), fps)] * warmup_passes(clip)
+    return [evaluate(frames, seed, stabilise=stabilise, truth=at_rate(clip_walk(clip, frames, heading), fps), warmup=earlier,
+                     scene=scene, depth_every=depth_every, record=record) for seed in seeds]
 
 
 def warmup_passes(clip) -> int:
     """Earlier passes of `clip` that give the floor's first fit (30 depth frames) with room to spare: two for the
-    3-4 s walks, five for the 1.2 s run."""
+    3-4 s walks, five for the 1.2 s run (WARMUP_FRAMES at the clip's own rate: the same seconds at any --fps)."""
     return max(2, int(np.ceil(WARMUP_FRAMES / len(clip.joints))))
 
 

@@ -55,8 +55,13 @@ ground stage's; precision and recall over the frames that have them), and each s
 ran before the egomotion), so its lifter holds planted feet in the camera frame.
 `--no-background-scale`: the ground stage is not shown the egomotion's `Odometry.pointmap_scale` (as before
 round 11), so a moving camera's people keep the pointmap's per-frame scale jitter.
+`--fps F`: the same scenes sampled at F frames a second over the same seconds (the performers' joints interpolated
+between their 30 fps frames, a frame's true contacts those of the 30 fps frame at or before it, the camera paths
+functions of time), the pointmap at the same rate in seconds (every 5th frame at 30 fps, every 10th at 60); the
+slide is then given per 1/30 s so rates compare. Not with
+`--pipeline`.
 Run: python bench/world.py [--seeds 0 1 2] [--frames 300] [--paths ...] [--motion walkers|mocap|walks|turning|unseen]
-     [--pipeline [--hold world|camera] [--no-background-scale]]
+     [--pipeline [--hold world|camera] [--no-background-scale]] [--fps 30]
 """
 
 from __future__ import annotations
@@ -73,16 +78,18 @@ from scipy.spatial.transform import Rotation
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.data import keypoint_names  # noqa: E402
+from realtime.rig.contacts import ContactDetector  # noqa: E402
 from realtime.rig.egomotion import CameraTracker  # noqa: E402
+from realtime.rig.floor import Floor, foot_indices  # noqa: E402
 from realtime.rig.floor_scene import ScenePlanes, body_cues  # noqa: E402
-from realtime.rig.ground import ContactDetector, Floor, FootLock, foot_indices  # noqa: E402
 from realtime.rig.lift import Lifter  # noqa: E402
+from realtime.rig.lock import FootLock  # noqa: E402
 from realtime.rig.world import WorldAnchor, transform_points  # noqa: E402
 from realtime.stages.motion import Filter3D  # noqa: E402
-from synthetic.world_scene import CAMERA_PATHS, Motion, SceneRenderer, scene_truth, walkers  # noqa: E402
+from synthetic.world_scene import CAMERA_PATHS, FPS, Motion, SceneRenderer, scene_truth, walkers  # noqa: E402
 
 NAMES = keypoint_names()
-DEPTH_EVERY = 5
+DEPTH_EVERY = 5  # at FPS: the pointmap 6 times a second
 RAW_SCALE = False  # True: leave the frame's pointmap scale in the people's 3D (only the bone-length filter)
 HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
 ANKLES = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
@@ -129,9 +136,30 @@ def walk_motions(frames: int, seed: int, turning: bool = False, unseen: bool = F
     return out
 
 
-def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = None) -> dict:
-    """One scene through the causal chain; returns its measures."""
-    truth = scene_truth(motions, path, seed=seed)
+def depth_every_at(fps: float) -> int:
+    """The pointmap's frame interval at `fps`: DEPTH_EVERY frames at FPS, the same rate in seconds at any other."""
+    return max(1, int(round(DEPTH_EVERY * fps / FPS)))
+
+
+def at_rate(motion: Motion, fps: float) -> Motion:
+    """A 30 fps `Motion` sampled at `fps` over the same seconds: joints interpolated linearly between the nearest
+    frames (NaN where either is unknown), each frame's contacts those of the frame at or before it."""
+    if abs(fps - FPS) < 1e-3 * FPS:
+        return motion
+    count = int(np.floor((len(motion.joints) - 1) * fps / FPS + 1e-6)) + 1
+    position = np.arange(count) * FPS / fps
+    before = np.clip(np.floor(position + 1e-6).astype(int), 0, len(motion.joints) - 1)
+    after = np.minimum(before + 1, len(motion.joints) - 1)
+    share = np.clip(position - before, 0.0, 1.0)[:, None, None]
+    return Motion((1.0 - share) * motion.joints[before] + share * motion.joints[after], motion.contacts[before].copy())
+
+
+def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = None, fps: float = FPS) -> dict:
+    """One scene through the causal chain at `fps` (`motions` at 30 fps, `at_rate`); returns its measures (the
+    slide per 1/30 s)."""
+    motions = [at_rate(m, fps) for m in motions]
+    depth_every = depth_every_at(fps)
+    truth = scene_truth(motions, path, fps=fps, seed=seed)
     frames, people = len(truth.times), len(motions)
     renderer, rng = SceneRenderer(seed), np.random.default_rng(seed)
     tracker, anchor, scene = CameraTracker(), WorldAnchor(NAMES), ScenePlanes()
@@ -146,9 +174,9 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
     grounded = np.zeros(frames, bool)
     scores = np.full(len(NAMES), 0.9)
     for t in range(frames):
-        seen = renderer.observe(truth, t, rng, depth_frame=t % DEPTH_EVERY == 0)
+        seen = renderer.observe(truth, t, rng, depth_frame=t % depth_every == 0)
         start = time.perf_counter()
-        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None)
+        pose = tracker.update(seen.gray, seen.person_mask, seen.pointmap, None, truth.times[t])
         if timing is not None:
             timing.append(time.perf_counter() - start)
         poses[t] = pose.world_from_camera
@@ -181,7 +209,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
             world = transform_points(world_from_camera, lifted)
             contacts[p, t] = detectors[p].update(truth.times[t], world, camera=world_from_camera[:3, 3])
             filtered = live_filter(truth.times[t], p, world, None)
-            locked_ankles[p, t] = locks[p].apply(filtered, contacts[p, t])[ANKLES]
+            locked_ankles[p, t] = locks[p].apply(truth.times[t], filtered, contacts[p, t])[ANKLES]
 
     odometry = np.linalg.inv(truth.world_from_camera[0]) @ truth.world_from_camera
     rotation_error = [np.degrees(Rotation.from_matrix(a[:3, :3].T @ b[:3, :3]).magnitude()) for a, b in zip(poses, odometry)]
@@ -202,7 +230,7 @@ def run(motions: list[Motion], path: str, seed: int, *, timing: list | None = No
            "root_pct_of_distance": 100 * float(root_error(0)),
            "root_pct_from_fix": 100 * float(root_error(int(np.argmax(grounded)))) if grounded.any() else float("nan"),
            "rte_pct": 100 * max(root_translation_error(hips[p], true_hips[p]) for p in range(people)),
-           "slide_mm_per_frame": 1000 * float(np.concatenate(steps).mean())}
+           "slide_mm_per_frame": 1000 * float(np.concatenate(steps).mean()) * (fps / FPS)}
     if people >= 2:
         d_est = np.linalg.norm(hips[0] - hips[1], axis=1)
         d_true = np.linalg.norm(true_hips[0] - true_hips[1], axis=1)
@@ -255,7 +283,14 @@ def main() -> None:
                         help="--pipeline: camera = the ground stage not shown the camera (feet held in the camera frame)")
     parser.add_argument("--no-background-scale", action="store_true",
                         help="--pipeline: the ground stage not shown the egomotion's pointmap scale (before round 11)")
+    parser.add_argument("--fps", type=float, default=FPS,
+                        help="the frame rate the scenes are sampled at (the same seconds; the slide per 1/30 s)")
     args = parser.parse_args()
+    if not (np.isfinite(args.fps) and 1.0 <= args.fps <= 1000.0):
+        parser.error(f"--fps {args.fps}: give a frame rate between 1 and 1000, e.g. --fps 60")
+    if args.pipeline and args.fps != FPS:
+        parser.error("--pipeline runs at 30 fps only; leave --fps out")
+    slide_unit = "mm/frame" if args.fps == FPS else "mm per 1/30 s"
     cv2.setNumThreads(1)  # the cost on one core
     def motions_for(frames: int, seed: int) -> list[Motion]:
         if args.motion in ("walks", "turning", "unseen"):
@@ -292,7 +327,7 @@ def main() -> None:
           f"{'R':>5s} {'root* %':>7s} {'RTE %':>6s}")
     for path in args.paths:
         for seed in args.seeds:
-            r = run(motions_for(args.frames, seed), path, seed, timing=timing)
+            r = run(motions_for(args.frames, seed), path, seed, timing=timing, fps=args.fps)
             rows.append(r)
             print(f"{path:9s} {seed:4d} {r['camera_rotation_deg']:8.3f} {r['camera_translation_pct']:8.2f} "
                   f"{r['root_pct_of_distance']:7.2f} {r['slide_mm_per_frame']:9.2f} "
@@ -309,7 +344,7 @@ def main() -> None:
     print(f"root translation error as WHAM and GVHMR measure it (RTE: the whole track rigidly aligned): worst "
           f"{worst['rte_pct']:.2f} %, mean {np.mean([r['rte_pct'] for r in rows]):.2f} %")
     print(f"world: camera rotation {worst['camera_rotation_deg']:.2f} deg, translation {worst['camera_translation_pct']:.2f} %, "
-          f"root {worst['root_pct_of_distance']:.2f} % of distance, slide {worst['slide_mm_per_frame']:.2f} mm/frame, "
+          f"root {worst['root_pct_of_distance']:.2f} % of distance, slide {worst['slide_mm_per_frame']:.2f} {slide_unit}, "
           f"pair distance {worst.get('pair_distance_pct', float('nan')):.2f} %, static drift {max(d[0] for d in drifts):.2f} cm "
           f"{max(d[1] for d in drifts):.3f} deg")
 

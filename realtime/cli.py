@@ -378,7 +378,7 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to fbx --rig mixamo          # run.fbx, skinned skeleton (needs `blender` on PATH)
   sapiens-rt export run.jsonl --to vrma --fingers            # run.vrma, VRM Animation for VRM avatars""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     parser.add_argument("--to", required=True, choices=tuple(FORMATS) + tuple(ALIASES),
                         help="output format (glb = gltf; gltf writes binary .glb, or JSON when -o ends in .gltf)")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
@@ -414,15 +414,15 @@ def _add_smooth(sub) -> None:
     parser = sub.add_parser(
         "smooth",
         help="smooth a tracks .jsonl offline (zero-phase) into a new .jsonl",
-        description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets "
-                    "\"smoothed\": true.",
+        description="Smooth every person's keypoints (2D and 3D) over the whole recording; keeps every frame and person, "
+                    "marks them smoothed, and solves their bones again from the smoothed 3D keypoints.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
   sapiens-rt smooth run.jsonl                       # -> run_smooth.jsonl (rts)
   sapiens-rt smooth run.jsonl --method rts -o run_rts.jsonl
   sapiens-rt smooth run.jsonl --method butterworth -o run_bw.jsonl && sapiens-rt export run_bw.jsonl --to trc --person 1""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     parser.add_argument("--method", default="rts", choices=("rts", "savgol", "butterworth"),
                         help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
     parser.add_argument("-o", "--out", default=None, metavar="SMOOTHED.jsonl",
@@ -574,7 +574,7 @@ def _add_stream(sub) -> None:
   sapiens-rt stream take1.jsonl --vrchat                           # trackers and face into VRChat on this PC
 exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     _add_live_motion_options(parser)
     parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face "
                         "to learn from (default 2)")

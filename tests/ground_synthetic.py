@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from realtime.rig.ground import two_bone_ik
+from realtime.rig.leg_ik import solve_leg
 from tests.mocap_synthetic import NAMES
 
 FPS = 30.0
@@ -33,6 +33,11 @@ class Walk:
     contacts: np.ndarray   # (T, 2) bool, left / right foot planted
     up: np.ndarray         # (3,) the world's up in the camera frame
     times: np.ndarray      # (T,)
+
+
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The knee that puts the ankle at `target` with the thigh and shin lengths of (hip, knee, ankle)."""
+    return solve_leg(hip, knee, target, np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee))[0]
 
 
 def _path(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -74,8 +79,9 @@ def camera_pose() -> tuple[np.ndarray, np.ndarray]:
     return np.stack([x, y, z]), np.array([0.0, 1.5, 0.0])
 
 
-def walk(frames: int = 300) -> Walk:
-    t = np.arange(frames) / FPS
+def walk(frames: int = 300, fps: float = FPS) -> Walk:
+    """`frames` frames of the walker at `fps` (its motion is a function of time: any rate gives the same walk)."""
+    t = np.arange(frames) / fps
     hip_pos, fwd = _path(SPEED * t)
     left = _lateral(fwd)
     up = np.array([0.0, 1.0, 0.0])
@@ -92,8 +98,8 @@ def walk(frames: int = 300) -> Walk:
         contacts.append(planted)
         foot_left = _lateral(foot_fwd)
         bent = hip + 0.5 * (ankle - hip) + 0.1 * foot_fwd  # knees bend forward
-        knee = np.stack([two_bone_ik(h, k, a_, a_) for h, k, a_ in zip(hip, bent, ankle)])
-        knee = np.stack([two_bone_ik(h, h + THIGH * (k - h) / np.linalg.norm(k - h), h + THIGH * (k - h) / np.linalg.norm(k - h)
+        knee = np.stack([_knee(h, k, a_, a_) for h, k, a_ in zip(hip, bent, ankle)])
+        knee = np.stack([_knee(h, h + THIGH * (k - h) / np.linalg.norm(k - h), h + THIGH * (k - h) / np.linalg.norm(k - h)
                                      + SHIN * (a_ - k) / np.linalg.norm(a_ - k), a_) for h, k, a_ in zip(hip, knee, ankle)])
         put(f"{side}_hip", hip)
         put(f"{side}_knee", knee)
@@ -117,3 +123,23 @@ def walk(frames: int = 300) -> Walk:
     camera = (world - centre) @ rotation.T
     pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
     return Walk(world, camera, pixels, np.stack(contacts, axis=1), rotation @ up, t)
+
+
+def at_rate(seen: Walk, fps: float) -> Walk:
+    """The same motion sampled at `fps` over the same span of time: world joints interpolated linearly between the
+    nearest frames (NaN where either is unknown), seen by `camera_pose`'s camera; a frame's true contacts are those
+    of the frame at or before it (the truth's decisions are those of the original rate, whatever the rate asked).
+    A rate within 0.1 % of the walk's own is its own (a BVH's frame time of 0.033333 s is 30 fps): the walk as it is."""
+    rate = 1.0 / float(np.median(np.diff(seen.times)))
+    if abs(fps - rate) < 1e-3 * rate:
+        return seen
+    times = seen.times[0] + np.arange(int(np.floor((seen.times[-1] - seen.times[0]) * fps + 1e-6)) + 1) / fps
+    position = (times - seen.times[0]) * rate
+    before = np.clip(np.floor(position + 1e-6).astype(int), 0, len(seen.times) - 1)
+    after = np.minimum(before + 1, len(seen.times) - 1)
+    share = np.clip(position - before, 0.0, 1.0)[:, None, None]
+    world = (1.0 - share) * seen.world[before] + share * seen.world[after]
+    rotation, centre = camera_pose()
+    camera = (world - centre) @ rotation.T
+    pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
+    return Walk(world, camera, pixels, seen.contacts[before].copy(), seen.up, times)

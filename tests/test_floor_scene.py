@@ -10,8 +10,8 @@ from scipy.spatial.transform import Rotation
 
 from bench import rig as bench
 from realtime.frames import Frame, Person
+from realtime.rig.floor import foot_centres, foot_indices
 from realtime.rig.floor_scene import ScenePlanes, background_points, scene_floor
-from realtime.rig.ground import foot_centres, foot_indices
 from realtime.stages import GroundStage
 from tests.ground_synthetic import camera_pose, walk
 from tests.mocap_synthetic import NAMES
@@ -106,7 +106,7 @@ def test_a_leaning_body_standing_still_gets_a_level_floor_from_the_scene():
 def test_without_a_pointmap_the_floor_and_contacts_are_the_feet_only_ones(scene_floor):
     """No pointmap (or `scene_floor=False`): the ground stage's floor and contacts are exactly those of
     the feet-only fit, refit by refit."""
-    from realtime.rig.ground import fit_floor
+    from realtime.rig.floor import fit_floor
 
     truth = walk(200)
     stage = GroundStage(NAMES, scene_floor=scene_floor)

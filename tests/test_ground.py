@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from bench import rig as bench
-from realtime.rig import ground
-from realtime.rig.ground import ContactDetector, Floor, FootLock, fit_floor, two_bone_ik
+from realtime.rig.contacts import ContactDetector
+from realtime.rig.floor import Floor, FloorEstimator, fit_floor
 from realtime.rig.lift import Intrinsics, Lifter
+from realtime.rig.lock import FootLock
 from tests.ground_synthetic import walk
 from tests.mocap_synthetic import NAMES
 
@@ -59,8 +60,6 @@ def test_the_floor_lies_under_the_soles_not_through_the_feet():
     """Planted feet whose toes sit 3 cm above the heel (a real stance: CMU 07_04's toes 1-3 cm up, 08_11's 6): the
     floor's height from each foot's lowest point, so the heels stand on it (through the feet's centres it was 2 cm
     above them, the feet sunk into it)."""
-    from realtime.rig.ground import FloorEstimator
-
     rng = np.random.default_rng(3)
     up, a, b = _tilted_floor_axes()
     index = {n: i for i, n in enumerate(NAMES)}
@@ -108,7 +107,6 @@ def test_contact_has_hysteresis():
         states.append(bool(detector.update(i / 30, points)[0]))
     # not on a track's first frame (no speed yet); on below 8 cm, stays on up to 11 cm, off after 2 frames in a
     # row above, on again only below 8 cm and 0.2 s after the release
-    assert ground.ON_HEIGHT == 0.08 and ground.OFF_HEIGHT == 0.11 and ground.REFRACTORY == 0.2
     assert states == [False, False, True, True, True, True, True, True, True, False, False, False, False, False,
                       False, True, True]
 
@@ -124,7 +122,7 @@ def test_a_swinging_foot_with_its_toes_near_the_floor_is_not_in_contact():
         points[heel] = np.array([0.0, -0.1, 4.0]) * 0.2 / 0.1  # still (along its ray), 20 cm up
         points[toes] = [0.15, -0.015, 4.0]
         states.append(bool(detector.update(i / 30, points)[0]))
-    assert not any(states)  # the foot's centre is 8 cm up, below ON_HEIGHT
+    assert not any(states)  # the foot's centre is 8 cm up, below the onset height
 
 
 def test_contact_ends_when_the_heel_lifts_or_moves():
@@ -146,14 +144,6 @@ def test_contact_ends_when_the_heel_lifts_or_moves():
     assert state
 
 
-def test_two_bone_ik_reaches_the_target_with_the_leg_lengths():
-    hip, knee, ankle = np.array([0.0, 0.9, 0.0]), np.array([0.0, 0.45, 0.1]), np.array([0.0, 0.0, 0.0])
-    target = np.array([0.1, 0.05, 0.15])
-    new_knee = two_bone_ik(hip, knee, ankle, target)
-    assert np.linalg.norm(new_knee - hip) == pytest.approx(np.linalg.norm(knee - hip))
-    assert np.linalg.norm(target - new_knee) == pytest.approx(np.linalg.norm(ankle - knee))
-
-
 def test_a_locked_foot_does_not_slide():
     truth = walk(60)
     lock = FootLock(NAMES)
@@ -162,7 +152,7 @@ def test_a_locked_foot_does_not_slide():
     for t in range(10):
         points = truth.camera[0].copy()
         points[[NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]] += [0.01 * t, 0, 0]  # sliding
-        held.append(lock.apply(points, np.array([True, False]))[ankle])
+        held.append(lock.apply(t / 30, points, np.array([True, False]))[ankle])
     np.testing.assert_allclose(np.array(held), np.repeat(held[:1], 10, axis=0), atol=1e-9)
 
 
@@ -180,7 +170,7 @@ def test_a_foot_locked_out_of_reach_lands_once_and_holds():
         if t == 0:
             points[foot] += [0, 0, 0.5]  # the onset frame's foot 50 cm off along the line of sight
         points[:, 0] += 0.002 * t  # the body drifts 2 mm a frame
-        held.append(lock.apply(points, np.array([True, False]))[ankle])
+        held.append(lock.apply(t / 30, points, np.array([True, False]))[ankle])
     held = np.array(held)
     assert np.linalg.norm(held[1] - held[0]) > 0.2  # landed within reach
     np.testing.assert_allclose(held[2:], np.repeat(held[1:2], 4, axis=0), atol=1e-9)  # and held there
@@ -195,10 +185,10 @@ def test_a_foot_planting_again_while_it_eases_out_is_held_where_it_came_in():
     ankle = NAMES.index("left_ankle")
     foot = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
     shown = []
-    for contact, shift in [(True, 0.0), (True, 0.0), (False, 0.12), (True, 0.12), (True, 0.12)]:
+    for t, (contact, shift) in enumerate([(True, 0.0), (True, 0.0), (False, 0.12), (True, 0.12), (True, 0.12)]):
         points = truth.camera[0].copy()
         points[foot] += [shift, 0.0, 0.0]  # the foot comes in 12 cm further from frame 2 on
-        shown.append(lock.apply(points, np.array([contact, False]))[ankle])
+        shown.append(lock.apply(t / 30, points, np.array([contact, False]))[ankle])
     came = truth.camera[0][ankle] + [0.12, 0.0, 0.0]
     assert 0.0 < shown[2][0] - shown[0][0] < 0.12 - 1e-3  # released: part of the way, easing
     np.testing.assert_allclose(shown[3], came, atol=1e-9)  # planted again: where it came in on frame 2
@@ -291,7 +281,7 @@ def test_the_ground_stage_finds_contacts_and_the_tracks_keep_them(tmp_path):
             found.append(frame.people[0].contacts)
             w.write(frame)
     first = next(t for t, c in enumerate(found) if c is not None)
-    assert first == 5 * (GroundStage.MIN_FRAMES - 1)  # the floor after 30 depth frames
+    assert first == 5 * (stage.floors.min_samples - 1)  # the floor once enough depth frames' feet were seen
     assert np.degrees(np.arccos(stage.floor.normal @ truth.up)) < 1.0
     contacts = np.array(found[first:])
     planted = truth.contacts[first:]

@@ -14,7 +14,7 @@ import pytest
 from realtime.cli import main
 from realtime.errors import UserError
 from realtime.export import export_tracks
-from realtime.rig.leg_ik import BLEND, contact_spans, lock_feet, lock_weights, solve_leg
+from realtime.rig.leg_ik import contact_spans, lock_feet, lock_weights, solve_leg
 from tests.foot_lock_synthetic import bvh_ankles, glb_ankles, slide, write_walk_tracks
 from tests.mocap_synthetic import NAMES
 from tests.test_motion_clients import ACCEPTED_INFOS, NODE_MODULES, TESTS, need
@@ -81,8 +81,14 @@ def test_contact_spans_and_blend_weights():
     contact = np.array([0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1], bool)
     assert contact_spans(contact) == [(4, 6), (12, 12)]
     ankle = np.arange(13, dtype=float)[:, None] * [1.0, 0.0, 0.0]
-    weight, shift = lock_weights(ankle, contact, blend=2)
+    weight, shift = lock_weights(ankle, contact, np.arange(13) / 30, blend=0.1)  # 0.1 s: two frames each side at 30 fps
     np.testing.assert_allclose(weight, [0, 0, 1 / 3, 2 / 3, 1, 1, 1, 2 / 3, 1 / 3, 0, 1 / 3, 2 / 3, 1])
+    # the same blend in seconds at 60 fps: four frames each side, the weight falling with the time from the span
+    contact60 = np.zeros(25, bool)
+    contact60[::2], contact60[1::2] = contact, contact[:-1] & contact[1:]  # the same spans in time
+    weight60, _ = lock_weights(np.zeros((25, 3)), contact60, np.arange(25) / 60, blend=0.1)
+    np.testing.assert_allclose(weight60[::2], weight, atol=1e-9)
+    np.testing.assert_allclose(weight60[3:9], [1 / 6, 1 / 3, 1 / 2, 2 / 3, 5 / 6, 1], atol=1e-9)
     # to the first span's median ankle (5): inside from each frame, before / after from the span's edge
     np.testing.assert_allclose(shift[2:9, 0], [1, 1, 1, 0, -1, -1, -1])
     np.testing.assert_allclose(shift[10:, 0], 0.0)  # a one-frame span is its own median
@@ -107,7 +113,7 @@ def test_lock_feet_holds_the_foot_rigidly_and_leaves_the_rest():
         points[:, index[f"{side}_small_toe"]] = ankle + [-0.03, -0.07, 0.14]
     contacts = np.zeros((count, 2), bool)
     contacts[10:20, 0] = True
-    locked = lock_feet(points, NAMES, contacts)
+    locked = lock_feet(points, NAMES, contacts, np.arange(count) / 30)
     ankle = locked[:, index["left_ankle"]]
     np.testing.assert_allclose(ankle[10:20], np.tile(np.median(points[10:20, index["left_ankle"]], axis=0), (10, 1)), atol=1e-9)
     for foot in ("left_heel", "left_big_toe", "left_small_toe"):
@@ -121,10 +127,10 @@ def test_lock_feet_holds_the_foot_rigidly_and_leaves_the_rest():
     np.testing.assert_allclose(shin, np.median(measured_shin), atol=1e-6)
     changed = ~np.isclose(locked, points, atol=0, rtol=0) & np.isfinite(points)
     frames, keypoints = np.nonzero(changed.any(axis=2))
-    assert set(frames) == set(range(10 - BLEND, 20 + BLEND))  # the span and its blend windows only
+    assert set(frames) == set(range(10 - 2, 20 + 2))  # the span and its blend windows only (0.1 s: 2 frames at 30 fps)
     assert {NAMES[k] for k in keypoints} == {"left_knee", "left_ankle", "left_heel", "left_big_toe", "left_small_toe"}
     # the blend spreads the 4.5 cm to the anchor over the window: 2.5 cm steps (1 measured + 1.5), no pop
-    steps = np.linalg.norm(np.diff(ankle[10 - BLEND - 1:10 + 1], axis=0), axis=1)
+    steps = np.linalg.norm(np.diff(ankle[10 - 2 - 1:10 + 1], axis=0), axis=1)
     np.testing.assert_allclose(steps, 0.025, atol=1e-9)
 
 
@@ -140,8 +146,9 @@ def walk_exports(tmp_path_factory):
 
 
 def _away_from_contacts(contacts: np.ndarray) -> np.ndarray:
-    """(T, 2) frames outside every contact span and its blend windows."""
-    return np.stack([lock_weights(np.zeros((len(contacts), 3)), contacts[:, s])[0] == 0 for s in range(2)], axis=1)
+    """(T, 2) frames outside every contact span and its blend windows (the tracks at 30 fps)."""
+    times = np.arange(len(contacts)) / 30
+    return np.stack([lock_weights(np.zeros((len(contacts), 3)), contacts[:, s], times)[0] == 0 for s in range(2)], axis=1)
 
 
 @pytest.mark.parametrize("fmt,read", [("bvh", bvh_ankles), ("gltf", glb_ankles)])
@@ -195,7 +202,7 @@ def test_lock_feet_with_missing_points_locks_what_it_can():
     points[5, index["left_ankle"]] = np.nan
     contacts = np.zeros((count, 2), bool)
     contacts[3:9] = True
-    locked = lock_feet(points, NAMES, contacts)
+    locked = lock_feet(points, NAMES, contacts, np.arange(count) / 30)
     known = [3, 4, 6, 7, 8]
     np.testing.assert_allclose(locked[known, index["left_ankle"]], np.tile([0.1, 0.05, 0.06], (5, 1)), atol=1e-9)
     assert np.isnan(locked[5, index["left_ankle"]]).all() and np.isnan(locked[:, index["right_knee"]]).all()

@@ -34,12 +34,13 @@ def _walk_away(planted, camera_motion=None, shift=(0.0, 0.0, 0.0), swing=(0.0, 0
 
 def test_a_planted_foot_stays_where_it_is_while_the_body_walks_away():
     assert max(_walk_away([True, False])[0]) < 1e-6
-    # not yet known to be planted, but still in the image (less than STILL across the line of sight): held too
+    # not yet known to be planted, but still in the image (slower than 0.6 m/s across the line of sight): held too
     assert max(_walk_away(None)[0]) < 1e-6
 
 
 def test_a_foot_moving_across_the_line_of_sight_is_carried_with_the_body():
-    """3 cm a frame sideways (more than STILL): not held, its depth offset from the root carried (5 cm a frame)."""
+    """3 cm a frame sideways (0.9 m/s, faster than a still foot): not held, its depth offset from the root carried (5 cm
+    a frame)."""
     _, depth_change = _walk_away(None, swing=(0.03, 0.0, 0.0))
     assert depth_change > 0.15  # with the root (20 cm, from the torso's image size); held it would be 0
 
@@ -53,7 +54,7 @@ def test_a_planted_foot_is_held_in_the_world_when_the_camera_moves():
 
 
 def test_a_heel_lifting_off_with_its_toes_down_is_held_along_the_line_of_sight():
-    """Heel-off: the heel and ankle rise 3 cm a frame (more than STILL), the toes stay down, the body walks away
+    """Heel-off: the heel and ankle rise 3 cm a frame (faster than a still foot), the toes stay down, the body walks away
     5 cm a frame and the detector has not called the foot planted. The still toes hold the foot along the line of
     sight; carried with the root instead, the whole foot drifted 5 cm a frame away and jumped back on the next
     depth frame."""

@@ -1,9 +1,9 @@
 """World foot slide at a contact's start (issue 32): `FootLock` holds a foot where it was shown on the frame
 before the contact detector decided (the foot was already down then), so the deciding frame's noise, the live
 filter's lag or a depth frame's re-measuring does not move it; the motion stage forgets those feet when the
-person was missed on a frame; a released foot eases over EASE_FRAMES frames from where it was held to where it is
-shown (a smoothstep), rather than jumping there, once it swings (after a stance: two frames moved, RELEASE_HOLD
-frames at most).
+person was missed on a frame; a released foot eases over 1/6 s from where it was held to where it is shown (a
+smoothstep), rather than jumping there, once it swings (after a stance: two frames moved, 1/3 s at most). Frames
+here are 1/30 s apart.
 bench/world.py measures the slide this removes (bench/RESULTS.md)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from realtime.frames import Frame, Person
-from realtime.rig.ground import HOLD_AFTER, RELEASE_HOLD, FootLock
+from realtime.rig.lock import FootLock, LockGates
 from realtime.stages.motion import MotionStage
 from tests.ground_synthetic import walk
 from tests.mocap_synthetic import NAMES
@@ -20,6 +20,20 @@ ANKLE = NAMES.index("left_ankle")
 LEFT_FOOT = [NAMES.index(f"left_{p}") for p in ("ankle", "heel", "big_toe", "small_toe")]
 DOWN, UP = np.array([True, False]), np.array([False, False])
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
+HOLD_AFTER = round(LockGates().hold_after * 30)  # frames at 30 fps: a contact this long is a stance
+RELEASE_HOLD = round(LockGates().release_hold * 30)  # frames: the longest a released stance waits for its swing
+
+
+class _Clocked(FootLock):
+    """A FootLock fed one frame every 1/30 s."""
+
+    def __init__(self):
+        super().__init__(NAMES)
+        self.frame = 0
+
+    def apply(self, points3d, contacts):
+        self.frame += 1
+        return super().apply(self.frame / 30, points3d, contacts)
 
 
 def _body(foot_shift=(0.0, 0.0, 0.0)) -> np.ndarray:
@@ -29,7 +43,7 @@ def _body(foot_shift=(0.0, 0.0, 0.0)) -> np.ndarray:
 
 
 def test_a_new_contact_holds_the_foot_where_it_was_shown_on_the_frame_before():
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     shown = lock.apply(_body(), UP)[ANKLE]  # the foot came down: not yet decided
     # the deciding frame re-measures the foot 6 cm further along the line of sight (a depth frame), then noise
     held = [lock.apply(_body((0.0, 0.0, 0.06 + 0.003 * t)), DOWN)[ANKLE] for t in range(4)]
@@ -37,7 +51,7 @@ def test_a_new_contact_holds_the_foot_where_it_was_shown_on_the_frame_before():
 
 
 def test_without_a_frame_before_the_contact_holds_the_foot_where_it_begins():
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     first = lock.apply(_body((0.0, 0.0, 0.06)), DOWN)[ANKLE]
     np.testing.assert_allclose(first, _body((0.0, 0.0, 0.06))[ANKLE], atol=1e-9)
     lock.apply(_body(), UP)
@@ -46,7 +60,7 @@ def test_without_a_frame_before_the_contact_holds_the_foot_where_it_begins():
 
 
 def test_a_released_foot_eases_from_where_it_was_held_to_where_it_is_shown():
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     held = lock.apply(_body(), DOWN)[ANKLE]
     lock.apply(_body((0.0, 0.0, 0.08)), DOWN)  # the foot shown 8 cm away while held (heel-off, a late depth frame)
     shown = _body((0.0, 0.0, 0.08))[ANKLE]
@@ -65,7 +79,7 @@ def test_a_released_foot_eases_from_where_it_was_held_to_where_it_is_shown():
 def _released_after(held_frames: int, shown_after) -> list[float]:
     """The share of the held-to-shown offset still applied on each frame after a release: the foot held for
     `held_frames` frames while shown 8 cm off (a stale anchor), then shown at `shown_after` (one shift per frame)."""
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     held = lock.apply(_body(), DOWN)[ANKLE]
     for _ in range(held_frames - 1):
         lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
@@ -107,7 +121,7 @@ def _replanted(shown_after) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A foot held HOLD_AFTER + 1 frames where it came down while shown 8 cm off (a stale anchor), released and shown
     at `shown_after` (one shift per frame), then planted again: (where it was held, where it was shown on the frame
     before the new contact, the new contact's ankle)."""
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     held = lock.apply(_body(), DOWN)[ANKLE]
     for _ in range(HOLD_AFTER):
         lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
@@ -133,7 +147,7 @@ def test_a_foot_planted_again_after_it_swung_is_held_where_it_came_in():
 
 
 def test_an_ease_ends_when_the_leg_is_not_seen():
-    lock = FootLock(NAMES)
+    lock = _Clocked()
     lock.apply(_body(), DOWN)
     lock.apply(_body((0.0, 0.0, 0.08)), DOWN)
     lock.apply(_body((0.0, 0.0, 0.08)), UP)  # released: the ease starts

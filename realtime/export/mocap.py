@@ -47,7 +47,7 @@ def motion_from_tracks(tracks: Tracks, what: str, *, smooth: Optional[str] = "rt
         points = smooth_track(times, points, person.scores[rows], method=smooth)
     if foot_lock and person.contacts is not None:
         contacts = person.contacts[rows] & person.present[rows, None]
-        points = lock_feet(points, tracks.keypoint_names, contacts)
+        points = lock_feet(points, tracks.keypoint_names, contacts, times)
         log.info("feet locked over %d + %d contact frames (left + right)", *contacts.sum(axis=0))
     if len(grid) != len(times):
         log.info("%d tracks frames resampled to %d frames at %.3f fps", len(times), len(grid), fps)

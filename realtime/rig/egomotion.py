@@ -6,9 +6,11 @@ y down, z forward, metres). Every frame:
 
 1. The corners are followed by pyramidal Lucas-Kanade flow (`cv2.calcOpticalFlowPyrLK`);
    those that land on a person (the mask, dilated) or were lost are dropped.
-2. Static test: while the camera holds still the corners are followed from the image where
-   the hold began (not frame to frame, so flow noise does not add up); as long as they stay
-   within `static_px` of where they were, the pose is the held one, exactly (no drift).
+2. Static test: a hold begins once the corners' median flow has been slower than STILL_SPEED_PX for
+   STILL_TIME (on the frames' timestamps, so any frame rate holds alike); while the camera holds still
+   the corners are followed from the image where the hold began (not frame to frame, so flow noise
+   does not add up); as long as they stay within `static_px` of where they were, the pose is the held
+   one, exactly (no drift).
 3. Otherwise the pose is solved from the corners' map points and pixels with
    `cv2.solvePnPRansac` (seeded with the last pose; its last step refines on the inliers with
    Levenberg-Marquardt); outliers leave the map.
@@ -37,11 +39,13 @@ from typing import Optional
 import cv2
 import numpy as np
 
+from realtime.rig.gates import lasted
+
 log = logging.getLogger(__name__)
 
 STATIC_PX = 0.35  # corners within this many px of where a hold began: the camera has not moved
-STILL_FRAMES = 3  # frames in a row with less than STILL_STEP_PX of flow begin a hold
-STILL_STEP_PX = 0.12
+STILL_TIME = 0.1  # s: the corners' flow slower than STILL_SPEED_PX this long in a row begins a hold
+STILL_SPEED_PX = 3.6  # px/s: a camera whose corners' median flow is slower may be still (0.12 px a frame at 30 fps)
 MASK_MARGIN_PX = 6  # people's mask grown by this much (the seg's edges, motion blur)
 MIN_INLIERS = 12
 MAX_SEEN = 20.0  # a map point is the mean of its first observations, then a running mean over about this many
@@ -181,7 +185,8 @@ class CameraTracker:
         self._given_intrinsics: Optional[np.ndarray] = None
         self._pyramid: Optional[np.ndarray] = None  # the previous image
         self._hold: Optional[tuple[np.ndarray, np.ndarray]] = None  # (image, pixels) where the hold began
-        self._still = 0
+        self._time: Optional[float] = None  # the last frame's (s)
+        self._still_from: Optional[float] = None  # the time of the frame before the corners' flow became slow
         self._lost = False
 
     # -- public -------------------------------------------------------------------------
@@ -199,14 +204,22 @@ class CameraTracker:
         return self._intrinsics_sum / self._intrinsics_count if self._intrinsics_count else None
 
     def update(self, image_gray: np.ndarray, person_mask: Optional[np.ndarray] = None,
-               pointmap: Optional[np.ndarray] = None, intrinsics: Optional[np.ndarray] = None) -> CameraPose:
+               pointmap: Optional[np.ndarray] = None, intrinsics: Optional[np.ndarray] = None,
+               timestamp: Optional[float] = None) -> CameraPose:
         """One frame.
 
         image_gray: (H, W) uint8. person_mask: (H, W) bool, True on people (from the seg's person
         classes, or filled person boxes), None if there are none. pointmap: (h, w, 3) camera-frame
         metres (any size, aligned with the image; NaN where unknown) on the frames that have one.
-        intrinsics: (fx, fy, cx, cy) px, or None to fit them to the pointmaps.
+        intrinsics: (fx, fy, cx, cy) px, or None to fit them to the pointmaps. timestamp: the frame's
+        time (s; None: 1/30 s after the last frame's).
         """
+        previous = self._time
+        if timestamp is None:
+            timestamp = 0.0 if previous is None else previous + 1.0 / 30.0
+        if not np.isfinite(timestamp):
+            raise ValueError(f"CameraTracker.update needs a finite timestamp in seconds, got {timestamp!r}")
+        self._time = float(timestamp)
         gray = np.ascontiguousarray(image_gray)
         h, w = gray.shape
         people = self._people(person_mask, (h, w))
@@ -225,7 +238,7 @@ class CameraTracker:
             return CameraPose(self._metric(self._pose), "static" if self._hold is not None else "tracking", len(self._pixels),
                               pointmap_scale=1.0 / self.metres_per_unit if len(self._ratios) == 1 else None)
 
-        status, inliers = self._track(gray, people)
+        status, inliers = self._track(gray, people, previous)
         scale = None
         if pointmap is not None and status != "lost":
             ratio = self._reanchor(gray, people, pointmap)
@@ -280,7 +293,7 @@ class CameraTracker:
             self._ratios.append(1.0)
         self._add_corners(gray, people, pointmap, ratio=self.metres_per_unit if self._lost else 1.0)
         self._gray, self._pyramid, self._lost = gray, gray, False
-        self._hold, self._still = (self._pyramid, self._pixels.copy()), 0
+        self._hold, self._still_from = (self._pyramid, self._pixels.copy()), None
 
     def _add_corners(self, gray: np.ndarray, people: Optional[np.ndarray], pointmap: np.ndarray, ratio: float) -> None:
         room = self.max_features - len(self._pixels)
@@ -310,7 +323,8 @@ class CameraTracker:
         if self._hold is not None:
             self._hold = (self._hold[0], self._hold[1][keep])
 
-    def _track(self, gray: np.ndarray, people: Optional[np.ndarray]) -> tuple[str, int]:
+    def _track(self, gray: np.ndarray, people: Optional[np.ndarray], previous: Optional[float]) -> tuple[str, int]:
+        """Follow the corners into this frame (`previous`: the last frame's time) and solve the pose."""
         h, w = gray.shape
         pyramid = gray
         if self._hold is not None:  # from where the hold began: flow noise does not add up
@@ -337,13 +351,15 @@ class CameraTracker:
             if np.median(np.linalg.norm(self._pixels - self._hold[1], axis=1)) < self.static_px:
                 return "static", len(self._pixels)
             self._hold = None
-            self._still = 0
+            self._still_from = None
         inliers = self._solve()
         if inliers < MIN_INLIERS:
             self._lost = True
             return "lost", inliers
-        self._still = self._still + 1 if len(step) and np.median(step) < STILL_STEP_PX else 0
-        if self._still >= STILL_FRAMES:
+        interval = 0.0 if previous is None else self._time - previous
+        slow = bool(len(step)) and previous is not None and np.median(step) < STILL_SPEED_PX * interval
+        self._still_from = (self._still_from if self._still_from is not None else previous) if slow else None
+        if slow and lasted(self._time - self._still_from, STILL_TIME, interval):
             self._hold = (pyramid, self._pixels.copy())
         return "tracking", inliers
 

@@ -1,6 +1,6 @@
 """The floor's tilt from the scene: the pointmap's background, not only the feet.
 
-A feet-only floor (`realtime.rig.ground.fit_floor`) cannot measure the tilt across a straight walk
+A feet-only floor (`realtime.rig.floor.fit_floor`) cannot measure the tilt across a straight walk
 or a person standing still (the feet lie on a line) and takes it from the body's up, so a leaning
 body tilts it. The pointmap sees the floor itself: on each frame with a fresh pointmap
 `ScenePlanes.add` takes a few thousand background pixels (the pointmap resampled to at most
@@ -21,7 +21,7 @@ The feet and hips are this frame's raw 3D keypoints, which the pointmap's sample
 samples them from it): the same scale. The frame's scale does not change a plane's normal (it
 scales the scene about the camera's centre), so the normals of all frames agree and are what
 `ScenePlanes` keeps: the last `window` frames' normals; `normal()` is their mean after those
-further than AGREE_DEG from their median are dropped, once MIN_FRAMES frames were found. A camera
+further than AGREE_DEG from their median are dropped, once MIN_FOUND frames were found. A camera
 that moves (the egomotion stage's pose, `odometry_from_camera`) has each frame's normal turned into
 the odometry frame and back into the current camera. The plane's height stays with the feet
 (`FloorEstimator`, on the scale-steadied keypoints).
@@ -35,7 +35,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from realtime.rig.ground import Floor, foot_centres
+from realtime.rig.floor import Floor, foot_centres
 
 GRID_PIXELS = 4096  # the pointmap resampled (nearest) to at most this many pixels
 HYPOTHESES = 128  # RANSAC planes per frame
@@ -49,7 +49,7 @@ MIN_EXTENT = 0.3  # m (RMS): the inliers spread at least this far along both dir
 REFINE = 3  # least-squares refits over the inliers, the band narrowed to their spread each time
 K_SIGMA, MIN_BAND = 2.5, 0.2  # the refit's band: this many robust deviations, at least this much of the tolerance
 AGREE_DEG = 2.0  # frames whose normal is further than this from the frames' median are left out
-MIN_FRAMES = 3  # frames found before `ScenePlanes.normal` says anything
+MIN_FOUND = 3  # samples: frames whose floor was found before `ScenePlanes.normal` says anything
 
 
 def grid_shape(shape: tuple[int, ...], max_pixels: int = GRID_PIXELS) -> tuple[int, int]:
@@ -151,7 +151,7 @@ def body_cues(people: list[np.ndarray], feet: dict[str, np.ndarray], hips: list[
 class ScenePlanes:
     """The floor's normal from the last `window` frames' backgrounds (see the module's docstring).
     add(...) once per frame with a fresh pointmap; normal(...) the floor's up in the current camera,
-    or None until MIN_FRAMES frames found it. seed: RANSAC's (runs repeat exactly)."""
+    or None until MIN_FOUND frames found it. seed: RANSAC's (runs repeat exactly)."""
 
     def __init__(self, window: int = 60, seed: int = 0) -> None:
         self._normals: deque = deque(maxlen=window)  # (normal (3,) camera, odometry_from_camera rotation or None)
@@ -185,11 +185,11 @@ class ScenePlanes:
             to_camera = np.asarray(rotation, np.float64).T
         else:
             rows, to_camera = [n for n, _ in self._normals], np.eye(3)
-        if len(rows) < MIN_FRAMES:
+        if len(rows) < MIN_FOUND:
             return None
         normals = np.array(rows)
         median = np.median(normals, axis=0)
         median /= np.linalg.norm(median)
         agree = normals @ median > np.cos(np.radians(AGREE_DEG))
-        mean = normals[agree].sum(axis=0) if agree.sum() >= MIN_FRAMES else median
+        mean = normals[agree].sum(axis=0) if agree.sum() >= MIN_FOUND else median
         return to_camera @ (mean / np.linalg.norm(mean))

@@ -2,10 +2,10 @@
 
 Per foot and contact span (a run of frames with the foot on the floor), on the whole clip:
 - the ankle's target is the span's median ankle position;
-- over BLEND frames before and after the span the ankle keeps its measured motion plus the
+- over BLEND seconds before and after the span the ankle keeps its measured motion plus the
   span's edge offset (target minus the ankle at the span's first / last frame) times a weight
-  ramping linearly to 0 away from the span (2/3, 1/3 for BLEND 2), so nothing pops; where two
-  spans' windows meet, the larger weight wins;
+  ramping linearly to 0 away from the span (2/3, 1/3 one and two frames out at 30 fps), so nothing
+  pops; where two spans' windows meet, the larger weight wins;
 - the leg is solved analytically (`solve_leg`): hip fixed, the knee in the plane of the measured
   bend (hip, measured knee, target), thigh and shin of constant length (the clip's median of each,
   averaged between the legs as the rig solver's skeleton is; in the blend windows the lengths blend
@@ -24,7 +24,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-BLEND = 2  # frames of blend before and after each contact span
+BLEND = 0.1  # s: a span's edge offset fades to nothing over this before and after it (the lock eases in and out)
 SIDES = ("left", "right")
 FOOT_POINTS = ("heel", "big_toe", "small_toe")  # moved with the ankle
 _EPS = 1e-9
@@ -70,13 +70,25 @@ def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b) - 1) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
 
 
-def lock_weights(ankle: np.ndarray, contact: np.ndarray, blend: int = BLEND) -> tuple[np.ndarray, np.ndarray]:
-    """One foot: ankle (T, 3), contact (T,) bool -> weight (T,) in [0, 1] and shift (T, 3), the ankle's
-    target being ankle + weight * shift. In a span: weight 1, shift to the span's median ankle. In the
-    `blend` frames before (after) it: weight ramping down linearly away from the span, shift the one
-    of the span's first (last) frame, so the foot keeps its measured motion there plus a fading
-    offset. Elsewhere weight 0 (shift NaN)."""
+def _times(times: np.ndarray, count: int, blend: float) -> np.ndarray:
+    """`times` checked: (count,) finite seconds in order; `blend` finite seconds above 0."""
+    times = np.asarray(times, dtype=np.float64)
+    if times.shape != (count,) or not np.isfinite(times).all() or (np.diff(times) < 0).any():
+        raise ValueError(f"expected times ({count},): finite seconds in order")
+    if not (np.isfinite(blend) and blend > 0):
+        raise ValueError(f"blend must be a finite number of seconds above 0, got {blend!r}")
+    return times
+
+
+def lock_weights(ankle: np.ndarray, contact: np.ndarray, times: np.ndarray, blend: float = BLEND
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """One foot: ankle (T, 3), contact (T,) bool, times (T,) s -> weight (T,) in [0, 1] and shift (T, 3), the
+    ankle's target being ankle + weight * shift. In a span: weight 1, shift to the span's median ankle. Within
+    `blend` seconds before (after) it: weight falling linearly with the time from the span, to 0 at `blend`, shift
+    the one of the span's first (last) frame, so the foot keeps its measured motion there plus a fading offset.
+    Elsewhere weight 0 (shift NaN)."""
     count = len(ankle)
+    times = _times(times, count, blend)
     weight, shift = np.zeros(count), np.full((count, 3), np.nan)
     for first, last in contact_spans(contact):
         span = ankle[first:last + 1]
@@ -84,9 +96,10 @@ def lock_weights(ankle: np.ndarray, contact: np.ndarray, blend: int = BLEND) -> 
         if len(known) == 0:
             continue
         anchor = np.median(span[known], axis=0)
-        frames = np.arange(max(first - blend, 0), min(last + blend, count - 1) + 1)
-        outside = np.maximum(first - frames, frames - last)  # frames before / after the span, <= 0 inside
-        ramp = np.where(outside <= 0, 1.0, 1.0 - outside / (blend + 1))
+        frames = np.arange(np.searchsorted(times, times[first] - blend), np.searchsorted(times, times[last] + blend, "right"))
+        outside = np.maximum(times[first] - times[frames], times[frames] - times[last])  # s before / after, <= 0 inside
+        ramp = np.where(outside <= 0, 1.0, 1.0 - outside / blend)
+        frames, ramp = frames[ramp > 1e-9], ramp[ramp > 1e-9]  # at `blend` or further: nothing
         edge = np.where(frames < first, first + known[0], np.where(frames > last, first + known[-1], frames))
         better = ramp > weight[frames]
         weight[frames[better]] = ramp[better]
@@ -94,8 +107,9 @@ def lock_weights(ankle: np.ndarray, contact: np.ndarray, blend: int = BLEND) -> 
     return weight, shift
 
 
-def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.ndarray, *, blend: int = BLEND) -> np.ndarray:
-    """(T, K, 3) metres (NaN where unknown), the K names, contacts (T, 2) bool (left, right)
+def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.ndarray, times: np.ndarray, *,
+              blend: float = BLEND) -> np.ndarray:
+    """(T, K, 3) metres (NaN where unknown), the K names, contacts (T, 2) bool (left, right), times (T,) s
     -> (T, K, 3) with each foot held during its contacts (see the module docstring)."""
     out = np.array(points3d, dtype=np.float64)
     contacts = np.asarray(contacts, dtype=bool)
@@ -114,7 +128,7 @@ def lock_feet(points3d: np.ndarray, keypoint_names: Sequence[str], contacts: np.
     for s, side in enumerate(SIDES):
         hip, knee, ankle = legs[side]
         foot = [index[f"{side}_{p}"] for p in FOOT_POINTS if f"{side}_{p}" in index]
-        weight, shift = lock_weights(out[:, ankle], contacts[:, s], blend)
+        weight, shift = lock_weights(out[:, ankle], contacts[:, s], times, blend)
         rows = np.flatnonzero((weight > 0) & np.isfinite(out[:, [hip, knee, ankle]]).all(axis=(1, 2)))
         if len(rows) == 0:
             continue

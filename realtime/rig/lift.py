@@ -10,11 +10,10 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
 1. Camera intrinsics (fx, fy, cx, cy) are fitted by least squares to every depth
    frame's pairs of 2D keypoints and 3D points (u = fx X/Z + cx, v = fy Y/Z + cy).
 2. The root's (left hip's) depth follows a straight line through the last ROOT_TRACK depth
-   frames' root depths over time (the body's walk along the line of sight, steady over a third of a
-   second), pulled ROOT_SIZE_GAIN of the way towards the depth the torso's outline in the image says
-   (the last depth frame's scaled by z ~ 1 / size: a little of the image's word on starts, stops and
-   hops). The image size alone is a noisy measure of depth: 1 px of noise on a 100 px torso is 1 % of
-   the depth, 5 cm at 5 m.
+   frames' root depths over time (within `root_track_time`: the body's walk along the line of sight),
+   pulled ROOT_SIZE_GAIN of the way towards the depth the torso's outline in the image says (the last
+   depth frame's scaled by z ~ 1 / size: the image's word on starts, stops and hops). The image size
+   alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m.
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
@@ -24,27 +23,28 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    on its pixel's ray at the point nearest to where it was on the previous frame (in the world, with
    `camera_motion`). Its motion across the line of sight still follows the image (heel-off shows), its
    motion along it is zero, as a planted foot's is. A foot is held when the contact detector had it
-   planted on the previous frame (`planted`), or when its heel or big toe moved less than STILL across
-   the line of sight since then (0.6 m/s: a swinging foot moves 2-4 m/s), which covers the frames between
-   touchdown and the detector's decision, and heel-off after its release (the toes still down: carried
-   with the root, the foot would jump by the body's travel since the last depth frame). Carried with
-   the root instead, a planted foot of someone walking away from the camera drifts with the hips along
-   the line of sight and jumps back on the next depth frame, most of the ankle's slide in true contact.
+   planted on the previous frame (`planted`), or when its heel or big toe moved slower than `still_speed`
+   across the line of sight since then (a swinging foot moves 2-4 m/s), which covers the frames between
+   touchdown and the detector's decision, and heel-off after its release (the toes still down). Carried
+   with the root instead, a planted foot of someone walking away from the camera drifts with the hips
+   along the line of sight and jumps back on the next depth frame.
+The gates are `LiftGates` fields; why each has its value is in bench/RESULTS.md (issue 32; issue 51).
 With `stabilise_scale` (the ground stage), each depth frame is first divided by its pointmap
 scale against the person's own bone lengths (`realtime.rig.scale.ScaleFilter`, the bones measured
-along the fitted rays), so lifted frames inherit a steady scale too. The measurements behind
-these choices (bench/rig.py, bench/world.py) are in bench/RESULTS.md.
+along the fitted rays), so lifted frames inherit a steady scale too.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from realtime.data import KEYPOINT_SCORE_THRESHOLD
+from realtime.rig.gates import Gates, gate
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 from realtime.rig.scale import ScaleFilter
 
@@ -52,10 +52,18 @@ log = logging.getLogger(__name__)
 
 ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
-STILL = 0.02  # m: a foot whose heel or big toe moved less than this across the line of sight is held along it
-ROOT_TRACK = 3  # depth frames: the root's depth between them follows a line through the last this many
-ROOT_TRACK_SECONDS = 0.6  # s: depth frames further apart (or a frame further after the newest) say nothing of the walk now
+ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
+
+
+@dataclass(frozen=True)
+class LiftGates(Gates):
+    """The lifter's gates: a still foot's speed (m/s) and how long a walk's depth track holds (s)."""
+
+    still_speed: float = gate(0.6, "m/s", "a foot whose heel or big toe moves slower than this across the line of sight is "
+                                          "held along it (a swinging foot moves 2-4 m/s)")
+    root_track_time: float = gate(0.6, "s", "depth frames further apart than this (or a frame this far after the newest) say "
+                                            "nothing of the walk now")
 
 
 class Intrinsics:
@@ -107,8 +115,8 @@ def on_rays(points: np.ndarray, ray: np.ndarray) -> np.ndarray:
 class Lifter:
     """One person's 3D keypoints on every frame from 2D keypoints and the depth frames among them."""
 
-    def __init__(self, keypoint_names: Sequence[str], *, stabilise_scale: bool = False):
-        self.names = list(keypoint_names)
+    def __init__(self, keypoint_names: Sequence[str], *, stabilise_scale: bool = False, gates: LiftGates = LiftGates()):
+        self.names, self.gates = list(keypoint_names), gates
         index = {n: i for i, n in enumerate(self.names)}
         self.root = index[ROOT]
         self.torso = np.array([(index[a], index[b]) for a, b in TORSO])
@@ -117,6 +125,7 @@ class Lifter:
         self._last3d: Optional[np.ndarray] = None
         self._previous: Optional[np.ndarray] = None  # the last frame's output (K, 3)
         self._previous_pixels: Optional[np.ndarray] = None
+        self._previous_time = 0.0  # the last frame's time (s)
         self._last_size: float = np.nan
         self._root_depths: deque = deque(maxlen=ROOT_TRACK)  # (time, the root's depth) on the last depth frames
         self._frames = 0  # frames seen: the time when none is given
@@ -161,21 +170,21 @@ class Lifter:
             if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
                 self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
-            self._previous, self._previous_pixels = points3d.copy(), pixels.copy()
+            self._previous, self._previous_pixels, self._previous_time = points3d.copy(), pixels.copy(), time
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
         intrinsics = self.intrinsics.solve()
         ray = rays(pixels, intrinsics)
         out = self._lift(ray, pixels, time)
-        self._hold_feet(out, ray, intrinsics, planted, camera_motion)
-        self._previous, self._previous_pixels = out.copy(), pixels.copy()
+        self._hold_feet(out, ray, intrinsics, planted, camera_motion, max(time - self._previous_time, 0.0))
+        self._previous, self._previous_pixels, self._previous_time = out.copy(), pixels.copy(), time
         return out
 
     def _hold_feet(self, out: np.ndarray, ray: np.ndarray, intrinsics: np.ndarray, planted: Optional[Sequence[bool]],
-                   camera_motion: Optional[np.ndarray]) -> None:
+                   camera_motion: Optional[np.ndarray], step: float) -> None:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
-        were on the previous frame (step 4 of the module's docstring)."""
+        were on the previous frame, `step` seconds ago (step 4 of the module's docstring)."""
         for side, foot in enumerate(self.feet):
             before = self._previous[foot]
             # the heel and big toe on their last pixels' rays (a depth frame's 3D is noisier)
@@ -186,15 +195,17 @@ class Lifter:
             held = nearest_on_rays(before, ray[foot])  # each point of its ray nearest to where it was
             r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
             moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
-            if (planted is not None and planted[side]) or np.fmin(*moved) < STILL:  # either one still (NaN: unknown)
+            still = np.fmin(*moved) < self.gates.still_speed * step  # either one still (NaN: unknown)
+            if (planted is not None and planted[side]) or still:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
 
     def _root_line(self, time: float) -> Optional[float]:
         """The root's depth at `time` on the least-squares line through the last depth frames' root depths
-        over time (None from fewer than two within ROOT_TRACK_SECONDS of the newest, or further than that after it)."""
+        over time (None from fewer than two within root_track_time of the newest, or further than that after it)."""
         newest = self._root_depths[-1][0] if self._root_depths else np.nan
-        track = np.array([(t, z) for t, z in self._root_depths if newest - t <= ROOT_TRACK_SECONDS + 1e-9])
-        if len(track) < 2 or not newest < time <= newest + ROOT_TRACK_SECONDS:  # before it: the source started over
+        window = self.gates.root_track_time
+        track = np.array([(t, z) for t, z in self._root_depths if newest - t <= window + 1e-9])
+        if len(track) < 2 or not newest < time <= newest + window:  # before it: the source started over
             return None
         dt = track[:, 0] - track[:, 0].mean()
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / max(float(dt @ dt), 1e-12)

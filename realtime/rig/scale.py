@@ -51,7 +51,7 @@ MAX_CORRECTION = 0.3  # a frame's scale is clipped to 1 +- this
 HUBER = 1.5  # robust deviations: bones further off count less
 SHARED_JOINTS = 2.0  # most joints end two bones, so their errors are not independent: the variance is about twice
 MIN_HISTORY = 10  # measured depth frames before any scale is taken out
-MIN_FLOOR_FRAMES = 3  # frames whose floor was found before FloorDistanceScale says anything
+MIN_FLOORS = 3  # samples: frames whose floor was found before FloorDistanceScale says anything
 FLOOR_MAX_CHANGE = 0.1  # a floor distance further than this from the usual one is another surface, not jitter
 
 
@@ -114,7 +114,7 @@ class FloorDistanceScale:
     the floor plane found among thousands of background pixels (`realtime.rig.floor_scene`) is the same on
     every frame but for the frame's scale, so its ratio to the median of the frames before is that scale,
     the same for everyone in the frame and known from a person's first depth frame on (a person's own bone
-    lengths need MIN_HISTORY depth frames first). 1.0 until MIN_FLOOR_FRAMES frames measured it, and for a
+    lengths need MIN_HISTORY depth frames first). 1.0 until MIN_FLOORS frames measured it, and for a
     distance more than FLOOR_MAX_CHANGE from the usual one (a step, a platform: another plane the people stand
     near; the pointmap's jitter is ~2 %), which is not kept either."""
 
@@ -126,7 +126,7 @@ class FloorDistanceScale:
 
     def update(self, distance: float) -> float:
         """This frame's distance from the camera to the floor (its pointmap's metres) -> the frame's scale."""
-        if len(self._distances) < MIN_FLOOR_FRAMES:
+        if len(self._distances) < MIN_FLOORS:
             self._distances.append(distance)
             return 1.0
         scale = distance / float(np.median(self._distances))

@@ -9,7 +9,7 @@ Frames in play (4x4 rigid transforms, `a_from_b` maps b's coordinates to a's):
   axes of `realtime.rig.solver.camera_to_rig`: a person facing that camera faces +z), x = y cross z.
 
 `WorldAnchor` fixes the world frame: it fits the floor in the odometry frame to the people's feet
-(`realtime.rig.ground.FloorEstimator`, fed odometry-frame points) and freezes the frame at the
+(`realtime.rig.floor.FloorEstimator`, fed odometry-frame points) and freezes the frame at the
 first fit; until then a provisional frame stands in (up = the scene's floor normal, or the bodies'
 up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
 stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
@@ -24,10 +24,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.rig.ground import Floor, FloorEstimator
+from realtime.rig.floor import Floor, FloorEstimator
 
 RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
 EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
+HIPS_UP = 0.9  # m: the hips above the floor, for the provisional frame before the floor is fitted
+UPRIGHT = 0.95  # the trunk (hips to neck) this near vertical (its cosine, about 18 degrees): standing upright
+STANDING = 0.2  # m: both ankles this near the floor: standing on it
 
 
 def transform_points(transform: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -76,14 +79,14 @@ class WorldAnchor:
     add(odometry_from_camera, points3d, floor_up) once per person per depth frame (points3d (K, 3)
     camera metres, the ground stage's scale-stabilised keypoints; floor_up (3,) the scene's floor
     normal in that camera, or None); the first call with known hips sets the origin. `frame` is
-    provisional until the floor's first fit (`min_frames` depth frames of feet), then fixed; its up is
+    provisional until the floor's first fit (`min_samples`: one person's feet on one depth frame each), then fixed; its up is
     the last floor_up given by then, if any (taken into the odometry frame).
     """
 
-    def __init__(self, keypoint_names: Sequence[str], *, min_frames: int = 30) -> None:
+    def __init__(self, keypoint_names: Sequence[str], *, min_samples: int = 30) -> None:
         index = {n: i for i, n in enumerate(keypoint_names)}
         self._hips = [index["left_hip"], index["right_hip"]]
-        self.floors = FloorEstimator(keypoint_names, min_frames=min_frames, refit_every=10**9)
+        self.floors = FloorEstimator(keypoint_names, min_samples=min_samples, refit_every=10**9)
         self._origin: Optional[np.ndarray] = None
         self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
@@ -117,7 +120,7 @@ class WorldAnchor:
         up = self.floors._up if np.linalg.norm(self.floors._up) > 0 else np.array([0.0, -1.0, 0.0])
         up = up if self._scene_up is None else self._scene_up
         origin = self._origin if self._origin is not None else np.zeros(3)
-        floor_point = origin - 0.9 * up / np.linalg.norm(up)  # the hips ~0.9 m above the floor
+        floor_point = origin - HIPS_UP * up / np.linalg.norm(up)
         return world_frame(up, floor_point, origin, grounded=False)
 
 
@@ -145,8 +148,8 @@ class HeightEstimator:
         if not (np.isfinite(eyes).all() and np.isfinite(hips).all() and np.isfinite(neck).all() and np.isfinite(ankles).all()):
             return
         trunk = neck - hips
-        upright = trunk[1] > 0.95 * np.linalg.norm(trunk)
-        standing = np.abs(ankles[:, 1]).max() < 0.2
+        upright = trunk[1] > UPRIGHT * np.linalg.norm(trunk)
+        standing = np.abs(ankles[:, 1]).max() < STANDING
         if upright and standing:
             self.samples.append(float(eyes[1] / EYE_TO_STATURE))
 

@@ -108,7 +108,7 @@ class EgomotionStage:
         if scale < 1.0:
             gray = cv2.resize(gray, (round(frame.width * scale), round(frame.height * scale)), interpolation=cv2.INTER_AREA)
         mask = person_mask(frame, gray.shape)
-        pose = self.tracker.update(gray, mask, pointmap)
+        pose = self.tracker.update(gray, mask, pointmap, timestamp=frame.timestamp)
         intrinsics = self.tracker.intrinsics
         if intrinsics is not None and scale < 1.0:  # tracking pixels -> original pixels (pixel centres)
             sx, sy = frame.width / gray.shape[1], frame.height / gray.shape[0]

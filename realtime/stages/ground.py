@@ -1,5 +1,5 @@
 """The ground stage: each tracked person's 3D keypoints at pose rate on a steady metric scale,
-and their foot contacts (`realtime.rig.ground`, `realtime.rig.lift`)."""
+and their foot contacts (`realtime.rig.lift`, `realtime.rig.floor`, `realtime.rig.contacts`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import FLOOR_UP_DECIMALS, Frame
+from realtime.rig.contacts import ContactDetector, ContactGates
+from realtime.rig.floor import Floor, FloorEstimator, FloorGates
 from realtime.rig.floor_scene import ScenePlanes, body_cues, grid_shape
-from realtime.rig.ground import ContactDetector, Floor, FloorEstimator
 from realtime.rig.leg_ik import SIDES
-from realtime.rig.lift import Lifter
+from realtime.rig.lift import Lifter, LiftGates
 from realtime.rig.scale import FloorDistanceScale
 from realtime.stages.egomotion import fresh_map, person_mask
 
@@ -39,14 +40,17 @@ class GroundStage:
     (bench/rig.py's comparison).
     `Frame.floor_up`: that scene's normal in this frame's camera, for the world stage's up; None where
     the tilt comes from the feet.
+    `contact_gates`, `floor_gates`, `lift_gates`: the rig's gates (`ContactGates`, `FloorGates`, `LiftGates`;
+    None: the defaults).
     """
 
     name = "ground"
-    MIN_FRAMES, MAX_FRAMES, REFIT_EVERY = 30, 600, 10
 
     def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True,
-                 scene_floor: bool = True):
+                 scene_floor: bool = True, contact_gates: Optional[ContactGates] = None,
+                 floor_gates: Optional[FloorGates] = None, lift_gates: Optional[LiftGates] = None):
         self.keypoint_names = list(keypoint_names)
+        self.contact_gates, self.lift_gates = contact_gates or ContactGates(), lift_gates or LiftGates()
         self.forget_after = forget_after
         self.stabilise_scale = stabilise_scale  # False only to measure what it brings (bench/rig.py)
         self.scene = ScenePlanes() if scene_floor else None
@@ -56,8 +60,7 @@ class GroundStage:
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self._people: dict[int, tuple] = {}  # track id -> (Lifter, ContactDetector or None, last seen)
         self._poses: dict[int, np.ndarray] = {}  # track id -> odometry_from_camera on the person's last frame
-        self.floors = FloorEstimator(self.keypoint_names, min_frames=self.MIN_FRAMES, max_frames=self.MAX_FRAMES,
-                                     refit_every=self.REFIT_EVERY)
+        self.floors = FloorEstimator(self.keypoint_names, gates=floor_gates or FloorGates())
 
     @property
     def floor(self) -> Optional[Floor]:
@@ -77,7 +80,7 @@ class GroundStage:
                 people.append(person)
                 continue
             lifter, detector, _ = self._people.get(person.track_id, (None, None, 0.0))
-            lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale)
+            lifter = lifter or Lifter(self.keypoint_names, stabilise_scale=self.stabilise_scale, gates=self.lift_gates)
             planted = None if detector is None else [detector.state[side] for side in SIDES]  # the last frame's
             measured = None if person.keypoints3d is None else np.asarray(person.keypoints3d, np.float64) / frame_scale
             points = lifter.update(person.best_keypoints, measured, person.keypoint_scores, planted,
@@ -85,7 +88,7 @@ class GroundStage:
             if points is not None and person.keypoints3d is not None:  # a depth frame: floor candidates
                 self.floors.add(points, normal)
             if detector is None and self.floor is not None:
-                detector = ContactDetector(self.floor, self.keypoint_names)
+                detector = ContactDetector(self.floor, self.keypoint_names, gates=self.contact_gates)
             self._people[person.track_id] = (lifter, detector, frame.timestamp)
             if points is not None:
                 person = person.replace(keypoints3d=points.astype(np.float32))

@@ -16,9 +16,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.frames import Frame, Person, rounded_bones
+from realtime.frames import Bones, Frame, Person, rounded_bones
 from realtime.rig.bones import bone_table
-from realtime.rig.ground import FootLock
+from realtime.rig.lock import FootLock, LockGates
 from realtime.rig.solver import LiveSolver
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points
 
@@ -60,9 +60,9 @@ def rest_bones(keypoint_names: Sequence[str], fingers: bool = False):
 class _Performer:
     """One tracked person's motion state."""
 
-    def __init__(self, keypoint_names: list[str], fingers: bool):
+    def __init__(self, keypoint_names: list[str], fingers: bool, lock_gates: LockGates):
         self.solver = LiveSolver(keypoint_names, fingers=fingers)
-        self.lock = FootLock(keypoint_names)
+        self.lock = FootLock(keypoint_names, gates=lock_gates)
         self.last_seen = -np.inf
         self.last_frame = -1  # the stage's count of frames processed when the person was last solved
 
@@ -71,13 +71,16 @@ class MotionStage:
     """Per tracked person: `keypoints3d` through the live filter (`Person.keypoints3d_smoothed`),
     the feet in contact held where they landed (no added latency), and the skeleton solved
     (`Person.bones`, with held marks for bones whose points are not seen). A person without 3D yet
-    gets the held pose. `fingers`: solve the 15 finger bones per hand too (`--vmc-fingers`)."""
+    gets the held pose. `fingers`: solve the 15 finger bones per hand too (`--vmc-fingers`). `lock_gates`: the
+    foot lock's gates (`realtime.rig.lock.LockGates`; None: the defaults)."""
 
     name = "motion"
 
     def __init__(self, keypoint_names: Sequence[str], *, fingers: bool = False, smooth: Optional[str] = "one_euro",
-                 smoothness: float = 0.5, forget_after: float = 5.0):
+                 smoothness: float = 0.5, forget_after: float = 5.0,
+                 lock_gates: Optional[LockGates] = None):
         self.keypoint_names = list(keypoint_names)
+        self.lock_gates = lock_gates or LockGates()
         self.fingers = fingers
         self.bone_names = tuple(b.name for b in bone_table(fingers))
         self.filter = Filter3D(smooth, smoothness, len(self.keypoint_names))
@@ -103,7 +106,7 @@ class MotionStage:
     def _solve(self, frame: Frame, person: Person) -> Person:
         performer = self._performers.get(person.track_id)
         if performer is None:
-            performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers)
+            performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers, self.lock_gates)
         performer.last_seen = frame.timestamp
         if performer.last_frame != self._frames - 1:
             performer.lock.reset()  # not on the last frame processed: the feet it showed are stale
@@ -119,7 +122,7 @@ class MotionStage:
             points = self.filter(frame.timestamp, person.track_id, points, person.keypoint_scores)
             smoothed = (points if world is None else transform_points(np.linalg.inv(world), points)).astype(np.float32)
             if person.contacts is not None:  # a foot on the floor stays where it landed
-                points = performer.lock.apply(points, person.contacts)
+                points = performer.lock.apply(frame.timestamp, points, person.contacts)
         pose = performer.solver.update(points, absolute_root=world is not None)
         bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
                               pose.root_held)
@@ -127,3 +130,51 @@ class MotionStage:
 
     def close(self) -> None:
         self._performers.clear()
+
+
+def recorded_fingers(bone_names) -> Optional[bool]:
+    """Whether a recording's bones (its header's `bone_names`) hold the finger bones: False for the motion
+    stage's 21 bones, True for its 51 (`fingers`); None for any other list (not solved by this stage)."""
+    names = tuple(bone_names)
+    for fingers in (False, True):
+        if names == recorded_bone_names(fingers):
+            return fingers
+    return None
+
+
+def recorded_bone_names(fingers: bool) -> tuple[str, ...]:
+    """The names of the bones the motion stage solves (and a tracks file's header lists), in order."""
+    return tuple(b.name for b in bone_table(fingers))
+
+
+class FingerBones:
+    """The finger bones for a recording whose bones have none (`sapiens-rt stream --vmc-fingers`): each
+    frame through a motion stage with fingers and no live filter (the recording's 3D keypoints went
+    through the run's), whose 30 finger bones join the recorded bones; those stay as recorded, so the
+    body sends the same bytes as the run did."""
+
+    name = "motion"
+
+    def __init__(self, keypoint_names: Sequence[str]):
+        self.solve = MotionStage(keypoint_names, fingers=True, smooth="none")
+        self.bone_names = self.solve.bone_names
+
+    def process(self, frame: Frame) -> Frame:
+        solved = self.solve.process(frame)
+        people = tuple(person if person.bones is None or again.bones is None else
+                       person.replace(bones=with_fingers(person.bones, again.bones))
+                       for person, again in zip(frame.people, solved.people))
+        return frame.replace(people=people)
+
+    def close(self) -> None:
+        self.solve.close()
+
+
+def with_fingers(body: Bones, solved: Bones) -> Bones:
+    """`solved`'s bones (fingers and all) with every bone `body` has taken from `body`, its root too."""
+    index = {name: i for i, name in enumerate(body.names)}
+    take = np.array([index.get(name, -1) for name in solved.names])
+    mine = take >= 0
+    offsets, rotations, held = solved.offsets.copy(), solved.rotations.copy(), solved.held.copy()
+    offsets[mine], rotations[mine], held[mine] = body.offsets[take[mine]], body.rotations[take[mine]], body.held[take[mine]]
+    return Bones(solved.names, offsets, body.root_position, rotations, held, body.root_held)

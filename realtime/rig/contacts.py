@@ -1,0 +1,220 @@
+"""Foot contact, per foot, frame by frame, causal: from the heel's motion across the line of sight and its height.
+
+The heel plants first and lifts first (initial contact to heel-off: the span an ankle lock is right for). Between
+depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
+point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
+(the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
+
+A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
+of the end of a stance, and, while the body walks, not behind the hips just after a swing (a landing heel comes
+down ahead of them; a late swing along the line of sight is shown behind where it is). The onset gate is
+`on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
+`on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
+foot lands under them). A contact ends once, for `off_time` in a row, the heel moves faster than `off_speed`, is
+higher than `off_height`, has left its stance position (its median over the contact's first `stance_time`) by
+more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
+`off_rise_speed`: heel-off, a rise too slow for the speed gate). Every gate is a `ContactGates` field; why each
+has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realtime.rig.floor import Floor, foot_centres, foot_indices
+from realtime.rig.gates import Gates, gate, lasted
+from realtime.rig.leg_ik import SIDES
+
+
+@dataclass(frozen=True)
+class ContactGates(Gates):
+    """The contact detector's gates: heights above the floor (m), the heel's and the hips' speeds (m/s, across the
+    line of sight for the heel), and times (s)."""
+
+    on_height: float = gate(0.08, "m", "the heel lower than this may plant (loose: the lifted frames' depth moves a foot "
+                                       "up or down by centimetres)")
+    off_height: float = gate(0.11, "m", "the heel higher than this has lifted (above on_height: hysteresis)")
+    on_speed: float = gate(0.3, "m/s", "the onset gate walking along the line of sight, or standing (a late swing moving "
+                                       "along it shows little speed across it)")
+    on_speed_across: float = gate(0.4, "m/s", "the onset gate walking across the line of sight (a landing heel still "
+                                              "slowing reads 0.3-0.4 m/s with the image's noise)")
+    on_speed_running: float = gate(0.5, "m/s", "the onset gate at a run (a running heel reads 0.3-0.4 m/s on the frames it "
+                                               "stands, a running swing 5-10 m/s)")
+    off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
+    speed_window: float = gate(0.067, "s", "the heel's speed: the slope of a line through its positions over this long")
+    walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
+    running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
+    hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
+    off_drift: float = gate(0.028, "m", "the heel this far from its stance position, across the line of sight, has lifted "
+                                        "(heel-off: a slow, steady rise no single frame's speed shows)")
+    off_rise: float = gate(0.02, "m", "the heel this far above its stance position, and rising, is lifting")
+    off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
+    stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
+                                          "a contact this long is a stance (shorter: a foot passing through)")
+    off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor this long in a row (one "
+                                        "noisy frame does not end it)")
+    landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
+    refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
+                                       "after heel-off)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.on_height >= self.off_height:
+            raise ValueError(f"ContactGates.on_height ({self.on_height} m) must be below off_height ({self.off_height} m)")
+        if self.walking >= self.running:
+            raise ValueError(f"ContactGates.walking ({self.walking} m/s) must be below running ({self.running} m/s)")
+
+
+def _across(vector: np.ndarray, sight: np.ndarray) -> np.ndarray:
+    """`vector` less its component along the line of sight `sight` (camera to point)."""
+    ray = sight / max(float(np.linalg.norm(sight)), 1e-9)
+    return vector - (vector @ ray) * ray
+
+
+def _velocity(history: deque) -> Optional[np.ndarray]:
+    """(3,) m/s: the least-squares slope of the positions in `history` ((time, position) pairs) over time (None from a
+    single one)."""
+    if len(history) < 2:
+        return None
+    times = np.array([t for t, _ in history])
+    positions = np.stack([c for _, c in history])
+    dt = times - times.mean()
+    return (dt @ (positions - positions.mean(axis=0))) / max(float(dt @ dt), 1e-12)
+
+
+class ContactDetector:
+    """Foot contact per side with hysteresis (see the module's docstring). `state`: the last frame's contacts by
+    side. `gates`: `ContactGates`, any overridden by the caller."""
+
+    def __init__(self, floor: Floor, keypoint_names: Sequence[str], *, gates: ContactGates = ContactGates()):
+        self.floor, self.gates = floor, gates
+        self.feet = foot_indices(keypoint_names)
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self.heels = {side: index[f"{side}_heel"] for side in SIDES}
+        self.hips = [index["left_hip"], index["right_hip"]]
+        self._start()
+
+    def _start(self) -> None:
+        self._last: Optional[float] = None  # the last frame's time
+        self._hips: deque = deque()  # (time, mid-hips) over hips_window
+        self.state = dict.fromkeys(SIDES, False)
+        self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
+        self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
+        self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
+        self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
+        self._off: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the heel looked off
+        self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
+        self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
+
+    def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
+        """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
+        track's first frame)."""
+        if velocity is None:
+            return np.inf
+        return float(np.linalg.norm(_across(velocity, heel - camera)))
+
+    def _walk(self, timestamp: float, points: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
+        than `walking`; None while the body stands (or its hips are not seen)."""
+        hips = points[self.hips].mean(axis=0)
+        if not np.isfinite(hips).all():
+            self._hips.clear()
+            return None
+        self._hips.append((timestamp, hips))
+        while timestamp - self._hips[0][0] > self.gates.hips_window + 1e-9:
+            self._hips.popleft()
+        velocity = _velocity(self._hips)
+        if velocity is None:
+            return None
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        walk = velocity - (velocity @ up) * up
+        return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
+
+    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], camera: np.ndarray) -> float:
+        """The onset gate (m/s): on_speed, rising to on_speed_across with the square of the share of the hips'
+        velocity along the floor that is across the line of sight; on_speed_running at a run."""
+        gates = self.gates
+        if walk is None:
+            return gates.on_speed
+        velocity, hips = walk
+        if float(np.linalg.norm(velocity)) >= gates.running:
+            return gates.on_speed_running
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        sight = hips - camera
+        across = float(np.linalg.norm(_across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
+        return gates.on_speed + (gates.on_speed_across - gates.on_speed) * across ** 2
+
+    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
+        """The heel behind the hips along the walk; at a run, behind where the hips were speed_window ago."""
+        if walk is None:
+            return False
+        velocity, hips = walk
+        if float(np.linalg.norm(velocity)) >= self.gates.running:
+            hips = hips - velocity * self.gates.speed_window
+        return float((heel - hips) @ velocity) < 0.0
+
+    def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
+        """The heel risen more than off_rise above its stance position `place` and rising faster than off_rise_speed,
+        both along the floor's up less its component along the line of sight (what the image shows of it)."""
+        up = _across(self.floor.normal, heel - camera)
+        up = up / max(float(np.linalg.norm(up)), 1e-9)
+        rise = float((heel - place) @ up)
+        return velocity is not None and rise > self.gates.off_rise and float(velocity @ up) > self.gates.off_rise_speed
+
+    def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
+        """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
+        floor in the world) and `camera` the camera's centre there (its line of sight). timestamp: seconds; a time
+        not after the last frame's starts the detector over (the source started again)."""
+        timestamp = float(timestamp)
+        if not np.isfinite(timestamp):
+            raise ValueError(f"ContactDetector.update needs a finite timestamp in seconds, got {timestamp!r}")
+        if self._last is not None and timestamp <= self._last:
+            self._start()
+        previous, self._last = self._last, timestamp
+        step = 0.0 if previous is None else timestamp - previous  # this frame's interval
+        gates = self.gates
+        camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
+        points = np.asarray(points3d, dtype=np.float64)
+        walk = self._walk(timestamp, points)
+        on_speed = self._onset_speed(walk, camera)
+        centres = foot_centres(points, self.feet)
+        for side, centre in zip(SIDES, centres):
+            history = self._history[side]
+            heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
+            if not np.isfinite(heel).all():
+                self.state[side], self._off[side], self._stance[side] = False, None, []
+                history.clear()
+                continue
+            history.append((timestamp, heel))
+            while timestamp - history[0][0] > gates.speed_window + 1e-9:
+                history.popleft()
+            height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
+            velocity = _velocity(history)
+            speed = self._speed(velocity, heel, camera)
+            if self.state[side]:
+                if not self._stood[side]:  # the stance position: the heel over the contact's first stance_time
+                    self._stance[side].append(heel)
+                    self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
+                place = np.median(self._stance[side], axis=0)
+                drift = float(np.linalg.norm(_across(heel - place, heel - camera)))
+                off = (drift > gates.off_drift or speed > gates.off_speed or height > gates.off_height
+                       or self._lifting(heel, place, velocity, camera))
+                self._off[side] = (self._off[side] if self._off[side] is not None else previous) if off else None
+                if off and lasted(timestamp - self._off[side], gates.off_time, step):
+                    self.state[side], self._off[side], self._stance[side] = False, None, []
+                    if self._stood[side]:  # a stance ended (heel-off): no new one for `refractory`
+                        self._released[side] = timestamp
+            else:
+                rested = lasted(timestamp - self._released[side], gates.refractory, step)
+                landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
+                self.state[side] = (height < gates.on_height and speed < on_speed and rested
+                                    and not (landing and self._behind(heel, walk)))
+                if self.state[side]:
+                    self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
+            if not self.state[side] and height > gates.off_height:
+                self._swung[side] = timestamp
+        return np.array([self.state[s] for s in SIDES])

@@ -1,0 +1,170 @@
+"""The floor the people stand on, from their feet: a robust plane fit and its running estimate.
+
+`fit_floor` fits a plane to candidate foot points by least squares (SVD), keeps those within K_SIGMA robust
+deviations (1.4826 MAD) of it and refits until that set stops changing, starting from the lower half: feet in the
+air lie above the band and drop out. Its normal, turned away from the ground, is the world's up. Points spread along
+a line (a straight walk) or in one spot (a person standing) cannot fix the tilt about that line: the body's up
+stands in for it there. Given the floor's normal from elsewhere (the scene, `realtime.rig.floor_scene`), only the
+height is fitted.
+
+`FloorEstimator` refits as depth frames come in: each foot's centre (mean of heel and toes) for the tilt, its
+lowest point for the height (the sole's level: a planted foot's centre sits 2-4 cm above it).
+Its window sizes count samples (one person's feet on one depth frame), not time: a fit needs enough feet.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from realtime.rig.gates import Gates, gate
+from realtime.rig.leg_ik import FOOT_POINTS, SIDES
+
+K_SIGMA = 2.5  # robust deviations: candidates within this of the plane are on the floor
+
+
+@dataclass(frozen=True)
+class FloorGates(Gates):
+    """The floor fit's gates (metres)."""
+
+    min_band: float = gate(0.005, "m", "the band of candidates on the floor never narrows below this (noise-free feet)")
+    min_spread: float = gate(0.095, "m", "candidates spread less than this (RMS) across a direction leave the tilt about it "
+                                         "to the body's up (a straight walk's feet: two lines 0.1-0.2 m apart)")
+
+
+@dataclass(frozen=True)
+class Floor:
+    """normal: (3,) unit up vector (camera frame); point: (3,) a point on the floor."""
+
+    normal: np.ndarray
+    point: np.ndarray
+
+    def height(self, points: np.ndarray) -> np.ndarray:
+        """(..., 3) -> (...,) metres above the floor."""
+        return (np.asarray(points) - self.point) @ self.normal
+
+
+def _plane(points: np.ndarray, up: np.ndarray, normal: Optional[np.ndarray], gates: FloorGates) -> Floor:
+    """The least-squares plane through (N, 3) points, its normal on the side of `up`. Where the points spread less
+    than `gates.min_spread` across a direction, the tilt about it is unknown: the normal is `up` made perpendicular
+    to the directions that are known. `normal`: the plane's normal, measured elsewhere: only its height is fitted."""
+    centre = points.mean(axis=0)
+    if normal is not None:
+        return Floor(normal, centre)
+    _, s, vt = np.linalg.svd(points - centre, full_matrices=False)
+    spread = np.zeros(3)
+    spread[: len(s)] = s / np.sqrt(len(points))  # RMS extent along vt's rows
+    if spread[1] >= gates.min_spread:
+        normal = vt[-1]
+    elif spread[0] >= gates.min_spread:  # a line of candidates: turn `up` about it
+        normal = up - (up @ vt[0]) * vt[0]
+    else:
+        normal = up
+    normal = normal / np.linalg.norm(normal)
+    return Floor(normal if normal @ up > 0 else -normal, centre)
+
+
+def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
+              normal: Optional[Sequence[float]] = None, gates: FloorGates = FloorGates()) -> Floor:
+    """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default.
+    normal: the floor's up when known from elsewhere (the pointmap's background): the plane keeps it and the
+    candidates set only its height (the same robust band)."""
+    pts = np.asarray(candidates, dtype=np.float64)
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    if len(pts) < 3:
+        raise ValueError("a floor needs at least 3 foot points")
+    up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
+    if normal is not None:
+        normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+    floor = _plane(pts, up, normal, gates)
+    heights = floor.height(pts)
+    keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
+    if keep.sum() < 3:
+        keep = np.ones(len(pts), bool)
+    for _ in range(iterations):
+        floor = _plane(pts[keep], up, normal, gates)
+        heights = floor.height(pts)
+        sigma = max(1.4826 * float(np.median(np.abs(heights[keep]))), gates.min_band)
+        new = np.abs(heights) < K_SIGMA * sigma
+        if new.sum() < 3 or (new == keep).all():
+            break
+        keep = new
+    return floor
+
+
+def foot_indices(keypoint_names: Sequence[str]) -> dict[str, np.ndarray]:
+    """side -> indices of its heel and toes."""
+    index = {n: i for i, n in enumerate(keypoint_names)}
+    return {side: np.array([index[f"{side}_{p}"] for p in FOOT_POINTS]) for side in SIDES}
+
+
+def lowest_points(points3d: np.ndarray, feet: dict[str, np.ndarray], up: np.ndarray) -> np.ndarray:
+    """(K, 3) -> (2, 3): each foot's known heel or toe point lowest along `up` (NaN if none)."""
+    points3d = np.asarray(points3d, dtype=np.float64)
+    out = np.full((len(SIDES), 3), np.nan)
+    for row, side in enumerate(SIDES):
+        pts = points3d[feet[side]]
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if len(pts):
+            out[row] = pts[np.argmin(pts @ up)]
+    return out
+
+
+def foot_centres(points3d: np.ndarray, feet: dict[str, np.ndarray]) -> np.ndarray:
+    """(..., K, 3) -> (..., 2, 3): each foot's centre, the mean of its known heel and toe points (NaN if none)."""
+    out = []
+    for side in SIDES:
+        pts = np.asarray(points3d, dtype=np.float64)[..., feet[side], :]
+        known = np.isfinite(pts).all(axis=-1, keepdims=True)
+        count = known.sum(axis=-2)
+        total = np.where(known, pts, 0.0).sum(axis=-2)
+        out.append(np.where(count > 0, total / np.maximum(count, 1), np.nan))
+    return np.stack(out, axis=-2)
+
+
+class FloorEstimator:
+    """The camera's floor, refined as depth frames come in (see the module's docstring): after `min_samples`
+    samples (one person's feet on one depth frame each) the floor is fitted to the last `max_samples`, and refitted
+    every `refit_every` samples. The body's up (mid-hip to neck, averaged) orients the normal and stands in for the
+    tilt that feet kept in one spot cannot give; a `normal` given to `add` (the scene's floor) replaces the fitted
+    tilt. `gates`: the fit's (`FloorGates`)."""
+
+    def __init__(self, keypoint_names: Sequence[str], *, min_samples: int = 30, max_samples: int = 600,
+                 refit_every: int = 10, gates: FloorGates = FloorGates()):
+        for name, value in (("min_samples", min_samples), ("max_samples", max_samples), ("refit_every", refit_every)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"FloorEstimator's {name} must be a whole number of 1 or more, got {value!r}")
+        self.feet = foot_indices(keypoint_names)
+        self.min_samples, self.refit_every, self.gates = min_samples, refit_every, gates
+        self._candidates: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's centres
+        self._soles: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's lowest points
+        self._since_fit = 0
+        self._up = np.zeros(3)  # sum of the unit body-up vectors seen
+        index = {n: i for i, n in enumerate(keypoint_names)}
+        self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
+        self.floor: Optional[Floor] = None
+
+    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None) -> bool:
+        """One depth frame's (K, 3) camera metres of one person; True when the floor was (re)fitted. normal: (3,) the
+        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body)."""
+        centres = foot_centres(points3d, self.feet)
+        if not np.isfinite(centres).all(axis=1).any():
+            return False
+        self._candidates.append(centres)
+        body_up = points3d[self._neck] - np.mean(points3d[self._hips], axis=0)
+        if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
+            self._up += body_up / np.linalg.norm(body_up)
+        up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
+        self._soles.append(lowest_points(points3d, self.feet, up if normal is None else np.asarray(normal, np.float64)))
+        self._since_fit += 1
+        if len(self._candidates) < self.min_samples or (self.floor is not None and self._since_fit < self.refit_every):
+            return False
+        # the tilt from the centres (from the lowest points it jumps between heel and toe), the height from the soles
+        tilt = None if normal is not None else fit_floor(np.concatenate(self._candidates), up, gates=self.gates).normal
+        soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt, gates=self.gates)
+        self.floor = soles if tilt is None else Floor(tilt, soles.point)  # the fitted tilt to the bit
+        self._since_fit = 0
+        return True
