@@ -167,7 +167,7 @@ def depth_every_at(fps: float) -> int:
 
 def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=None, warmup=(),
              scene: bool = True, depth_every: int | None = None, record: dict | None = None,
-             fps: float = FPS) -> dict[str, float]:
+             fps: float = FPS, contacts: str = "learned") -> dict[str, float]:
     """truth: a `tests.ground_synthetic.Walk` (default: the synthetic walker; `tests.mocap_clips.clip_walk`
     gives real motion capture seen by the same camera). warmup: walks the same static camera saw
     before (other tracks, their own noise), so a clip shorter than the floor's first fit (30 depth
@@ -178,7 +178,8 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     depth_every: the pointmap (3D keypoints and scene) on every this many frames (None: 6 times a second,
     `depth_every_at`). record: a dict given here gets the run's per-frame arrays (camera metres): `lifted` (the ground
     stage's 3D), `filtered` (the live filter's), `contacts` (the detector's), `truth_contacts`, `grounded` (frames with
-    the floor known) and `times`. fps: the synthetic walker's rate (`frames` frames at it; a `truth` has its own)."""
+    the floor known) and `times`. fps: the synthetic walker's rate (`frames` frames at it; a `truth` has its own).
+    contacts: the ground stage's decider ("learned" or "rules")."""
     truth = walk(frames, fps) if truth is None else truth
     frames = len(truth.times)
     rate = 1.0 / float(np.median(np.diff(truth.times)))
@@ -187,7 +188,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
     map_rng = np.random.default_rng([seed, 1])
     background = scene_background() if scene else None
     body = np.flatnonzero(np.isfinite(truth.camera[0]).all(axis=1))
-    stage = GroundStage(NAMES, stabilise_scale=stabilise)
+    stage = GroundStage(NAMES, stabilise_scale=stabilise, contacts=contacts)
 
     def maps(seen, t, scale):
         if background is None or t % depth_every:
@@ -413,7 +414,8 @@ def main() -> None:
 
 
 def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: bool = True, scene: bool = True,
-                  depth_every: int | None = None, fps: float = FPS, record: dict | None = None) -> list[dict]:
+                  depth_every: int | None = None, fps: float = FPS, record: dict | None = None,
+                  contacts: str = "learned") -> list[dict]:
     """A short real clip (`tests.mocap_clips.WALKS`, ...) turned `heading` degrees about the vertical (0: as
     captured, straight away from the camera; 90: across the view), after earlier passes of the same clip
     (`warmup_passes`; tracks of their own, their own noise), so the floor is known; at `fps` (`at_rate`; `frames`
@@ -422,7 +424,7 @@ def evaluate_walk(clip, heading: float, seeds, frames: int = 300, stabilise: boo
 
     earlier = [at_rate(clip_walk(clip, heading=heading), fps)] * warmup_passes(clip)
     return [evaluate(frames, seed, stabilise=stabilise, truth=at_rate(clip_walk(clip, frames, heading), fps), warmup=earlier,
-                     scene=scene, depth_every=depth_every, record=record) for seed in seeds]
+                     scene=scene, depth_every=depth_every, record=record, contacts=contacts) for seed in seeds]
 
 
 def warmup_passes(clip) -> int:

@@ -123,7 +123,8 @@ def shape_only(mean=None, scale=None) -> ContactNet:
     c = len(FEATURES)
     return ContactNet(w1=np.zeros((HIDDEN, c, 3)), b1=np.zeros(HIDDEN), w2=np.zeros((HIDDEN, HIDDEN, 3)), b2=np.zeros(HIDDEN),
                       w3=np.zeros(HIDDEN * (PAST + 1 + FUTURE - 6)), b3=0.0,
-                      mean=np.zeros(c, np.float32) if mean is None else mean, scale=np.ones(c, np.float32) if scale is None else scale,
+                      mean=np.zeros(c, np.float32) if mean is None else mean,
+                      scale=np.ones(c, np.float32) if scale is None else scale,
                       step=STEP, past=PAST, future=FUTURE, on=0.5, off=0.5, header={})
 
 

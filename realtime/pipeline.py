@@ -35,6 +35,7 @@ above. A second stop request, an error or a reader that closed the output stop t
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import queue
@@ -344,7 +345,7 @@ class Pipeline:
             if leaving():
                 return
             if holding:
-                if not self._emit(stage, lambda: stage.push(item), item, outbox, gate, releases, counted):
+                if not self._emit(stage, functools.partial(stage.push, item), item, outbox, gate, releases, counted):
                     return
                 continue
             start = time.perf_counter()

@@ -19,7 +19,6 @@ on the next frame), `decide` for a frame already seen with up to `future` grid s
 from __future__ import annotations
 
 import json
-from collections import deque
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -42,6 +41,7 @@ FEATURES = ("heel_height", "toes_height", "heel_up_speed", "heel_across_speed", 
 _SIDE = 10  # heel xyz, toes xyz, heel height, toes height, knee angle, ankle angle
 _HIPS, _UP, _CAMERA = 2 * _SIDE, 2 * _SIDE + 4, 2 * _SIDE + 7
 RAW = 2 * _SIDE + 10
+FARTHEST = 1000.0  # m: a point farther from the camera (or the world's origin) is taken as unknown
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,8 @@ def frame_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Option
     """(RAW,) one frame's raw sample of a person (see RAW) from its (K, 3) points and the floor in the camera frame, or
     in the world with `camera` the camera's centre there."""
     p = np.asarray(points, np.float64)[index.rows]  # (12, 3), `_Index`'s order
+    with np.errstate(invalid="ignore"):
+        p = np.where((np.abs(p) <= FARTHEST).all(axis=1, keepdims=True), p, np.nan)  # NaN, inf or absurd: unknown
     normal = np.asarray(floor.normal, np.float64)
     normal = normal / np.sqrt(normal @ normal)
     heel, toes = p[0:2], (p[2:6:2] + p[3:6:2]) / 2
