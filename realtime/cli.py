@@ -408,6 +408,9 @@ def _add_export(sub) -> None:
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
                         help="bvh/gltf/fbx/vrma: leave the feet as measured (default: a foot in contact is held still, the leg "
                              "solved by IK)")
+    parser.add_argument("--recorded-contacts", dest="hindsight", action="store_false",
+                        help="keep the foot contacts the run decided (default: decided again with the contact model's whole "
+                             "hindsight, 0.2 s, where the tracks hold 3D keypoints and a grounded camera)")
     parser.set_defaults(func=_cmd_export)
 
 
@@ -415,7 +418,8 @@ def _cmd_export(args) -> int:
     from realtime.export.formats import export_tracks
 
     out = export_tracks(args.tracks, args.to, args.out, person=args.person, subset=args.subset, smooth=args.smooth,
-                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock, root=args.root)
+                        fingers=args.fingers, rig=args.rig, foot_lock=args.foot_lock, root=args.root,
+                        hindsight=args.hindsight)
     print(f"wrote {out}")
     return 0
 
@@ -437,13 +441,16 @@ def _add_smooth(sub) -> None:
                         help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
     parser.add_argument("-o", "--out", default=None, metavar="SMOOTHED.jsonl",
                         help="output tracks file (default: next to TRACKS, run.jsonl -> run_smooth.jsonl; never TRACKS itself)")
+    parser.add_argument("--recorded-contacts", dest="hindsight", action="store_false",
+                        help="keep the foot contacts the run decided (default: decided again with the contact model's whole "
+                             "hindsight, 0.2 s, where the tracks hold 3D keypoints and a grounded camera)")
     parser.set_defaults(func=_cmd_smooth)
 
 
 def _cmd_smooth(args) -> int:
     from realtime.export.smoothing import smooth_tracks_file
 
-    out = smooth_tracks_file(args.tracks, args.out, args.method)
+    out = smooth_tracks_file(args.tracks, args.out, args.method, hindsight=args.hindsight)
     print(f"wrote {out}")
     return 0
 

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
+from realtime.export.hindsight import with_hindsight_contacts
 from realtime.export.jsonl import is_pipe, read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
 from realtime.export.staging import check_output, staged, staged_together
@@ -53,6 +54,7 @@ def export_tracks(
     rig: Optional[str] = None,
     foot_lock: bool = True,
     root: Optional[str] = None,
+    hindsight: bool = True,
 ) -> Path:
     """Convert a tracks JSONL to format `to`; returns the file (or folder) written.
 
@@ -68,6 +70,9 @@ def export_tracks(
     root:   "world" or "camera" (realtime.export.world): the 3D and the root in the world frame the
             run tracked, or camera-relative; default world when the camera moved. Tracks with a
             camera also get its path beside the export (<out stem>.camera.csv; glTF / VRMA: a camera node).
+    hindsight: the foot contacts decided again with the contact model's whole hindsight where the tracks hold what
+            that needs (`realtime.export.hindsight`); False: as the run recorded them (a Blender scene without
+            `smooth` keeps them).
 
     The sidecars (`sidecar_paths`) are written only after the main file, and all of them are moved
     into place together: a refused or failed export, or Ctrl+C, leaves none of them; the sidecars of
@@ -114,7 +119,7 @@ def export_tracks(
         if smooth is None:
             return staged(out, lambda target: write_blend(tracks_path, target, person=person, subset=subset))
         with tempfile.TemporaryDirectory() as folder:
-            smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth)
+            smoothed = smooth_tracks_file(tracks_path, Path(folder) / tracks_path.name, smooth, hindsight=hindsight)
             return staged(out, lambda target: write_blend(smoothed, target, person=person, subset=subset))
 
     if to in MOTION_FORMATS:
@@ -123,10 +128,14 @@ def export_tracks(
             _check_somebody(chosen, tracks_path, to)
         chosen = chosen.select(person)
         _check_motion_input(chosen, tracks_path, to, fingers)
+        if hindsight:
+            chosen = with_hindsight_contacts(chosen)
         return _export_motion(chosen, tracks_path, to, out, sidecars, smooth=smooth, fingers=fingers, rig=rig or "vrm",
                               foot_lock=foot_lock, root=_root(chosen, root))
 
     tracks = read_tracks(tracks_path)
+    if hindsight:
+        tracks = with_hindsight_contacts(tracks)  # before in_world: its camera-frame 3D
     camera_writes: list = []
     if to in ("csv", "trc"):
         camera_writes = _camera_csv(tracks, sidecars)

@@ -20,6 +20,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
+from realtime.export.hindsight import with_hindsight_contacts
 from realtime.export.jsonl import TrackRecords, frame_records, is_pipe, read_header, read_tracks
 from realtime.export.staging import check_output, staged
 from realtime.export.tracks import Tracks
@@ -61,10 +62,14 @@ def default_smoothed(tracks_path: str | Path) -> Path:
 
 
 def smooth_tracks_file(
-    tracks_path: str | Path, out_path: Optional[str | Path] = None, method: str = "rts", *, smoother: Optional[Smoother] = None
+    tracks_path: str | Path, out_path: Optional[str | Path] = None, method: str = "rts", *, smoother: Optional[Smoother] = None,
+    hindsight: bool = True,
 ) -> Path:
     """Write a smoothed copy of a tracks JSONL to `out_path` (None: `default_smoothed`, beside the
     input); returns the file written. The output may not be the input (realtime.outputs).
+    hindsight: the foot contacts decided again with the contact model's whole hindsight, from the recorded (not the
+    smoothed) 3D keypoints, where the file holds what that needs (`realtime.export.hindsight`), and written; the
+    bones are solved with them. False: the recorded contacts.
 
     A cut-off last line of the input (crashed run) is dropped from the output.
     """
@@ -79,6 +84,8 @@ def smooth_tracks_file(
     check_writable(out_path)
     try:
         tracks = read_tracks(records)
+        if hindsight:
+            tracks = with_hindsight_contacts(tracks)
         smoothed = smooth_tracks(tracks, method, smoother=smoother)
         bones = _bones_again(records, tracks.header, smoothed)
         header = with_smoothing(read_header(iter(records), tracks_path), method)
@@ -113,6 +120,8 @@ def _bones_again(records: TrackRecords, header: dict, smoothed: Tracks) -> Optio
         people = []
         for person, written in zip(frame.people, record.people):
             track = smoothed.people.get(person.track_id)
+            if track is not None and person.contacts is not None and track.contacts is not None:
+                person = person.replace(contacts=track.contacts[row].copy())  # decided with hindsight
             if track is not None and written.kpts3d is not None and track.keypoints3d is not None:
                 # as the file will hold them (rounded), so solving the written file again gives these very bones
                 again = np.array(FIELDS.kpts3d.jsonable(track.keypoints3d[row], dims), dtype=np.float64)
@@ -144,6 +153,7 @@ def _write(records: TrackRecords, header: dict, smoothed: Tracks, bones: Optiona
                         if track_id is None:  # a tentative detection, or a person of a still: not part of any track
                             continue
                         _replace_points(person, smoothed.people[track_id], row, dims)
+                        _replace_contacts(person, smoothed.people[track_id], row)
                         if bones is not None and (row, track_id) in bones:
                             set_field(person, FIELDS.bones, bones[row, track_id], dims)
                     row += 1
@@ -152,6 +162,14 @@ def _write(records: TrackRecords, header: dict, smoothed: Tracks, bones: Optiona
 
     staged(out_path, write)  # written next to the target and renamed: nothing half-written
     return rows[0]
+
+
+def _replace_contacts(person: dict, track, row: int) -> None:
+    """Put frame `row`'s contacts (decided again with hindsight) into a person object; a foot written null stays so."""
+    written = person.get(FIELDS.contacts.key)
+    if track.contacts is None or not isinstance(written, list) or len(written) != 2:
+        return
+    person[FIELDS.contacts.key] = [None if old is None else int(track.contacts[row, i]) for i, old in enumerate(written)]
 
 
 def _replace_points(person: dict, track, row: int, dims) -> None:

@@ -346,3 +346,30 @@ class LearnedContacts:
         sample = self._raw[self._first + min(int(np.searchsorted(times, timestamp)), len(times) - 1)]
         known = np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
         return out & known
+
+
+def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: Sequence[str], *,
+                       camera: Optional[np.ndarray] = None, floor: Optional[Floor] = None,
+                       net: Optional[ContactNet] = None) -> np.ndarray:
+    """(T, 2) bool contacts (left, right) of one person's frames, each decided seeing the model's whole hindsight (its
+    `future` grid steps after the frame, 0.2 s): what `LearnedContacts` decides live with that lag, for offline work.
+    times: (T,) s, increasing; points3d: (T, K, 3) metres in the world (y up, the floor at y = 0) with `camera` (T, 3)
+    the camera's centre there on each frame, or in the camera frame with `floor` there (camera None)."""
+    net = net or default_model()
+    times = np.asarray(times, np.float64)
+    if len(times) > 1 and not (np.diff(times) > 0).all():
+        raise ValueError("hindsight_contacts needs increasing times")
+    floor = floor or Floor(np.array([0.0, 1.0, 0.0]), np.zeros(3))
+    lag = net.future * net.step
+    contacts = LearnedContacts(floor, keypoint_names, net=net, lag=lag)
+    out = np.zeros((len(times), 2), bool)
+    waiting = 0  # the first frame not decided yet
+    for i, t in enumerate(times):
+        due = np.arange(waiting, i)[times[waiting:i] <= t - lag + 1e-6]
+        contacts.update(t, points3d[i], None if camera is None else camera[i], hindsight=times[due].tolist())
+        for j in due:
+            out[j] = contacts.decide(times[j])
+        waiting += len(due)
+    for j in range(waiting, len(times)):
+        out[j] = contacts.decide(times[j])
+    return out
