@@ -213,3 +213,57 @@ def test_stage_threads_carry_their_names_and_the_ones_behind_the_senders_a_lower
     _run(ListSource(3, live=True, period=0.01), [live, render], release_after="live")
     assert (live.comm, render.comm) == ("stage-live", "stage-render")
     assert live.nice == base and render.nice == min(19, base + BEHIND_NICE)
+
+
+class Hold:
+    """A stage that holds frames (as the ground stage's `--motion-lag`): each leaves once `lag` later ones came."""
+
+    name = "hold"
+
+    def __init__(self, lag=3, delay=0.0):
+        self.lag, self.delay, self.held, self.taken, self.closed = lag, delay, [], [], False
+
+    def push(self, frame):
+        time.sleep(self.delay)
+        self.taken.append(frame.index)
+        self.held.append(frame)
+        out, self.held = self.held[:-self.lag], self.held[-self.lag:]
+        return out
+
+    def flush(self):
+        out, self.held = self.held, []
+        return out
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 4])
+def test_a_stage_that_holds_frames_lets_every_one_go_in_order(max_in_flight):
+    """Held frames leave the gate's count (a lag longer than max_in_flight never stalls the run); the end of the
+    source lets the held ones go, through the stages after, before the end."""
+    first, hold, sink = Record(), Hold(lag=5), Record()
+    result = _run(ListSource(40), [first, hold, sink], max_in_flight=max_in_flight)
+    assert result.reason == "end of source" and result.exit_code == 0
+    assert [f.index for f in sink.seen] == list(range(40)) and result.frames_out == 40
+    assert hold.closed and sink.closed
+
+
+def test_a_users_stop_lets_the_held_frames_go_to_the_outputs():
+    """Ctrl+C (a stop that is not an error): the frames the holding stage took still reach the outputs, in order."""
+    source = ListSource(10_000)
+    source.open()
+    hold, sink = Hold(lag=4, delay=0.002), Record()
+    pipe = Pipeline(source, [Record(), hold, sink])
+    threading.Timer(0.2, pipe.stop).start()
+    result = pipe.run()
+    assert result.reason == "interrupted" and result.exit_code == 130
+    assert 4 < len(sink.seen) < 10_000
+    assert [f.index for f in sink.seen] == hold.taken == list(range(len(hold.taken)))  # none taken is lost
+
+
+def test_an_error_after_a_holding_stage_stops_at_once():
+    hold, bad = Hold(lag=3), Record(fail_at=10)
+    result = _run(ListSource(200), [hold, bad])
+    assert result.reason == "error" and "failed on frame 10" in result.message
+    assert [f.index for f in bad.seen] == list(range(10))
