@@ -237,3 +237,27 @@ def test_stream_goes_on_through_a_change_of_resolution_as_run_does(tmp_path, mod
                              outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False)),
                   models={"pose": models["pose"]}, box_finder=whole_frame_boxes)
     assert summary.result.frames_out == len(sizes) == len(_frame_lines(tracks))
+
+
+def test_a_session_with_a_motion_lag_streams_every_frame_after_the_lag(clip, models):
+    """`motion_lag` (ms): `stream` yields every frame once, in order, each with the people a Session without the lag
+    gives (the lag changes contact decisions only); `process`, one frame in and the same frame out, refuses it."""
+    from doubles import whole_frame_boxes
+    from realtime import Session
+
+    def frames(**lag):
+        with Session(tasks=("pose", "depth"), device="cpu", input_size="128x96", pointmap_hw=(256, 128), models=models,
+                     box_finder=whole_frame_boxes, **lag) as session:
+            return list(session.stream(str(clip)))
+
+    held, plain = frames(motion_lag=150), frames()
+    assert [f.index for f in held] == [f.index for f in plain] == list(range(FRAMES))
+    for a, b in zip(held, plain):
+        assert [p.track_id for p in a.people] == [p.track_id for p in b.people]
+        for p, q in zip(a.people, b.people):
+            assert (p.keypoints3d is None) == (q.keypoints3d is None)
+            assert p.keypoints3d is None or np.array_equal(p.keypoints3d, q.keypoints3d, equal_nan=True)
+    with Session(tasks=("pose", "depth"), device="cpu", input_size="128x96", pointmap_hw=(256, 128), models=models,
+                 box_finder=whole_frame_boxes, motion_lag=100) as session:
+        with pytest.raises(UserError, match="motion_lag=100.*stream"):
+            session.process(np.zeros((120, 160, 3), np.uint8), 0.0)
