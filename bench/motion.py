@@ -517,8 +517,6 @@ def main(argv=None) -> int:
                         help="the ground stage's hindsight, as sapiens-rt run --motion-lag (default 0)")
     parser.add_argument("--contacts", choices=("learned", "rules"), default="learned",
                         help="the ground stage's contact decision: the learned model (default) or the rule-based detector")
-    parser.add_argument("--model-speed", action="store_true",
-                        help="also time the contact model's decisions per person-frame (printed to stderr)")
     args = parser.parse_args(argv)
     if not (np.isfinite(args.motion_lag) and 0 <= args.motion_lag <= 1000):
         parser.error(f"--motion-lag must be milliseconds from 0 to 1000, got {args.motion_lag:g}")
@@ -538,40 +536,7 @@ def main(argv=None) -> int:
     result = measure(motions, rates, views, seeds, fast=args.fast, lag=args.motion_lag / 1000, contacts=args.contacts)
     report(motions, result["pools"], rates, views)
     print(f"({result['runs']} runs in {result['seconds']:.0f} s, {result['cpu']:.0f} s of CPU)", file=sys.stderr)
-    if args.model_speed:
-        print(model_speed(motions[0]), file=sys.stderr)
     return 0
-
-
-def model_speed(motion: Motion, lag: float = 0.1, repeats: int = 3) -> str:
-    """The contact model's cost per person-frame on this CPU: `LearnedContacts.update` (the decision without
-    hindsight, what the lifter holds) and `decide` with `lag` of hindsight, over `motion`'s frames as the ground stage
-    saw them at 30 fps from the side; the best of `repeats` passes."""
-    from realtime.rig.contact_model import LearnedContacts, default_model
-
-    at_rate = corpus.resample(motion, 30.0)
-    truth = corpus.true_contacts(at_rate)
-    walk = seen(at_rate, "side", truth)
-    ground = GroundStage(NAMES)
-    stages = [EgomotionStage(camera="static"), ground]
-    frames = [(f.timestamp, f.people[0].keypoints3d.astype(np.float64), ground.floor)
-              for f in run_frames(stages, at_rate, walk, 0) if f.people[0].contacts is not None]
-    net = default_model()
-    best = np.inf
-    for _ in range(repeats):
-        contacts = LearnedContacts(frames[0][2], NAMES, net=net, lag=lag)
-        begun = time.perf_counter()
-        pending = []
-        for timestamp, points, floor in frames:  # as the ground stage calls it
-            contacts.floor = floor
-            due = [t for t in pending if t <= timestamp - lag + 1e-6] if lag > 0 else []
-            contacts.update(timestamp, points, hindsight=due)
-            for t in due:
-                contacts.decide(t)
-            pending = [t for t in pending if t not in due] + ([timestamp] if lag > 0 else [])
-        best = min(best, (time.perf_counter() - begun) / len(frames))
-    return (f"contact model: {1000 * best:.3f} ms per person-frame (update + decide with {1000 * lag:g} ms of hindsight, "
-            f"{net.parameters} parameters, {len(frames)} frames of {motion.name}, best of {repeats})")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ on the next frame), `decide` for a frame already seen with up to `future` grid s
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -125,7 +126,7 @@ class ContactNet:
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
         """(N, W, C) features -> (N,) probability that the foot is on the floor."""
-        return 1.0 / (1.0 + np.exp(-np.clip(self.logits(x), -60.0, 60.0)))
+        return 1.0 / (1.0 + np.exp(np.minimum(np.maximum(-self.logits(x), -60.0), 60.0)))
 
 
 @lru_cache(maxsize=None)
@@ -150,8 +151,9 @@ def frame_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Option
     """(RAW,) one frame's raw sample of a person (see RAW) from its (K, 3) points and the floor in the camera frame, or
     in the world with `camera` the camera's centre there."""
     p = np.asarray(points, np.float64)[index.rows]  # (12, 3), `_Index`'s order
-    with np.errstate(invalid="ignore"):
-        p = np.where((np.abs(p) <= FARTHEST).all(axis=1, keepdims=True), p, np.nan)  # NaN, inf or absurd: unknown
+    near = (np.abs(p) <= FARTHEST).all(axis=1)  # False for NaN, inf or absurd: unknown
+    if not near.all():
+        p[~near] = np.nan
     normal = np.asarray(floor.normal, np.float64)
     normal = normal / np.sqrt(normal @ normal)
     heel, toes = p[0:2], (p[2:6:2] + p[3:6:2]) / 2
@@ -159,17 +161,16 @@ def frame_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Option
     # the knee's angle (hip, knee, ankle) and the ankle's (knee, ankle, toes), both sides
     u = np.concatenate([hip - knee, knee - ankle])
     v = np.concatenate([ankle - knee, toes - ankle])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cosine = (u * v).sum(axis=1) / np.sqrt((u * u).sum(axis=1) * (v * v).sum(axis=1))
-    angles = np.arccos(np.clip(cosine, -1.0, 1.0))  # NaN where a point is unknown or two coincide
-    hips = (hip[0] + hip[1]) / 2
+    length = np.sqrt((u * u).sum(axis=1) * (v * v).sum(axis=1))
+    cosine = np.divide((u * v).sum(axis=1), length, out=np.full(4, np.nan), where=length > 0)
+    angles = np.arccos(np.minimum(np.maximum(cosine, -1.0), 1.0))  # NaN where a point is unknown or two coincide
     out = np.empty(RAW)
     sides = out[:_HIPS].reshape(2, _SIDE)
     sides[:, 0:3], sides[:, 3:6] = heel, toes
-    sides[:, 6], sides[:, 7] = (heel - floor.point) @ normal, (toes - floor.point) @ normal
+    sides[:, 6:8] = ((np.stack([heel, toes], axis=1) - floor.point) @ normal)
     sides[:, 8], sides[:, 9] = angles[:2], angles[2:]
-    out[_HIPS:_HIPS + 3] = hips
-    out[_HIPS + 3] = (hips - floor.point) @ normal
+    out[_HIPS:_HIPS + 3] = (hip[0] + hip[1]) / 2
+    out[_HIPS + 3] = (out[_HIPS:_HIPS + 3] - floor.point) @ normal
     out[_UP:_UP + 3] = normal
     out[_CAMERA:] = 0.0 if camera is None else camera
     return out
@@ -219,18 +220,22 @@ def windows(times: np.ndarray, raw: np.ndarray, centres: np.ndarray, future: np.
     known = (grid >= times[0] - 1e-6) & (grid <= last + 1e-6)
     samples = _interpolate(times, raw, np.minimum(np.maximum(grid, times[0]), last))  # (M, W + 1, RAW)
     normal = samples[:, net.past + 1, _UP:_UP + 3]  # the floor's up at the frame decided
-    normal = (normal / np.sqrt((normal * normal).sum(axis=-1, keepdims=True)))[:, None, None]  # (M, 1, 1, 3)
+    normal = normal / np.sqrt((normal * normal).sum(axis=-1, keepdims=True))  # (M, 3)
+    column, row = normal[:, None, :, None], normal[:, None, None]  # (M, 1, 3, 1), (M, 1, 1, 3)
     position = samples[..., _POINTS]  # (M, W + 1, 5, 3)
     velocity = (position[:, 1:] - position[:, :-1]) / net.step  # (M, W, 5, 3)
-    up = (velocity * normal).sum(axis=-1)
-    flat = velocity - up[..., None] * normal
+    up = velocity @ column  # (M, W, 5, 1)
+    flat = velocity - up * row
     sight = position[:, 1:] - samples[:, 1:, None, _CAMERA:]
-    sight = sight - (sight * normal).sum(axis=-1, keepdims=True) * normal
-    sight = sight / np.maximum(np.sqrt((sight * sight).sum(axis=-1, keepdims=True)), 1e-9)
-    along = (flat * sight).sum(axis=-1)
-    across = np.sqrt(np.maximum((flat * flat).sum(axis=-1) - along ** 2, 0.0))
-    table = np.concatenate([samples[:, 1:, _HEIGHTS], up, across, np.abs(along), samples[:, 1:, _ANGLES],
-                            known[:, 1:, None]], axis=-1).astype(np.float32)  # (M, W, 25)
+    sight = sight - (sight @ column) * row
+    along = (flat * sight).sum(axis=-1) / np.maximum(np.sqrt((sight * sight).sum(axis=-1)), 1e-9)
+    table = np.empty((*grid.shape[:1], grid.shape[1] - 1, 4 * _P + 5), np.float32)  # (M, W, 25)
+    table[..., :_P] = samples[:, 1:, _HEIGHTS]
+    table[..., _P:2 * _P] = up[..., 0]
+    table[..., 2 * _P:3 * _P] = np.sqrt(np.maximum((flat * flat).sum(axis=-1) - along ** 2, 0.0))
+    table[..., 3 * _P:4 * _P] = np.abs(along)
+    table[..., 4 * _P:4 * _P + 4] = samples[:, 1:, _ANGLES]
+    table[..., 4 * _P + 4] = known[:, 1:]
     return table[:, :, _COLUMNS].transpose(0, 2, 1, 3)  # (M, 2, W, C)
 
 
@@ -271,7 +276,8 @@ class LearnedContacts:
         self._times = np.zeros(64)  # the frames kept, times (s) and raw samples, in [_first, _end)
         self._raw = np.zeros((64, RAW))
         self._first = self._end = 0
-        self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight
+        self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight ...
+        self._now = np.zeros(2, bool)  # ... as an array
         self._decided = np.zeros(2, bool)  # the last decision with hindsight (its hysteresis) ...
         self._decided_at = -np.inf  # ... and the time of its frame
         self._ready: dict[float, np.ndarray] = {}  # frame time -> its decision with hindsight, made by `update`
@@ -288,18 +294,22 @@ class LearnedContacts:
         last frame's starts over (the source started again). hindsight: times of earlier frames whose lag has passed
         with this one: decided now, in the same pass of the model, for `decide`."""
         timestamp = float(timestamp)
-        if not np.isfinite(timestamp):
+        if not math.isfinite(timestamp):
             raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
         if self._end > self._first and timestamp <= self._times[self._end - 1]:
             self._start()
         self._append(timestamp, frame_sample(points3d, self.floor, self.index, camera))
         times = self._times[self._first:self._end]
         centres = np.array([timestamp, *hindsight])
-        future = np.minimum(self.future, np.floor((timestamp - centres) / self.net.step + 1e-6)).astype(int)
-        future[0] = 0
+        if len(centres) == 1:
+            future = np.zeros(1, int)
+        else:
+            future = np.minimum(self.future, np.floor((timestamp - centres) / self.net.step + 1e-6)).astype(int)
+            future[0] = 0
         p = self._probabilities(centres, future)
-        now = self._hysteresis(p[0], np.array([self.state[s] for s in SIDES]), timestamp, times)
-        self.state = dict(zip(SIDES, (bool(v) for v in now)))
+        now = self._hysteresis(p[0], self._now, timestamp, times)
+        self._now = now
+        self.state = {SIDES[0]: bool(now[0]), SIDES[1]: bool(now[1])}
         for centre, q in zip(centres[1:], p[1:]):
             self._ready[float(centre)] = self._lagged(float(centre), q, times)
         return now
