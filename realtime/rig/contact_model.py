@@ -268,7 +268,9 @@ class LearnedContacts:
         self.floor = floor
         self.net = net or default_model()
         self.index = _Index(keypoint_names)
-        self.future = min(self.net.future, int(np.floor(max(float(lag), 0.0) / self.net.step + 1e-6)))
+        # grid steps of hindsight: a lag within 5 % of a step reaches it (33 ms is one 1/30 s step); each decision still
+        # sees only the steps its frames cover (`update`, `decide`)
+        self.future = min(self.net.future, int(np.floor(max(float(lag), 0.0) / self.net.step + 0.05)))
         self.keep = (self.net.past + 2) * self.net.step + max(float(lag), 0.0) + 1e-6  # s of frames kept
         self._start()
 
