@@ -180,7 +180,7 @@ def _interpolate(times: np.ndarray, values: np.ndarray, query: np.ndarray) -> np
     """(T,) times, (T, D) values, (...) query times within them -> (..., D), linear between the frames."""
     if len(times) == 1:
         return np.broadcast_to(values[0], (*query.shape, values.shape[1])).copy()
-    right = np.minimum(np.maximum(np.searchsorted(times, query, side="right"), 1), len(times) - 1)
+    right = np.minimum(np.maximum(times.searchsorted(query, side="right"), 1), len(times) - 1)
     left = right - 1
     span = times[right] - times[left]
     w = np.minimum(np.maximum((query - times[left]) / np.where(span > 0, span, 1.0), 0.0), 1.0)[..., None]
@@ -355,9 +355,8 @@ class LearnedContacts:
         """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
         or toes are unknown on the frame is off."""
         out = np.where(before, p >= self.net.off, p >= self.net.on)
-        sample = self._raw[self._first + min(int(np.searchsorted(times, timestamp)), len(times) - 1)]
-        known = np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
-        return out & known
+        sample = self._raw[self._first + min(int(times.searchsorted(timestamp)), len(times) - 1)]
+        return out & np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
 
 
 def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: Sequence[str], *,
