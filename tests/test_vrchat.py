@@ -296,6 +296,23 @@ def test_only_what_was_seen_is_sent_and_nothing_non_finite():
     sink.close()
 
 
+def test_bones_whose_trackers_pass_the_float32_range_are_not_sent():
+    """Each number of a finite bone may hold up to float32's largest (the record allows it), yet a sum of
+    two along the chain, or the --vrchat-height scale, passes it: that frame sends no trackers, never inf."""
+    rng = np.random.default_rng(6)
+    seen = _bones(rng)
+    offsets = seen.offsets.copy()
+    offsets[seen.names.index("spine")] = (3.0e38, 0.0, 0.0)
+    chained = Bones(seen.names, offsets, np.array([3.0e38, 0.0, 0.0]), seen.rotations, seen.held, False)
+    huge = Bones(seen.names, seen.offsets, np.array([3.3e38, 0.0, 0.0]), seen.rotations, seen.held, False)
+    for bones, height in ((chained, None), (huge, 1.8)):
+        sink = VrchatSink("127.0.0.1", 9, trackers=range(1, 9), height=height)
+        person = _person(bones=bones).replace(height=(1.6, 0.9))
+        frame = Frame(index=0, timestamp=0.0, image=_IMAGE, people=(person,))
+        assert sink.datagrams(frame) == [] and sink.dropped_values == 1 and sink.tracker_frames == 0
+        sink.close()
+
+
 def test_one_performer_followed_as_asked():
     rng = np.random.default_rng(3)
     small, large = _person(4, (0, 0, 50, 50), _bones(rng, root=(1.0, 0.9, 3.0))), _person(9, (0, 0, 300, 400), _bones(rng))

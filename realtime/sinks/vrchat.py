@@ -57,6 +57,7 @@ from realtime.sinks.osc import (
     LOST_AFTER_SECONDS,
     UdpSender,
     _area,
+    _sendable,
     element_head,
     float_elements,
     pack_elements,
@@ -256,8 +257,9 @@ class VrchatSink:
         bones = person.bones if person is not None else None
         if bones is not None and not (bones.root_held and bones.held.all()):  # something of the body seen
             scale = self.scale(person)
-            values = tracker_values(bones, [*self.trackers, HEAD], 1.0 if scale is None else scale)
-            if np.isfinite(values).all():
+            with np.errstate(over="ignore", invalid="ignore"):  # a hostile file's huge bones: refused just below
+                values = tracker_values(bones, [*self.trackers, HEAD], 1.0 if scale is None else scale)
+            if _sendable(values):  # finite, and within the float32 each is sent as
                 trackers, self.head = values[:-1], values[-1]
                 if scale is not None:
                     self.scale_range = (min(self.scale_range[0], scale), max(self.scale_range[1], scale))
