@@ -545,6 +545,17 @@ def test_vrchat_without_depth_is_refused_by_run_and_stream(tmp_path, capsys):
     assert "--vrchat [HOST:PORT]" in capsys.readouterr().err  # where to send names it
 
 
+def test_stream_refuses_a_vrchat_person_the_file_does_not_hold(tmp_path, capsys):
+    """As --vmc-person: an absent id would send nothing at all, silently, for the whole file."""
+    from realtime.cli import main
+
+    tracks = _tracks_3d(tmp_path)
+    assert main(["stream", str(tracks), "--vrchat", "127.0.0.1:9", "--vrchat-person", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --vrchat-person 7 is not in {tracks} (its ids: 1); pass one of its ids, or leave --vrchat-person " \
+                  "out to follow the largest person.\n"
+
+
 def _tracks_3d(tmp_path, path=None, three_d=True):
     from realtime.sinks.tracks import TrackWriter
     from tests.mocap_synthetic import synthetic_clip
