@@ -265,6 +265,12 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     for name in ("senders", "sinks"):
         if not isinstance(getattr(live, name), (list, tuple)):
             raise UserError(f"{caller.given(name, getattr(live, name))} is not a list; give a list, e.g. {caller.name(name)}=[].")
+        odd = [part for part in getattr(live, name) if not (callable(getattr(part, "write", None))
+                                                            and callable(getattr(part, "close", None)))]
+        if odd:  # found now, not as an AttributeError at the first frame
+            made = ", such as realtime.stages.live_senders(...) makes" if name == "senders" else ""
+            raise UserError(f"{caller.name(name)}= holds {repr(odd[0])[:60]}, which has no write(frame) and close(); give "
+                            f"objects with both{made}.")
 
     stdout = {"out": "-" if is_stdout(out.out) else out.out, "tracks": "-" if is_stdout(out.tracks) else out.tracks}
     return options.change(models={"tasks": tasks, "checkpoints": checkpoints, "device": device, "input_hw": input_hw,

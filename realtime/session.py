@@ -43,6 +43,9 @@ _NOT_TAKEN = {
     "no_video": ((False, True), ""),  # honoured: no out= (refused below together with out=)
 }
 
+_SENDER_OPTIONS = {"vmc", "vmc_person", "vmc_fingers", "vmc_bundle", "vmc_face_only", "osc", "vrchat", "vrchat_trackers",
+                   "vrchat_height", "vrchat_person"}  # `realtime.stages.live_senders`' own
+
 
 class Session:
     """Sapiens2 on one frame at a time, with the run's tracking, smoothing, face, ground and motion.
@@ -74,6 +77,9 @@ class Session:
         self._files: Optional[OutputFiles] = None
         self._closed = False
         unknown = [name for name in options if name not in GROUP_OF]
+        if unknown and unknown[0] in _SENDER_OPTIONS:  # run's --vmc, --osc, --vrchat...: made apart, as senders
+            raise UserError(f"Session takes {unknown[0]}= through its senders; give senders=realtime.stages.live_senders("
+                            f"{unknown[0]}=..., tasks=...).")
         if unknown:
             raise UserError(f"Session got an unknown option {unknown[0]!r}; the options are those of sapiens-rt run, "
                             f"written in Python (e.g. flip_test=True).")

@@ -191,6 +191,31 @@ def test_session_outputs_are_refused_before_the_take(tmp_path, clip, models):
     assert clip.stat().st_size > 1000  # the input is untouched
 
 
+@pytest.mark.parametrize("options, words", [
+    ({"senders": [5]}, "senders= holds 5, which has no write(frame) and close(); give objects with both, such as "
+                       "realtime.stages.live_senders(...) makes."),
+    ({"senders": [None]}, "senders= holds None, which has no write(frame) and close()"),
+    ({"sinks": ["take.jsonl"]}, "sinks= holds 'take.jsonl', which has no write(frame) and close(); give objects with both."),
+    ({"vrchat": "127.0.0.1:9000"}, "Session takes vrchat= through its senders; give "
+                                   "senders=realtime.stages.live_senders(vrchat=..., tasks=...)."),
+    ({"vmc": ["127.0.0.1:39539"]}, "Session takes vmc= through its senders"),
+])
+def test_senders_and_sinks_that_cannot_take_a_frame_are_refused_when_made(models, options, words):
+    """Not an AttributeError at the first frame (then another from close()); run's sender options point to live_senders."""
+    with pytest.raises(UserError) as refused:
+        _pose_session(models, **options)
+    assert str(refused.value).startswith(words) and "--" not in str(refused.value)
+
+
+def test_the_sender_options_a_session_points_to_are_live_senders_own():
+    import inspect
+
+    from realtime.session import _SENDER_OPTIONS
+    from realtime.stages import live_senders
+
+    assert _SENDER_OPTIONS == set(inspect.signature(live_senders).parameters) - {"tasks", "face_calibrate"}
+
+
 def test_session_sends_to_its_senders_and_stops_at_max_frames(clip, models):
     import socket
 
