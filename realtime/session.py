@@ -28,6 +28,7 @@ import numpy as np
 from realtime.build import Builder, OutputFiles, caption, is_stream, layers
 from realtime.errors import UserError
 from realtime.frames import Frame
+from realtime.json_fields import FLOAT32_MAX
 from realtime.mode import RunMode
 from realtime.options import GROUP_OF, Caller, RunOptions
 
@@ -144,8 +145,9 @@ class Session:
         except (TypeError, ValueError):
             raise UserError(f"process() got the timestamp {timestamp!r}; give the frame's time in seconds (a number).") \
                 from None
-        if not math.isfinite(timestamp):
-            raise UserError(f"process() got the timestamp {timestamp}; give the frame's time in seconds (a finite number).")
+        if not abs(timestamp) <= FLOAT32_MAX:  # inf, NaN, or so huge no later time follows it (the record's limit)
+            raise UserError(f"process() got the timestamp {timestamp:g}; give the frame's time in seconds (a finite number "
+                            f"of at most {FLOAT32_MAX:.3g}).")
         if not timestamp > self._last_time:
             raise UserError(f"process() got timestamp {timestamp} after {self._last_time}; give each frame a later time "
                             f"in seconds (ids and filters follow time).")

@@ -116,7 +116,7 @@ def test_session_refuses_an_empty_frame_or_a_time_that_is_not_finite_and_goes_on
     for empty in (np.zeros((0, 0, 3), np.uint8), np.zeros((0, 10, 3), np.uint8), np.zeros((1, 1, 3), np.uint8)):
         with pytest.raises(UserError, match="holds no picture"):
             session.process(empty, 0.0)
-    for bad in (math.inf, -math.inf, math.nan, "soon", None):
+    for bad in (math.inf, -math.inf, math.nan, "soon", None, 1e300, -1e39):  # 1e300: no later time follows it
         with pytest.raises(UserError, match="timestamp"):
             session.process(image, bad)
     assert [session.process(image, t).index for t in (0.0, 0.1)] == [0, 1]  # nothing was poisoned
