@@ -507,6 +507,14 @@ def test_live_senders_make_the_vrchat_sender():
     sink.close()
 
 
+@pytest.mark.parametrize("tasks", [("pose", "depth"), ("Pose", "DEPTH"), "pose,depth", ["pose", "pointmap"]], ids=repr)
+def test_live_senders_take_the_task_names_a_session_takes(tasks):
+    """depth is pointmap's name for users (Session(tasks=("pose", "depth"))): live_senders took only "pointmap"."""
+    (sink,) = live_senders(vrchat="127.0.0.1:9", tasks=tasks)
+    assert isinstance(sink, VrchatSink)
+    sink.close()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--vrchat-height", "nan"], "argument --vrchat-height: 'nan' is not a positive number"),
     (["--vrchat-height", "inf"], "argument --vrchat-height: 'inf' is not a positive number"),

@@ -53,6 +53,7 @@ def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, v
     from realtime.data import keypoint_names
     from realtime.stages.motion import rest_bones
 
+    tasks = tuple(task_table.canonical(t) for t in (tasks.split(",") if isinstance(tasks, str) else tasks))  # "depth" too
     vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
     if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
         raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; "
