@@ -515,6 +515,21 @@ def test_live_senders_take_the_task_names_a_session_takes(tasks):
     sink.close()
 
 
+@pytest.mark.parametrize("kind", ["vrchat", "vmc"])
+def test_a_session_without_depth_refuses_a_sender_of_the_solved_body(fixtures_dir, kind):
+    """VRChat's trackers and VMC's bones hang from the bones of 3D keypoints: without depth the Session would send the
+    face alone (VRChat) or a rest pose (VMC), silently, where run refuses --vrchat and --vmc."""
+    from realtime import Session
+
+    (sink,) = live_senders(**{kind: "127.0.0.1:9"}, tasks=("pose", "depth"))
+    with pytest.raises(UserError) as refused:
+        Session(tasks="pose", checkpoints={"pose": str(fixtures_dir / "pose_weights.safetensors")}, boxes_from="frame",
+                device="cpu", senders=[sink])
+    assert str(refused.value) == (f"senders= holds a {kind} sender, which sends the body solved from 3D keypoints of the "
+                                  "depth task that tasks leaves out; add depth (e.g. tasks='pose,depth').")
+    sink.close()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--vrchat-height", "nan"], "argument --vrchat-height: 'nan' is not a positive number"),
     (["--vrchat-height", "inf"], "argument --vrchat-height: 'inf' is not a positive number"),

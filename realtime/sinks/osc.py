@@ -371,6 +371,7 @@ class VmcSink:
         self.fingers = fingers
         self.limit = DATAGRAM_LIMIT if bundle == "split" else None
         self.face_only = face_only
+        self.needs_3d = not face_only  # bones solved from 3D keypoints (checked by the builder)
         self.rest = rest
         self.senders: dict[int, UdpSender] = {}
         self.slots: dict[int, _Slot] = {}

@@ -208,6 +208,7 @@ class VrchatSink:
     were seen (then held while they are not): before that there is no head to align to."""
 
     name = "vrchat"
+    needs_3d = True  # the trackers hang from bones solved from 3D keypoints (checked by the builder)
 
     def __init__(self, host: str, port: int, *, trackers: Sequence[int] = (1, 2, 3), height: Optional[float] = None,
                  person: Optional[int] = None):
