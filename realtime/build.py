@@ -271,11 +271,6 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
             made = ", such as realtime.stages.live_senders(...) makes" if name == "senders" else ""
             raise UserError(f"{caller.name(name)}= holds {repr(odd[0])[:60]}, which has no write(frame) and close(); give "
                             f"objects with both{made}.")
-    skeletal = [part for part in live.senders if getattr(part, "needs_3d", False)]  # VRChat, VMC bones: the solved body
-    if skeletal and not task_table.gives_3d(tasks):
-        raise UserError(f"{caller.name('senders')}= holds a {skeletal[0].name} sender, which sends the body solved from 3D "
-                        f"keypoints of the depth task that {caller.name('tasks')} leaves out; add depth (e.g. "
-                        f"{caller.given('tasks', 'pose,depth')}).")
 
     stdout = {"out": "-" if is_stdout(out.out) else out.out, "tracks": "-" if is_stdout(out.tracks) else out.tracks}
     return options.change(models={"tasks": tasks, "checkpoints": checkpoints, "device": device, "input_hw": input_hw,

@@ -25,6 +25,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
+from realtime import tasks as task_table
 from realtime.build import Builder, OutputFiles, caption, is_stream, layers
 from realtime.errors import UserError
 from realtime.frames import Frame
@@ -111,6 +112,10 @@ class Session:
             if self._files is not None:
                 self._files.hold()
             self.models = models if models is not None else builder.load_models()
+            skeletal = [part for part in self.options.live_outputs.senders if getattr(part, "needs_3d", False)]
+            if skeletal and not task_table.gives_3d(self.models):  # VRChat's trackers, VMC's bones: the body solved in 3D
+                raise UserError(f"senders= holds a {skeletal[0].name} sender, which sends the body solved from 3D keypoints "
+                                f"of the depth task that tasks leaves out; add depth (e.g. tasks='pose,depth').")
             self.box_finder = box_finder or builder.box_finder(RunMode.FILE)
         except BaseException:
             if self._files is not None:
