@@ -269,11 +269,13 @@ FINGER_WORDS = ("Thumb", "Index", "Middle", "Ring", "Little")  # in the names of
 
 def parse_vmc_person(text: Optional[str]) -> Optional[int | str]:
     """--vmc-person: None (the largest person), a track id, or "all" (person k to port P+k)."""
-    if text is None or isinstance(text, int) or text == "all":
+    if text is None or (isinstance(text, int) and not isinstance(text, bool) and text >= 0) or text == "all":
         return text
-    if not str(text).lstrip("-").isdigit():
-        raise UserError(f"--vmc-person {text} is neither a track id nor all; write e.g. --vmc-person 3 or --vmc-person all.")
-    return int(text)
+    digits = str(text).strip()
+    if not (digits.isascii() and digits.isdecimal() and len(digits) <= 18):  # not '²', '-1', True or a 10,000-digit id
+        raise UserError(f"--vmc-person {shown(str(text))} is neither a track id nor all; write e.g. --vmc-person 3 or "
+                        f"--vmc-person all.")
+    return int(digits)
 
 
 def _area(person: Person) -> float:
