@@ -53,9 +53,11 @@ def _is_stdin(path: Path) -> bool:
 
 
 def is_pipe(path: str | Path) -> bool:
-    """`-` (standard input), or a path that is there but is neither a file nor a folder (a pipe, a FIFO, a device)."""
+    """`-` (standard input), a path under /dev (/dev/stdin is a file when the shell redirects one: < take.jsonl), or a
+    path that is there but is neither a file nor a folder (a pipe, a FIFO, a device)."""
     path = Path(path)
-    return _is_stdin(path) or (path.exists() and not path.is_file() and not path.is_dir())
+    return _is_stdin(path) or path.as_posix().startswith("/dev/") or (path.exists() and not path.is_file()
+                                                                      and not path.is_dir())
 
 
 class TrackRecords:
