@@ -310,6 +310,11 @@ class Builder:
         self.device = self.options.models.device
         self.dtype = check_dtype(self.options.models.dtype, self.device, caller)
 
+    def weight_files(self) -> list[str]:
+        """The checkpoint files this run reads: inputs, which no output may overwrite."""
+        models = self.options.models
+        return [str(path) for path in (*models.checkpoints.values(), models.detector) if path is not None]
+
     def check_weights(self, *, models: bool, detector: bool) -> None:
         """Before anything is opened: when weights the run needs (`models`: the task models;
         `detector`: the person detector) are neither local nor downloadable now, say so for all
@@ -506,7 +511,7 @@ class OutputFiles:
     """
 
     def __init__(self, outputs: dict[str, str], inputs, caller: Caller = PYTHON):
-        from realtime.outputs import OutputLocks, check_outputs
+        from realtime.outputs import OutputLocks
 
         self.outputs = dict(outputs)
         self.caller = caller
@@ -514,13 +519,21 @@ class OutputFiles:
         self.created: list[Path] = []
         self.readers: list[int] = []
         self.locks = OutputLocks()
-        check_outputs(self.files, inputs)
+        self.check_inputs(inputs)
         try:
             for path in self.files.values():
                 self._make_parent(Path(path))
         except BaseException:
             self.release(failed=True)  # the folders made for the outputs before the one refused
             raise
+
+    def check_inputs(self, inputs) -> None:
+        """None of the outputs is one of `inputs` or another output (one sentence naming the option as the caller does)."""
+        from realtime.outputs import check_outputs
+
+        names = {kind: "out" if kind == "video" else kind for kind in self.files}  # --out, --tracks; the out= file, ...
+        check_outputs({self.caller.name(name) if self.caller.cli else f"the {name}= file": self.files[kind]
+                       for kind, name in names.items()}, inputs)
 
     def hold(self) -> None:
         self.locks.acquire(self.files)

@@ -105,7 +105,7 @@ class Session:
         self.device, self.dtype = builder.device, builder.dtype
         outputs = {kind: path for kind, path in (("tracks", self.options.outputs.tracks), ("video", self.options.outputs.out))
                    if path is not None}
-        self._files = OutputFiles(outputs, [], caller) if outputs else None  # refused now, not after the take
+        self._files = OutputFiles(outputs, builder.weight_files(), caller) if outputs else None  # refused before the take
         try:
             if models is None:
                 builder.check_weights(models=True, detector=builder.needs_detector(box_finder is not None))
@@ -219,9 +219,7 @@ class Session:
         info = opened.open()
         try:
             if self._files is not None:
-                from realtime.outputs import check_outputs
-
-                check_outputs(self._files.files, opened.input_files())  # the take must not overwrite its source
+                self._files.check_inputs(opened.input_files())  # the take must not overwrite its source
             if self._stages is None:  # the tracks header gets the source's name and frame rate
                 pace = self.options.live_outputs.live_pace and not info.live  # a file's frames at their time, as in a run
                 self._stages = self._build((info.height, info.width), info.fps, info.uri, pace=pace)
