@@ -226,6 +226,10 @@ class Session:
             for count, (timestamp, image) in enumerate(opened.frames()):
                 if (max_frames is not None and count >= max_frames) or (total is not None and self._index >= total):
                     break
+                if count == 0 and not timestamp > self._last_time:  # a second clip: its time starts over
+                    raise UserError(f"stream() got {source}, whose first frame is at {timestamp:g} s, after this Session's "
+                                    f"frame at {self._last_time:g} s; make a new Session for each clip (ids and filters "
+                                    f"follow one video's time).")
                 yield self.process(image, timestamp)
         finally:
             opened.close()

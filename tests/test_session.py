@@ -262,3 +262,15 @@ def test_stream_goes_on_through_a_change_of_resolution_as_run_does(tmp_path, mod
                              outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False)),
                   models={"pose": models["pose"]}, box_finder=whole_frame_boxes)
     assert summary.result.frames_out == len(sizes) == len(_frame_lines(tracks))
+
+
+def test_a_second_clip_through_one_session_is_one_sentence_about_stream(tmp_path, clip, models):
+    """Its time starts over: the refusal named process() and a timestamp the caller never gave; the take so far stays."""
+    tracks = tmp_path / "take.jsonl"
+    with _pose_session(models, tracks=str(tracks)) as session:
+        assert len(list(session.stream(str(clip)))) == FRAMES
+        with pytest.raises(UserError) as refused:
+            next(session.stream(str(clip)))
+        assert str(refused.value) == (f"stream() got {clip}, whose first frame is at 0 s, after this Session's frame at 0.7 s; "
+                                      "make a new Session for each clip (ids and filters follow one video's time).")
+    assert len(_frame_lines(tracks)) == FRAMES
