@@ -252,6 +252,11 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     check.path("out", out.out)
     check.path("tracks", out.tracks)
     check.path("output_dir", out.output_dir)
+    for name, example in (("out", "overlay.mp4"), ("tracks", "take.jsonl")):
+        value = getattr(out, name)
+        if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop the slash and write a file there
+            raise UserError(f"{caller.given(name, value)} ends in {value[-1]}, a folder; give a file name inside it, such as "
+                            f"{caller.given(name, value + example)}.")
     for name in ("no_video", "progress", "caption"):
         check.flag(name, getattr(out, name))
     if is_stdout(out.out) and is_stdout(out.tracks):
