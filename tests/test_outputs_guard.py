@@ -133,8 +133,8 @@ def test_a_session_names_its_outputs_in_python_and_never_overwrites_its_weights(
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["run", "{v}", "--no-video", "--tracks", "{p}/takes/"], "--tracks {p}/takes/ ends in /, a folder; give a file name inside it, "
-                                                           "such as --tracks {p}/takes/take.jsonl."),
+    (["run", "{v}", "--no-video", "--tracks", "{p}/takes/"],
+     "--tracks {p}/takes/ ends in /, a folder; give a file name inside it, such as --tracks {p}/takes/take.jsonl."),
     (["run", "{v}", "--out", "{p}/takes/", "--no-progress"], "--out {p}/takes/ ends in /, a folder"),
     (["export", "{t}", "--to", "csv", "-o", "{p}/takes/"], "-o {p}/takes/ ends in /, a folder; give a file name inside it, such "
                                                           "as {p}/takes/take.csv."),
