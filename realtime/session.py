@@ -113,7 +113,8 @@ class Session:
                 self._files.hold()
             self.models = models if models is not None else builder.load_models()
             skeletal = [part for part in self.options.live_outputs.senders if getattr(part, "needs_3d", False)]
-            if skeletal and not task_table.gives_3d(self.models):  # VRChat's trackers, VMC's bones: the body solved in 3D
+            # VRChat's trackers, VMC's bones: the body solved in 3D (models= may name depth by its alias)
+            if skeletal and not task_table.gives_3d([task_table.canonical(str(t)) for t in self.models]):
                 raise UserError(f"senders= holds a {skeletal[0].name} sender, which sends the body solved from 3D keypoints "
                                 f"of the depth task that tasks leaves out; add depth (e.g. tasks='pose,depth').")
             self.box_finder = box_finder or builder.box_finder(RunMode.FILE)
