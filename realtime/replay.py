@@ -29,6 +29,7 @@ from realtime.errors import UserError
 from realtime.export.jsonl import TrackRecords, frame_records, read_header
 from realtime.frames import Frame
 from realtime.mode import RunMode
+from realtime.options import CLI
 from realtime.pipeline import Pipeline
 from realtime.record import frame_from_record
 from realtime.sinks.osc import parse_vmc_person
@@ -217,7 +218,7 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
                            vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,
                            face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks, vrchat=options.vrchat,
                            vrchat_trackers=options.vrchat_trackers, vrchat_height=options.vrchat_height,
-                           vrchat_person=options.vrchat_person) + list(options.sinks)
+                           vrchat_person=options.vrchat_person, caller=CLI) + list(options.sinks)
     stages: list = []
     wants_bones = (options.vmc and not options.vmc_face_only) or options.vrchat is not None
     if found.has_3d and wants_bones and not found.has_bones:  # an older recording: solve here

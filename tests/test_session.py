@@ -213,7 +213,7 @@ def test_the_sender_options_a_session_points_to_are_live_senders_own():
     from realtime.session import _SENDER_OPTIONS
     from realtime.stages import live_senders
 
-    assert _SENDER_OPTIONS == set(inspect.signature(live_senders).parameters) - {"tasks", "face_calibrate"}
+    assert _SENDER_OPTIONS == set(inspect.signature(live_senders).parameters) - {"tasks", "face_calibrate", "caller"}
 
 
 def test_session_sends_to_its_senders_and_stops_at_max_frames(clip, models):

@@ -478,10 +478,10 @@ def test_hostile_person_ids_are_refused_in_one_sentence(value, message):
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(vrchat_trackers="hip"), "go with --vrchat"),
-    (dict(vrchat_height=1.8), "go with --vrchat"),
-    (dict(vrchat_person="2"), "go with --vrchat"),
-    (dict(vrchat="127.0.0.1:9000", tasks=("pose",)), "--tasks pose,depth"),
+    (dict(vrchat_trackers="hip"), "go with vrchat; add vrchat='127.0.0.1:9000'"),
+    (dict(vrchat_height=1.8), "go with vrchat;"),
+    (dict(vrchat_person="2"), "go with vrchat;"),
+    (dict(vrchat="127.0.0.1:9000", tasks=("pose",)), "run with tasks='pose,depth'"),
     (dict(vrchat=9000), "is not HOST:PORT"),
     (dict(vrchat=""), "is not HOST:PORT"),
     (dict(vrchat="127.0.0.1:70000"), "is not HOST:PORT"),
@@ -493,7 +493,7 @@ def test_hostile_person_ids_are_refused_in_one_sentence(value, message):
     (dict(vrchat="no\0host"), "cannot resolve the host"),
     (dict(vrchat="::1"), "in brackets"),
 ], ids=repr_id)
-def test_live_senders_check_the_vrchat_options(options, message):
+def test_live_senders_check_the_vrchat_options(options, message):  # from Python: Python's names
     with pytest.raises(UserError, match=message) as caught:
         live_senders(**{"tasks": ("pose", "pointmap"), **options})
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 300
@@ -552,6 +552,45 @@ def test_run_and_stream_refuse_hostile_vrchat_options_in_one_sentence(tmp_path, 
         assert code == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("error:") and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("options, python, cli", [
+    (dict(vrchat="127.0.0.1:9", vrchat_height="tall"), "vrchat_height='tall' is not a height", "--vrchat-height 'tall' is not"),
+    (dict(vrchat="127.0.0.1:9", vrchat_trackers="hip,hip"), "vrchat_trackers names hip", "--vrchat-trackers names hip"),
+    (dict(vrchat="127.0.0.1:9", vrchat_person="x"), "vrchat_person='x' is not a track id; write e.g. vrchat_person=3",
+     "--vrchat-person 'x' is not a track id; write e.g. --vrchat-person 3"),
+    (dict(vrchat="127.0.0.1:99999"), "vrchat='127.0.0.1:99999' is not HOST:PORT; write it like vrchat='127.0.0.1:9000'",
+     "--vrchat '127.0.0.1:99999' is not HOST:PORT; write it like --vrchat 127.0.0.1:9000"),
+    (dict(vmc_person="3"), "vmc_person, vmc_fingers, vmc_bundle and vmc_face_only go with vmc; add vmc=['127.0.0.1:39539']",
+     "--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc; add --vmc 127.0.0.1:39539"),
+    (dict(vmc=["127.0.0.1:9"], vmc_person="-1"), "vmc_person='-1' is neither a track id nor all; write e.g. vmc_person=3",
+     "--vmc-person '-1' is neither a track id nor all; write e.g. --vmc-person 3"),
+    (dict(vmc=["127.0.0.1:9"], tasks=("pose",)), "run with tasks='pose,depth' (or vmc_face_only=True",
+     "run with --tasks pose,depth (or --vmc-face-only"),
+    (dict(osc="localhost"), "osc='localhost' is not HOST:PORT", "--osc 'localhost' is not HOST:PORT"),
+])
+def test_sender_errors_name_what_the_caller_used(options, python, cli):
+    from realtime.options import CLI
+
+    options = {"tasks": ("pose", "pointmap"), **options}
+    for caller, message in ((None, python), (CLI, cli)):
+        with pytest.raises(UserError) as caught:
+            live_senders(**options) if caller is None else live_senders(**options, caller=caller)
+        assert message in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("before", ["clip", "0"])
+def test_a_bare_vrchat_before_the_source_says_to_put_it_after(tmp_path, capsys, before):
+    from realtime.cli import main
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"")
+    source = str(clip) if before == "clip" else before
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--vrchat", source, "--tasks", "pose,depth"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "is a source, not VRChat's address; put --vrchat after SOURCE" in err, err
+    assert err.count("\n") == 1
 
 
 def test_vrchat_without_depth_is_refused_by_run_and_stream(tmp_path, capsys):
