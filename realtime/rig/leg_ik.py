@@ -13,6 +13,9 @@ Per foot and contact span (a run of frames with the foot on the floor), on the w
   gets the leg stretched (or folded) to its limit towards it;
 - the heel and toes move rigidly with the ankle (the same translation).
 Frames outside the spans and their windows are left as they are. Pure numpy, any frame of axes.
+
+The same two-bone IK turns a solved skeleton's leg bones (`pin_leg`): the live motion stage pins the avatar's
+feet with it, so the forward kinematics of its bones, not only its keypoints, put a planted foot where it is held.
 """
 
 from __future__ import annotations
@@ -61,6 +64,42 @@ def solve_leg(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh, shin
     sin_a = np.sqrt(1.0 - cos_a * cos_a)
     new_knee = hip + thigh[..., None] * (cos_a[..., None] * u + sin_a[..., None] * w)
     return new_knee, hip + d[..., None] * u
+
+
+def turn_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(3,) a, b -> (3, 3) the smallest rotation that turns a's direction onto b's (Rodrigues; identity where either
+    is ~0; half a turn about any perpendicular where they are opposite)."""
+    a, _ = _unit(np.asarray(a, dtype=np.float64))
+    b, _ = _unit(np.asarray(b, dtype=np.float64))
+    axis = np.cross(a, b)
+    sine, cosine = np.linalg.norm(axis), float(a @ b)
+    if sine < 1e-12:
+        if cosine > 0 or not a.any() or not b.any():
+            return np.eye(3)
+        perpendicular, _ = _unit(np.cross(a, np.eye(3)[np.argmin(np.abs(a))]))
+        return 2.0 * np.outer(perpendicular, perpendicular) - np.eye(3)
+    k = axis / sine
+    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + sine * cross + (1.0 - cosine) * (cross @ cross)
+
+
+def pin_leg(hip: np.ndarray, upper: np.ndarray, lower: np.ndarray, foot: np.ndarray, offsets: np.ndarray,
+            ankle: np.ndarray, toes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One leg of a solved skeleton turned so that its forward kinematics reaches a target: hip (3,) the upper leg's
+    head; upper, lower, foot (3, 3) the global rotations of the upper leg, lower leg and foot bones; offsets (3, 3)
+    the rest offsets (in the parent's rest frame) of the lower leg (the knee from the hip), the foot (the ankle from
+    the knee) and the toes (from the ankle); ankle (3,) where the foot bone's head goes, toes (3,) a point the toes
+    bone's head points at from there. -> the three new global rotations and the ankle reached (`solve_leg`: the
+    target when in reach, else the nearest point the leg reaches on the line from the hip to it).
+
+    The knee stays in the plane of the hip, the solved knee and the target; each bone turns by the smallest rotation
+    that points it where it goes, so its twist about itself is the solve's."""
+    thigh, shin, sole = upper @ offsets[0], lower @ offsets[1], foot @ offsets[2]
+    knee, reached = solve_leg(hip, hip + thigh, ankle, np.linalg.norm(offsets[0]), np.linalg.norm(offsets[1]))
+    first = turn_between(thigh, knee - hip)
+    second = turn_between(first @ shin, reached - knee) @ first
+    third = turn_between(second @ sole, np.asarray(toes, dtype=np.float64) - reached) @ second
+    return first @ upper, second @ lower, third @ foot, reached
 
 
 def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:
