@@ -82,28 +82,29 @@ def chain(motion, view: str, seed: int, truth) -> dict:
     count = len(frames)
     links = {name: np.full((count, 2, 2, 3), np.nan) for name in LINKS}
     filtered_hips = np.full((count, 3), np.nan)
+    cameras = np.full((count, 3), np.nan)  # the camera's centre in the world
     for t, frame in enumerate(frames):
         person, camera = frame.people[0], frame.camera
         if camera is None or not camera.grounded or person.bones is None:
             continue
         world = camera.world_from_camera
-        to_world = (lambda p: transform_points(world, p))
-        links["truth"][t] = feet_of(to_world(true_camera[t])[None])[0]
+        cameras[t] = world[:3, 3]
+        links["truth"][t] = feet_of(transform_points(world, true_camera[t])[None])[0]
         if person.keypoints3d is not None:
-            links["measured"][t] = feet_of(to_world(np.asarray(person.keypoints3d, np.float64))[None])[0]
+            links["measured"][t] = feet_of(transform_points(world, np.asarray(person.keypoints3d, np.float64))[None])[0]
         if person.keypoints3d_smoothed is not None:
-            smoothed = to_world(np.asarray(person.keypoints3d_smoothed, np.float64))
+            smoothed = transform_points(world, np.asarray(person.keypoints3d_smoothed, np.float64))
             links["filtered"][t] = feet_of(smoothed[None])[0]
             filtered_hips[t] = smoothed[motion_bench.HIPS].mean(axis=0)
         locked = recorder.out.get(round(float(frame.timestamp), 6))
         if locked is not None:
             if not camera.world:  # the stage's points are camera-relative: into the world
-                locked = to_world(locked)
+                locked = transform_points(world, locked)
             else:  # in the world, in camera axes (x, -y, -z of the world)
                 locked = locked @ RIG_FROM_CAMERA.T
             links["locked"][t] = feet_of(locked[None])[0]
     links["avatar"] = run.feet
-    return {"links": links, "run": run, "filtered_hips": filtered_hips}
+    return {"links": links, "run": run, "filtered_hips": filtered_hips, "cameras": cameras}
 
 
 def _mean(values: list) -> float:
@@ -156,8 +157,15 @@ def summarise(results: list[dict]) -> list[str]:
             error = track - run.true_root
             jitters.append(motion_bench.root_jitter(error, run.fps))
             offsets.append(np.linalg.norm(error, axis=-1))
+            look = run.true_root - result["cameras"]
+            along = np.sum(error * look, axis=-1) / np.linalg.norm(look, axis=-1)  # along the line of sight
+            along = along[np.isfinite(along)]
+            if len(along):
+                sight.append(np.abs(along - np.median(along)))
         lines.append(f"{label}: jitter {np.sqrt(np.nanmean(np.square(jitters))):.1f} mm RMS, "
-                     f"{1000 * _mean(offsets):.0f} mm from the true hips on average")
+                     f"{1000 * _mean(offsets):.0f} mm from the true hips on average, along the line of sight "
+                     f"{1000 * np.percentile(np.concatenate(sight), 95) if sight else np.nan:.0f} mm off its median "
+                     "(95th percentile)")
     return lines
 
 
