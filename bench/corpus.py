@@ -1,11 +1,15 @@
 """The motion corpus by category: real motion capture as world keypoints, and its true foot contacts.
 
-Two sources, by path (nothing of the first is copied into the repository):
+Three sources, by path (nothing of the first and the last is copied into the repository):
 - a corpus folder (`--corpus DIR`, or `$SAPIENS_MOCAP_DIR`; the workplace's shared `mocap` folder): CMU trials as BVH,
   one standard body retargeted in Reallusion iClone (joints `CC_Base_*`, centimetres, y up, 60 fps), each
   file named `<category>_cmu_<subject>_<trial>.bvh`;
 - the project's own clips, `tests/data/mocap/` (CMU, the cgspeed skeleton, metres, 30 fps; its README),
-  by the category of `PROJECT`.
+  by the category of `PROJECT`;
+- folders of extra clips (`extra_files`, bench/motion.py's `--extra DIR`), named as the corpus's are, every one
+  of them held out of every fit and tuning: e.g. CMU trials of other subjects in the BVH conversion of CMU's own
+  skeleton (joints `LeftUpLeg`, `LeftLeg`, ..., lengths in CMU's unit of 1/0.45 inch), read as the cgspeed
+  skeleton of the project's clips (`CMU_NAMES`, the unit told by the legs' length).
 Each becomes a `Motion`: the 308-keypoint layout in world metres, y up, the floor at y = 0
 (`tests.mocap_clips.level_floor`: fitted where the feet touch down; for the corpus only its slope along
 the path, as its retarget's vertical is its floor's across it), NaN for keypoints not placed. Leading
@@ -15,7 +19,8 @@ fixed offsets in the frames of the ankle, toe and head joints (for the iClone sk
 rest axes are not the body's, those offsets are set in the body's axes on one frame, the foot's flattest
 and the first, and then carried rigidly by the joint).
 
-`HELD_OUT`: clips held out of every fit and tuning (at least one per category), reported apart.
+`HELD_OUT`: clips held out of every fit and tuning (at least one per category), reported apart; so is every
+clip of an extra folder (`Motion.extra`).
 
 True contacts (`true_contacts`), from the clean motion at its own rate, per foot: the heel or the toes
 (the midpoint of the big and small toe) within CONTACT_HEIGHT of where that point rests (`rest_height`:
@@ -29,7 +34,7 @@ judged by the same truth.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -40,7 +45,7 @@ from scipy.spatial.transform import Rotation
 
 from realtime.data import keypoint_names
 from tests.mocap_clips import FOLDER as PROJECT_FOLDER
-from tests.mocap_clips import bvh_keypoints, forward, level_floor, read_bvh
+from tests.mocap_clips import Bvh, forward, level_floor, read_bvh, skeleton_keypoints
 
 NAMES = keypoint_names()
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +78,17 @@ HELD_OUT = (
     "crouch_cmu_02_06", "lunge_cmu_02_07", "brisk_walk_cmu_07_12", "slow_walk_cmu_07_05",
     "cmu_35_05", "cmu_16_32", "cmu_39_03", "cmu_38_01", "cmu_55_04", "cmu_05_01", "cmu_09_03", "cmu_131_02",
 )
+
+# CMU's own skeleton (its ASF's names, as the BVH conversions of CMU's AMC files keep them) -> the cgspeed names the
+# project's clips use (tests/mocap_clips.py); the clavicles first, so that the arms can take their names
+CMU_NAMES = {"LeftShoulder": "LeftCollar", "RightShoulder": "RightCollar", "LeftUpLeg": "LeftHip", "LeftLeg": "LeftKnee",
+             "LeftFoot": "LeftAnkle", "LeftToeBase": "LeftToe", "RightUpLeg": "RightHip", "RightLeg": "RightKnee",
+             "RightFoot": "RightAnkle", "RightToeBase": "RightToe", "Neck": "lowerneck", "Neck1": "Neck",
+             "LeftArm": "LeftShoulder", "LeftForeArm": "LeftElbow", "LeftHand": "LeftWrist", "RightArm": "RightShoulder",
+             "RightForeArm": "RightElbow", "RightHand": "RightWrist"}
+# a skeleton's unit, told by its legs (hip to ankle, as long as a person's): metres, centimetres, CMU's 1/0.45 inch
+UNITS = {"m": 1.0, "cm": 0.01, "CMU's 1/0.45 inch": 0.0254 / 0.45}
+LEG_LENGTH = (0.55, 1.25)  # m, hip to ankle along the bones
 
 CONTACT_HEIGHT = 0.03  # m above where the point rests
 CONTACT_SPEED = 0.2  # m/s along the floor
@@ -113,6 +129,7 @@ class Motion:
     category: str
     joints: np.ndarray  # (T, K, 3) world metres, y up, the floor at y = 0; NaN where not placed
     fps: float
+    extra: bool = False  # from a folder of extra clips: held out
 
     @property
     def times(self) -> np.ndarray:
@@ -120,7 +137,7 @@ class Motion:
 
     @property
     def held_out(self) -> bool:
-        return self.name in HELD_OUT
+        return self.extra or self.name in HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -155,16 +172,42 @@ def corpus_files(folder: Path | str | None) -> list[Path]:
         raise CorpusError(f"no motion corpus given: give --corpus a folder of BVH files by category (or set ${CORPUS_ENV})")
     if not folder.is_dir():
         raise CorpusError(f"no motion corpus at {folder}: give --corpus a folder of BVH files by category")
+    return _bvh_files(folder, "--corpus", "a folder of BVH files by category")
+
+
+def extra_files(folders) -> list[Path]:
+    """The BVH files of folders of extra clips (each clip's category from its name, as `category_of` reads it; every
+    one held out), in the order of the folders, each sorted. CorpusError for a folder that is missing, not a folder,
+    unreadable or without BVH files, and for two clips of one name."""
+    files: dict[str, Path] = {}
+    for folder in map(Path, folders):
+        if not folder.exists():
+            raise CorpusError(f"no folder of extra clips at {folder}: give --extra a folder of BVH files")
+        if not folder.is_dir():
+            raise CorpusError(f"{folder} is not a folder: give --extra a folder of BVH files")
+        for path in _bvh_files(folder, "--extra", "a folder of BVH files"):
+            if path.stem in files:
+                raise CorpusError(f"two extra clips named {path.stem} ({files[path.stem]} and {path}): rename one")
+            files[path.stem] = path
+    return list(files.values())
+
+
+def _bvh_files(folder: Path, flag: str, what: str) -> list[Path]:
+    try:
+        os.listdir(folder)
+    except OSError as error:
+        raise CorpusError(f"cannot read {folder} ({error.strerror}): give {flag} {what} you can read") from None
     files = sorted(path for path in folder.glob("*.bvh") if path.is_file())
     if not files:
-        raise CorpusError(f"no .bvh files in {folder}: give --corpus a folder of BVH files by category")
+        raise CorpusError(f"no .bvh files in {folder}: give {flag} {what}")
     return files
 
 
 @lru_cache(maxsize=None)
-def load_motion(path: Path | str, category: str | None = None) -> Motion:
+def load_motion(path: Path | str, category: str | None = None, extra: bool = False) -> Motion:
     """One BVH file as a `Motion` (its skeleton recognised by its joint names: iClone `CC_Base_*` in centimetres,
-    or the CMU cgspeed names of tests/data/mocap in metres). CorpusError for a file that is not such a BVH."""
+    the CMU cgspeed names of tests/data/mocap in metres, or CMU's own names, `CMU_NAMES`, in the unit its legs tell);
+    `extra`: a clip of an extra folder, held out. CorpusError for a file that is not such a BVH."""
     path = Path(path)
     try:
         bvh = read_bvh(path)
@@ -175,13 +218,15 @@ def load_motion(path: Path | str, category: str | None = None) -> Motion:
     if not np.isfinite(bvh.motion).all():
         raise CorpusError(f"{path}: its motion has values that are not finite numbers: give a BVH of finite motion")
     iclone = "CC_Base_Hip" in bvh.names
+    if not iclone and "LeftUpLeg" in bvh.names:
+        bvh = _as_cgspeed(bvh, path)
     needed = (set(_CC_AT_JOINT.values()) | {j for _, j, _ in _CC_IN_FRAME} if iclone
               else {"LeftHip", "LeftKnee", "LeftAnkle", "LeftToe", "RightAnkle", "RightToe", "Head"})
     missing = sorted(needed - set(bvh.names))
     if missing:
         raise CorpusError(f"{path}: a skeleton this corpus does not know (no joint {', '.join(missing[:3])}): give a BVH "
-                          "of the iClone (CC_Base_*) or CMU cgspeed skeleton")
-    joints, fps = _iclone_keypoints(bvh) if iclone else bvh_keypoints(path)
+                          "of the iClone (CC_Base_*), CMU cgspeed or CMU ASF skeleton")
+    joints, fps = _iclone_keypoints(bvh) if iclone else skeleton_keypoints(bvh)
     if not np.isfinite(joints[:, _PLACED]).all():
         raise CorpusError(f"{path}: its motion has values that are not finite numbers: give a BVH of finite motion")
     fps = round(fps, 2)  # a frame time of 0.016667 s is 60 fps
@@ -191,7 +236,25 @@ def load_motion(path: Path | str, category: str | None = None) -> Motion:
     joints = level_floor(joints, across=not iclone)
     if not (np.abs(joints[:, _PLACED]) < MAX_EXTENT).all():
         raise CorpusError(f"{path}: its motion reaches further than {MAX_EXTENT:g} m: give a BVH in centimetres or metres")
-    return Motion(path.stem, category or category_of(path), joints, float(fps))
+    return Motion(path.stem, category or category_of(path), joints, float(fps), extra)
+
+
+def _as_cgspeed(bvh: Bvh, path: Path) -> Bvh:
+    """A BVH of CMU's own skeleton as the cgspeed skeleton in metres: its joints renamed (`CMU_NAMES`), its lengths
+    and root positions scaled by the unit (`UNITS`) that makes its left leg (hip to ankle) as long as a person's."""
+    index = {name: j for j, name in enumerate(bvh.names)}
+    if not {"LeftLeg", "LeftFoot"} <= set(index):
+        return bvh  # not CMU's skeleton after all: the caller says which joints it lacks
+    leg = np.linalg.norm(bvh.offsets[index["LeftLeg"]]) + np.linalg.norm(bvh.offsets[index["LeftFoot"]])
+    units = [scale for scale in UNITS.values() if LEG_LENGTH[0] <= leg * scale <= LEG_LENGTH[1]]
+    if len(units) != 1:
+        raise CorpusError(f"{path}: its legs are {leg:g} units from hip to ankle, a person's in none of "
+                          f"{', '.join(UNITS)}: give a BVH of a person in one of them")
+    position = np.array([c.endswith("position") for channels in bvh.channels for c in channels])
+    motion = bvh.motion.copy()
+    motion[:, position] *= units[0]
+    return replace(bvh, names=[CMU_NAMES.get(name, name) for name in bvh.names], offsets=bvh.offsets * units[0],
+                   motion=motion)
 
 
 def _first_moving(joints: np.ndarray, fps: float) -> int:
@@ -259,13 +322,13 @@ def resample(motion: Motion, fps: float) -> Motion:
     known = np.isfinite(motion.joints).all(axis=(0, 2))
     joints = np.full((len(times), *motion.joints.shape[1:]), np.nan)
     joints[:, known] = CubicSpline(motion.times, motion.joints[:, known], axis=0)(times)
-    return Motion(motion.name, motion.category, joints, float(fps))
+    return replace(motion, joints=joints, fps=float(fps))
 
 
 def turned(motion: Motion, degrees: float) -> Motion:
     """The motion turned `degrees` about the vertical."""
     joints = motion.joints @ Rotation.from_euler("y", degrees, degrees=True).as_matrix().T
-    return Motion(motion.name, motion.category, joints, motion.fps)
+    return replace(motion, joints=joints)
 
 
 def foot_points(joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,10 +4,11 @@
 
 Runs the fixture pose and seg models (official weights layout, values of order one so
 that every path matters: a harsher test than trained weights) in bf16, then in bf16 with
-the backbone's linear layers in E4M3 (`realtime.models.fp8`: all of them, or the attention
-projections only), and compares each with the official fp32 outputs. The E4M3 products
-run in the same `scaled_mm` kernel family a GPU uses (tensor-wise scales), here on the
-CPU, so this is the FP8 numerics without a GPU (accumulation order aside).
+the backbone's linear layers in E4M3 (`realtime.models.fp8`: all of them with per-tensor scales, the
+attention projections only, the FFN's with per-token x per-channel scales, or both), and compares each
+with the official fp32 outputs. The E4M3 products run in the same `scaled_mm` kernel family a GPU
+uses (tensor-wise and row-wise scales), here on the CPU, so this is the FP8 numerics without a GPU
+(accumulation order aside; fast accumulation, which the FFN's layers ask for, is the GPU's alone).
 
 pose: heatmap error relative to the fp32 heatmaps (||d|| / ||ref||), the share of the 308
 keypoints whose heatmap argmax stays on the same cell, and the mean shift in heatmap cells.
@@ -29,7 +30,9 @@ FIXTURES = (Path(os.environ.get("SAPIENS_REFERENCE_DIR") or Path(__file__).resol
             / "fixtures")
 VARIANTS = (("bf16", None), ("bf16 + FP8 all linears, per-call scales", "all"),
             ("bf16 + FP8 attention projections, per-call scales", "attention"),
-            ("bf16 + FP8 attention projections, static calibrated scales (--fp8)", "attention static"))
+            ("bf16 + FP8 attention projections, static calibrated scales (--fp8)", "attention static"),
+            ("bf16 + FP8 FFN, per-token x per-channel scales (--fp8 ffn)", "ffn"),
+            ("bf16 + FP8 attention (static) and FFN (per-token x per-channel) (--fp8 attention+ffn)", "attention+ffn static"))
 
 
 def variant_output(task: str, scope: str | None, x: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,9 @@
     python bench/gpu_sdpa.py                  # 1024x768 and 768x576 inputs, bf16
     python bench/gpu_sdpa.py --tokens 3081    # one token count
 
-For each backend `realtime.models.sapiens2.attention` can pick (`--sdpa`), times one layer's
+Timed eagerly, so the host's launch cost can hide in small kernels: bench/gpu_kernels.py times the same inside
+CUDA graphs. For each backend `realtime.models.sapiens2.attention` can pick (`--sdpa`, the Triton kernel
+included) and FlexAttention (compiled), times one layer's
 attention (16 query heads of 64, 1 image) for the full-head layers (16 KV heads) and the GQA
 layers (8 KV heads: "default" and "flash" take them as they are, with `enable_gqa`; "cudnn"
 and "efficient" get them expanded by repeat_interleave, whose copy is inside the timing),
@@ -42,14 +44,24 @@ def tflops(call, flop: float, calls: int = 50) -> float:
 
 
 def time_backend(backend: str, tokens: int, kv_heads: int, dtype=torch.bfloat16) -> float:
-    """TFLOP/s of `attention(q, k, v, backend)` at these shapes."""
+    """TFLOP/s of `attention(q, k, v, backend)` at these shapes ("flex": FlexAttention, compiled)."""
     from realtime.models.sapiens2 import attention
 
     g = torch.Generator(device="cuda").manual_seed(0)
     q = torch.randn(1, HEADS, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
     k = torch.randn(1, kv_heads, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
     v = torch.randn(1, kv_heads, tokens, HEAD_DIM, device="cuda", dtype=dtype, generator=g)
-    return tflops(lambda: attention(q, k, v, backend), 4.0 * HEADS * tokens * tokens * HEAD_DIM)
+    flop = 4.0 * HEADS * tokens * tokens * HEAD_DIM
+    if backend == "flex":
+        from bench.gpu_kernels import _flex
+
+        flex = _flex()
+        return tflops(lambda: flex(q, k, v, enable_gqa=kv_heads != HEADS), flop)
+    if backend == "triton":
+        from realtime.models import triton_attention
+
+        triton_attention.prepare(q.device)
+    return tflops(lambda: attention(q, k, v, backend), flop)
 
 
 def rates(tokens_by_name: dict[str, int] = TOKENS) -> list[str]:
@@ -60,12 +72,12 @@ def rates(tokens_by_name: dict[str, int] = TOKENS) -> list[str]:
     for size, tokens in tokens_by_name.items():
         for kv in (HEADS, HEADS // 2):
             cells = []
-            for backend in SDPA_BACKENDS:
+            for backend in (*SDPA_BACKENDS, "flex"):
                 if backend == "math":
                     continue  # the unfused reference: never the fast choice
                 try:
                     cells.append(f"{backend} {time_backend(backend, tokens, kv):6.1f}")
-                except RuntimeError as error:  # no kernel for this GPU / build / shape
+                except (RuntimeError, ValueError) as error:  # no kernel for this GPU / build / shape
                     cells.append(f"{backend} n/a ({str(error).strip().splitlines()[0][:60]})")
             kind = "full heads" if kv == HEADS else "GQA (8 kv)"
             lines.append(f"  {size} ({tokens} tokens), {kind:<10}: " + ", ".join(cells) + " TFLOP/s")

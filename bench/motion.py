@@ -29,9 +29,11 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
   RMS mm (the error's shake; its slow part, as the live filter's lag, is left out);
 - 30 vs 60 fps agreement: the share of common timestamps (every 1/30 s) at which the 30 and 60 fps runs of the same
   clip, view and seed decide each foot alike.
-The last line: the worst of each over the held-out clips (`bench.corpus.HELD_OUT`; each clip, view and frame rate
-pooled over the seeds), against the goals of issue 51.
-Run: python bench/motion.py [--corpus DIR] [--fps 24 30 60] [--views front side 45] [--seeds 0 1]
+The last line: the worst of each over the held-out clips (`bench.corpus.HELD_OUT` and every clip of an `--extra`
+folder; each clip, view and frame rate pooled over the seeds), against the goals of issue 51.
+`--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
+corpus's are (`<category>_cmu_<subject>_<trial>.bvh`: the category from the name), every one held out.
+Run: python bench/motion.py [--corpus DIR] [--extra DIR ...] [--fps 24 30 60] [--views front side 45] [--seeds 0 1]
      [--clips NAME ...] [--categories NAME ...] [--held-out-only] [--fast]
 """
 
@@ -40,7 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -411,13 +413,21 @@ def worst_line(per_clip: dict[tuple, dict]) -> str:
 
 
 def select(args) -> list[Motion]:
-    """The motions the options name: every clip of the corpus and the project, narrowed by --clips, --categories
-    and --held-out-only (the default corpus folder is read only when some of them come from it)."""
+    """The motions the options name: every clip of the corpus, the project and the --extra folders, narrowed by
+    --clips, --categories and --held-out-only (the default corpus folder is read only when some of them come from
+    it)."""
     project = list(corpus.PROJECT)
-    need_corpus = args.corpus is not None or not args.clips or any(name not in corpus.PROJECT for name in args.clips)
+    extras = {path.stem: path for path in corpus.extra_files(args.extra or [])}
+    need_corpus = args.corpus is not None or not args.clips or any(name not in corpus.PROJECT and name not in extras
+                                                                    for name in args.clips)
     files = corpus.corpus_files(args.corpus) if need_corpus else []
     available = {path.stem: path for path in files}
     available.update({name: corpus.PROJECT_FOLDER / f"{name}.bvh" for name in project})
+    taken = sorted(set(available) & set(extras))
+    if taken:
+        raise corpus.CorpusError(f"--extra: {extras[taken[0]]} has the name of a clip of the corpus or the project "
+                                 f"({taken[0]}): rename it")
+    available.update(extras)
     if args.clips:
         unknown = [name for name in args.clips if name not in available]
         if unknown:
@@ -426,13 +436,16 @@ def select(args) -> list[Motion]:
         names = list(dict.fromkeys(args.clips))
     else:
         names = list(available)
-    motions = [corpus.load_motion(available[n], corpus.PROJECT.get(n)) for n in names]
+    motions = [corpus.load_motion(available[n], corpus.PROJECT.get(n), n in extras) for n in names]
     if args.categories:
+        wanted = [c for item in args.categories for c in item.split(",") if c]  # "run,kick" as "run kick"
         known = {m.category for m in motions}
-        unknown = [c for c in args.categories if c not in known]
+        if not wanted:
+            raise corpus.CorpusError(f"--categories: name at least one category (these are: {', '.join(sorted(known))})")
+        unknown = [c for c in wanted if c not in known]
         if unknown:
             raise corpus.CorpusError(f"--categories: no clip of {', '.join(unknown)} (these are: {', '.join(sorted(known))})")
-        motions = [m for m in motions if m.category in args.categories]
+        motions = [m for m in motions if m.category in wanted]
     if args.held_out_only:
         motions = [m for m in motions if m.held_out]
     if not motions:
@@ -448,7 +461,7 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
     started, cpu, count = time.perf_counter(), time.process_time(), 0
     for motion in motions:
         if fast:
-            motion = Motion(motion.name, motion.category, motion.joints[: int(FAST_SECONDS * motion.fps) + 1], motion.fps)
+            motion = replace(motion, joints=motion.joints[: int(FAST_SECONDS * motion.fps) + 1])
         truth = corpus.true_contacts(motion)  # at the clip's own rate: every rate is judged by the same truth
         for view in views:
             for seed in seeds:
@@ -492,21 +505,34 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
                         pool.elevations += part.elevations
                         pool.jitters += part.jitters
                     print(row(category, view, fps, len(clips), pool.measures()), file=out)
-    held_out = {key: pool.measures() for key, pool in pools.items() if key[0] in corpus.HELD_OUT}
+    held = {m.name for m in motions if m.held_out}
+    held_out = {key: pool.measures() for key, pool in pools.items() if key[0] in held}
     print("", file=out)
     print(worst_line(held_out) if held_out else "held-out worst: no held-out clip measured", file=out)
 
 
+class _Once(argparse.Action):
+    """An option given at most once (a second --corpus would silently replace the first)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option_string} is given once: a second folder of clips goes to --extra")
+        setattr(namespace, self.dest, values)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=None,
+    parser.add_argument("--corpus", type=Path, default=None, action=_Once,
                         help="a folder of BVH files by category (default: $SAPIENS_MOCAP_DIR)")
+    parser.add_argument("--extra", type=Path, action="append", metavar="DIR",
+                        help="a folder of extra clips, every one held out (again for more folders)")
     parser.add_argument("--fps", type=float, nargs="+", default=list(FPS_RATES), help="frame rates (24 30 60)")
     parser.add_argument("--views", nargs="+", choices=list(VIEWS), default=list(VIEWS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--clips", nargs="+", help="only these clips (file names without .bvh)")
     parser.add_argument("--categories", nargs="+", help="only the clips of these categories")
-    parser.add_argument("--held-out-only", action="store_true", help="only the held-out clips (bench.corpus.HELD_OUT)")
+    parser.add_argument("--held-out-only", action="store_true",
+                        help="only the held-out clips (bench.corpus.HELD_OUT and the --extra folders)")
     parser.add_argument("--fast", action="store_true",
                         help=f"the first {FAST_SECONDS:g} s of each clip and the first seed only (a quick check)")
     args = parser.parse_args(argv)

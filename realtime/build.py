@@ -35,7 +35,7 @@ from realtime import tasks as task_table
 from realtime.errors import UserError
 from realtime.infer import Predictor, default_device, default_dtype
 from realtime.mode import RunMode
-from realtime.models import hub, load_model
+from realtime.models import compile_cache, hub, load_model
 from realtime.models.archs import SIZES
 from realtime.models.loading import cli_name, download_command, missing_weights
 from realtime.options import PYTHON, Caller, RunOptions
@@ -78,6 +78,17 @@ def cuda_graphs_for(options: RunOptions, device: str) -> bool:
     on CUDA (every key is captured in the warm-up; what it gains and costs: docs/gpu-performance.md, bench/RESULTS.md)."""
     cuda_graphs = options.models.cuda_graphs
     return device.startswith("cuda") if cuda_graphs is None else bool(cuda_graphs)
+
+
+def compile_for(options: RunOptions, device: str) -> bool:
+    """Whether the run compiles its models: `--compile` / `--no-compile`, else on CUDA where torch can compile for it
+    (`realtime.models.compile_cache.compiles_here`; measured fastest: bench/gpu_runs/, docs/gpu-performance.md)."""
+    compile = options.models.compile
+    if compile is not None:
+        return bool(compile)
+    from realtime.models.compile_cache import compiles_here
+
+    return device.startswith("cuda") and compiles_here()
 
 
 def check_device(device: Any, caller: Caller = PYTHON) -> str:
@@ -193,16 +204,19 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     task_sizes = {task_table.get(str(t)).name: check.hw("task_sizes", hw) for t, hw in m.task_sizes.items()}
     check.whole("dense_every", m.dense_every)
     check.whole("seg_every", m.seg_every)
-    for name in ("dense_auto", "seg_auto", "flip_test", "compile", "fp8"):
+    for name in ("dense_auto", "seg_auto", "flip_test", "dual_backbone", "fuse"):
         check.flag(name, getattr(m, name))
     check.flag("cuda_graphs", m.cuda_graphs, none=True)
+    check.flag("compile", m.compile, none=True)
+    if not isinstance(m.fp8, bool):
+        check.choice("fp8", m.fp8, _fp8_scopes())
     check.choice("sdpa", m.sdpa, _sdpa_backends())
     check.choice("crop_sampling", m.crop_sampling, _crop_samplings())
     if m.fp8:
         from realtime.models.fp8 import check_fp8_compiled, check_fp8_device
 
         check_fp8_device(device)
-        check_fp8_compiled(m.compile)
+        check_fp8_compiled(compile_for(options, device))
     if m.cuda_graphs and not device.startswith("cuda"):
         raise UserError(f"{caller.given('cuda_graphs', True)} needs a CUDA GPU, and this run is on {device}; drop "
                         f"{caller.name('cuda_graphs')} or use {caller.given('device', 'cuda')}.")
@@ -256,6 +270,12 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     return options.change(models={"tasks": tasks, "checkpoints": checkpoints, "device": device, "input_hw": input_hw,
                                   "pointmap_hw": pointmap_hw, "task_sizes": task_sizes},
                           outputs={k: str(v) if v is not None else None for k, v in stdout.items()})
+
+
+def _fp8_scopes() -> tuple[str, ...]:
+    from realtime.models.fp8 import CHOICES
+
+    return CHOICES
 
 
 def _sdpa_backends() -> tuple[str, ...]:
@@ -353,8 +373,10 @@ class Builder:
         feedback = Feedback()
         predictor = Predictor(models, device=self.device, dtype=self.dtype, input_hw=m.input_hw,
                               sizes={**({"pointmap": m.pointmap_hw} if m.pointmap_hw else {}), **m.task_sizes},
-                              flip_test=m.flip_test, compile=m.compile, cuda_graphs=cuda_graphs_for(self.options, self.device),
-                              crop_sampling=m.crop_sampling, fp8=m.fp8, sdpa=m.sdpa)
+                              flip_test=m.flip_test, compile=compile_for(self.options, self.device),
+                              compile_cache=compile_cache.default_folder(),
+                              cuda_graphs=cuda_graphs_for(self.options, self.device), crop_sampling=m.crop_sampling,
+                              fp8=m.fp8, sdpa=m.sdpa, dual=m.dual_backbone, fuse=m.fuse)
         predictor.warm_up(image_hw)  # before any output exists: a failure here leaves no files
         if hasattr(box_finder, "warm_up"):
             box_finder.warm_up(image_hw)  # the detector's CUDA graph too: no capture mid-run

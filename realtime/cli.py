@@ -230,12 +230,23 @@ def _add_model_options(p) -> None:
     m.add_argument("--seg-every", default=None, metavar="N|auto", help="run seg every N frames and reuse its last map in "
                    "between; auto: every frame, or every other frame while the run is behind the source's frame rate "
                    "(default: auto for cameras and streams, 1 for files)")
-    m.add_argument("--compile", action="store_true", help="torch.compile the models (GPU; slow first frames)")
-    m.add_argument("--fp8", action="store_true", help="attention projections in FP8 (E4M3) on GPUs of compute capability 8.9+ "
-                   "(Ada, Hopper); needs --compile; see docs/deploy.md")
-    m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math"), default="default",
-                   help="the attention kernel (default: PyTorch's choice; `python bench/gpu_sdpa.py` times each on "
-                        "yours; see docs/gpu-performance.md)")
+    m.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch.compile the models (default: on with CUDA, where it measured fastest; the first launch with "
+                        "new settings waits while it compiles, later launches load the kernels from ~/.cache/"
+                        "sapiens-realtime; --no-compile runs the plain path)")
+    m.add_argument("--fp8", nargs="?", const="attention", default=False, choices=("attention", "ffn", "attention+ffn"),
+                   metavar="SCOPE", help="backbone linear layers in FP8 (E4M3) on GPUs of compute capability 8.9+ (Ada, "
+                   "Hopper): attention (the projections; the default), ffn (the FFN's, per-token scales) or attention+ffn; "
+                   "needs compiling; see docs/deploy.md")
+    m.add_argument("--sdpa", choices=("default", "flash", "cudnn", "efficient", "math", "triton"), default="default",
+                   help="the attention kernel (default: PyTorch's choice; triton: the project's own kernel; `python "
+                        "bench/gpu_kernels.py` times each on yours; see docs/gpu-performance.md)")
+    m.add_argument("--dual-backbone", action="store_true",
+                   help="run the pose and seg backbones as one when both run on a frame with one person (batched GEMMs, one "
+                        "attention call; GPU, not yet measured: see docs/gpu-performance.md)")
+    m.add_argument("--fuse", action="store_true",
+                   help="the backbones' SwiGLU product in its GEMM's epilogue and each residual add with the next norm as one "
+                        "pass (Triton kernels; GPU, not yet measured: see docs/gpu-performance.md)")
     m.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="replay one CUDA graph per task and person count, and one for the detector, all captured in "
                         "the warm-up (default: on when the run is on CUDA; --no-cuda-graphs runs eagerly; see "
@@ -313,7 +324,7 @@ def _model_options(args):
     return ModelOptions(tasks=parse_tasks(args.tasks), size=args.size, checkpoints=checkpoints, detector=args.detector,
                         device=args.device, dtype=args.dtype, task_sizes=task_sizes, dense_every=dense_every,
                         dense_auto=dense_auto, seg_every=seg_every, seg_auto=seg_auto, flip_test=args.flip_test,
-                        compile=args.compile,
+                        compile=args.compile, dual_backbone=args.dual_backbone, fuse=args.fuse,
                         fp8=args.fp8, sdpa=args.sdpa, cuda_graphs=args.cuda_graphs, crop_sampling=args.crop_sampling, **sized)
 
 
@@ -367,7 +378,7 @@ def _add_export(sub) -> None:
   sapiens-rt export run.jsonl --to fbx --rig mixamo          # run.fbx, skinned skeleton (needs `blender` on PATH)
   sapiens-rt export run.jsonl --to vrma --fingers            # run.vrma, VRM Animation for VRM avatars""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     parser.add_argument("--to", required=True, choices=tuple(FORMATS) + tuple(ALIASES),
                         help="output format (glb = gltf; gltf writes binary .glb, or JSON when -o ends in .gltf)")
     parser.add_argument("-o", "--out", default=None, help="output file (folder for openpose); default: next to TRACKS")
@@ -403,15 +414,15 @@ def _add_smooth(sub) -> None:
     parser = sub.add_parser(
         "smooth",
         help="smooth a tracks .jsonl offline (zero-phase) into a new .jsonl",
-        description="Smooth every person's keypoints over the whole recording; keeps every frame and person and sets "
-                    "\"smoothed\": true.",
+        description="Smooth every person's keypoints (2D and 3D) over the whole recording; keeps every frame and person, "
+                    "marks them smoothed, and solves their bones again from the smoothed 3D keypoints.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="""examples:
   sapiens-rt smooth run.jsonl                       # -> run_smooth.jsonl (rts)
   sapiens-rt smooth run.jsonl --method rts -o run_rts.jsonl
   sapiens-rt smooth run.jsonl --method butterworth -o run_bw.jsonl && sapiens-rt export run_bw.jsonl --to trc --person 1""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     parser.add_argument("--method", default="rts", choices=("rts", "savgol", "butterworth"),
                         help="zero-phase smoother (default rts: Rauch-Tung-Striebel over a constant-velocity Kalman filter)")
     parser.add_argument("-o", "--out", default=None, metavar="SMOOTHED.jsonl",
@@ -563,7 +574,7 @@ def _add_stream(sub) -> None:
   sapiens-rt stream take1.jsonl --vrchat                           # trackers and face into VRChat on this PC
 exit status: 0 done, 2 bad file or option, 130 interrupted (Ctrl+C).""",
     )
-    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file")
+    parser.add_argument("tracks", metavar="TRACKS", help="tracks .jsonl file (- or /dev/stdin: read from a pipe)")
     _add_live_motion_options(parser)
     parser.add_argument("--face-calibrate", type=positive_float, default=2.0, metavar="SECONDS", help="seconds of neutral face "
                         "to learn from (default 2)")

@@ -58,56 +58,53 @@ BLEND_NAMES = ARKIT_NAMES + VRM_PRESETS
 
 # VRCFaceTracking's Unified Expressions parameters ("v2/<key>", the keys VRChat's OSC face tracking takes):
 # https://docs.vrcft.io/docs/tutorial-avatars/tutorial-avatars-extras/parameters, and its ARKit table
-# https://docs.vrcft.io/docs/tutorial-avatars/tutorial-avatars-extras/compatibility/arkit. Each key: its
-# value from the ARKit weights (w: name -> weight), and whether it is signed ([-1, 1]) or not ([0, 1]).
-# Eye look: 1 = the ARKit weight's full look (VRCFT normalises 45 degrees to 1); +X is the person's
-# right, +Y up. EyeLid: 0 closed, 0.75 open, 1 wide.
+# https://docs.vrcft.io/docs/tutorial-avatars/tutorial-avatars-extras/compatibility/arkit. Each key: its value
+# from the ARKit weights (w: name -> weight), in [0, 1]. VRCFT's signed parameters are not used: its eye gaze
+# (EyeLeftX, ...) goes to VRChat's own eye-tracking addresses instead (`eye_look`), and the combined brow and
+# smile/frown keys repeat what their unsigned parts send. EyeLid: 0 closed, 0.75 open, 1 wide.
 def _eye_lid(w: dict, side: str) -> float:
     return 0.75 * (1.0 - w[f"eyeBlink{side}"]) + 0.25 * w[f"eyeWide{side}"]
 
 
-def _brow(w: dict, side: str) -> float:  # up positive, down negative
-    return 0.5 * (w["browInnerUp"] + w[f"browOuterUp{side}"]) - w[f"browDown{side}"]
-
-
-_UNIFIED = {  # key: (signed, value from the ARKit weights)
-    "EyeLeftX": (True, lambda w: w["eyeLookInLeft"] - w["eyeLookOutLeft"]),  # the left eye in: towards the right
-    "EyeLeftY": (True, lambda w: w["eyeLookUpLeft"] - w["eyeLookDownLeft"]),
-    "EyeRightX": (True, lambda w: w["eyeLookOutRight"] - w["eyeLookInRight"]),
-    "EyeRightY": (True, lambda w: w["eyeLookUpRight"] - w["eyeLookDownRight"]),
-    "EyeX": (True, lambda w: 0.5 * (w["eyeLookInLeft"] - w["eyeLookOutLeft"] + w["eyeLookOutRight"] - w["eyeLookInRight"])),
-    "EyeY": (True, lambda w: 0.5 * (w["eyeLookUpLeft"] - w["eyeLookDownLeft"] + w["eyeLookUpRight"] - w["eyeLookDownRight"])),
-    "EyeLidLeft": (False, lambda w: _eye_lid(w, "Left")),
-    "EyeLidRight": (False, lambda w: _eye_lid(w, "Right")),
-    "EyeLid": (False, lambda w: 0.5 * (_eye_lid(w, "Left") + _eye_lid(w, "Right"))),
-    "BrowInnerUp": (False, lambda w: w["browInnerUp"]),
-    "BrowOuterUpLeft": (False, lambda w: w["browOuterUpLeft"]),
-    "BrowOuterUpRight": (False, lambda w: w["browOuterUpRight"]),
-    "BrowDownLeft": (False, lambda w: w["browDownLeft"]),
-    "BrowDownRight": (False, lambda w: w["browDownRight"]),
-    "BrowExpressionLeft": (True, lambda w: _brow(w, "Left")),
-    "BrowExpressionRight": (True, lambda w: _brow(w, "Right")),
-    "JawOpen": (False, lambda w: w["jawOpen"]),
-    "MouthClosed": (False, lambda w: w["mouthClose"]),
-    "LipFunnel": (False, lambda w: w["mouthFunnel"]),
-    "LipPucker": (False, lambda w: w["mouthPucker"]),
-    "MouthSmileLeft": (False, lambda w: w["mouthSmileLeft"]),
-    "MouthSmileRight": (False, lambda w: w["mouthSmileRight"]),
-    "MouthFrownLeft": (False, lambda w: w["mouthFrownLeft"]),
-    "MouthFrownRight": (False, lambda w: w["mouthFrownRight"]),
-    "MouthStretchLeft": (False, lambda w: w["mouthStretchLeft"]),
-    "MouthStretchRight": (False, lambda w: w["mouthStretchRight"]),
-    "SmileFrownLeft": (True, lambda w: w["mouthSmileLeft"] - w["mouthFrownLeft"]),
-    "SmileFrownRight": (True, lambda w: w["mouthSmileRight"] - w["mouthFrownRight"]),
+_UNIFIED = {  # key: value from the ARKit weights
+    "EyeLidLeft": lambda w: _eye_lid(w, "Left"),
+    "EyeLidRight": lambda w: _eye_lid(w, "Right"),
+    "EyeLid": lambda w: 0.5 * (_eye_lid(w, "Left") + _eye_lid(w, "Right")),
+    "BrowInnerUp": lambda w: w["browInnerUp"],
+    "BrowOuterUpLeft": lambda w: w["browOuterUpLeft"],
+    "BrowOuterUpRight": lambda w: w["browOuterUpRight"],
+    "BrowDownLeft": lambda w: w["browDownLeft"],
+    "BrowDownRight": lambda w: w["browDownRight"],
+    "JawOpen": lambda w: w["jawOpen"],
+    "MouthClosed": lambda w: w["mouthClose"],
+    "LipFunnel": lambda w: w["mouthFunnel"],
+    "LipPucker": lambda w: w["mouthPucker"],
+    "MouthSmileLeft": lambda w: w["mouthSmileLeft"],
+    "MouthSmileRight": lambda w: w["mouthSmileRight"],
+    "MouthFrownLeft": lambda w: w["mouthFrownLeft"],
+    "MouthFrownRight": lambda w: w["mouthFrownRight"],
+    "MouthStretchLeft": lambda w: w["mouthStretchLeft"],
+    "MouthStretchRight": lambda w: w["mouthStretchRight"],
 }
 UNIFIED_KEYS = tuple(_UNIFIED)
-UNIFIED_SIGNED = frozenset(key for key, (signed, _) in _UNIFIED.items() if signed)  # in [-1, 1]; the rest in [0, 1]
+# VRChat's eye tracking over OSC (https://docs.vrchat.com/docs/osc-eye-tracking): how closed the eyes are in [0, 1],
+# and where both eyes look as pitch (+ down) and yaw (+ the person's right) in degrees, Unity's rotations about x
+# and y. An ARKit eye-look weight of 1 is taken as 45 degrees (VRCFT's normalisation of its gaze).
+EYE_LOOK_DEGREES = 45.0
+
+
+def eye_look(weights: np.ndarray) -> np.ndarray:
+    """(3,) VRChat's eye tracking from ARKit weights (ARKIT_NAMES order, NaN -> 0): EyesClosedAmount in [0, 1],
+    then CenterPitchYaw: pitch and yaw in degrees, each within +-EYE_LOOK_DEGREES."""
+    w = {name: clip_weight(v) for name, v in zip(ARKIT_NAMES, np.asarray(weights, np.float64))}
+    closed = 0.5 * (w["eyeBlinkLeft"] + w["eyeBlinkRight"])
+    down = 0.5 * (w["eyeLookDownLeft"] - w["eyeLookUpLeft"] + w["eyeLookDownRight"] - w["eyeLookUpRight"])
+    right = 0.5 * (w["eyeLookInLeft"] - w["eyeLookOutLeft"] + w["eyeLookOutRight"] - w["eyeLookInRight"])
+    return np.array([closed, EYE_LOOK_DEGREES * down, EYE_LOOK_DEGREES * right])
 
 
 def unified_expressions(weights: np.ndarray) -> np.ndarray:
-    """(len(UNIFIED_KEYS),) Unified Expressions values from ARKit weights (ARKIT_NAMES order): each weight
-    clipped to [0, 1] first (NaN -> 0), each value to [-1, 1] (UNIFIED_SIGNED) or [0, 1]."""
+    """(len(UNIFIED_KEYS),) Unified Expressions values in [0, 1] from ARKit weights (ARKIT_NAMES order): each
+    weight clipped to [0, 1] first (NaN -> 0)."""
     w = {name: clip_weight(v) for name, v in zip(ARKIT_NAMES, np.asarray(weights, np.float64))}
-    out = np.array([value(w) for _, value in _UNIFIED.values()])
-    low = np.array([-1.0 if key in UNIFIED_SIGNED else 0.0 for key in UNIFIED_KEYS])
-    return np.clip(out, low, 1.0)
+    return np.clip([value(w) for value in _UNIFIED.values()], 0.0, 1.0)

@@ -13,6 +13,7 @@ import functools
 import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -22,10 +23,10 @@ from torch import nn
 from realtime import codec, transforms
 from realtime import tasks as task_table
 from realtime.errors import UserError
-from realtime.models import heads
+from realtime.models import compile_cache, heads
 from realtime.models.archs import INPUT_HW
 from realtime.models.cuda_graph import GraphCache
-from realtime.models.sapiens2 import set_sdpa_backend
+from realtime.models.sapiens2 import set_fused_kernels, set_sdpa_backend
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +98,15 @@ def recompile_budget(tasks) -> int:
 
 
 class CompiledModel(nn.Module):
-    """`torch.compile(model, dynamic=False)` called with dynamo's recompile limit raised to at
-    least `graphs` (for the call only, so other compiled code in the process keeps its own)."""
+    """`torch.compile(model)` called with dynamo's recompile limit raised to at least `graphs` (for the
+    call only, so other compiled code in the process keeps its own). Shapes start static; a second
+    person bucket makes the batch dynamic (dynamo's automatic dynamic shapes), so pose compiles two
+    graphs for every bucket, not one per bucket: the warm-up of a run's eight buckets compiles three
+    graphs for pose and seg, and a second launch loads three from the compile cache."""
 
     def __init__(self, model: nn.Module, *, backend="inductor", options: Optional[dict] = None, graphs: int = 8):
         super().__init__()
-        self.compiled = torch.compile(model, dynamic=False, backend=backend, options=options)
+        self.compiled = torch.compile(model, dynamic=None, backend=backend, options=options)
         self.graphs = graphs
 
     @property
@@ -131,6 +135,9 @@ class Predictor:
     max_batch:   most person crops per forward; lowered automatically on GPU out-of-memory.
     compile:     torch.compile the models (True, or a torch.compile backend); `warm_up` then
                  compiles every bucket.
+    compile_cache: a folder where the compiled kernels are kept between launches (`compile_cache`: a
+                 file per GPU, torch, models and settings; `sapiens-rt run` passes the user's cache
+                 folder): `warm_up` loads them first, and on a first launch saves them after.
     cuda_graphs: on CUDA, replay one CUDA graph per (task, person bucket) from crop to decoded
                  keypoints (and per frame size from resize to the map), all captured by `warm_up`
                  (`realtime.models.cuda_graph`, which the detector shares): the crops' sampling
@@ -148,9 +155,17 @@ class Predictor:
     sdpa:        the attention kernel of the backbones (`sapiens2.SDPA_BACKENDS`: "default" is
                  PyTorch's choice, "cudnn" cuDNN's fused attention with KV heads expanded, ...;
                  bench/gpu_sdpa.py measures them); changes the given models in place.
-    fp8:         the backbones' attention projections in E4M3 (`realtime.models.fp8`, q/k/v as
-                 one GEMM), their static input scales calibrated here once on
-                 `fp8.calibration_batch`; needs `compile` (it is slower than bf16 eager).
+    fp8:         the backbones' linear layers in E4M3 (`realtime.models.fp8`): True or "attention" the
+                 attention projections (q/k/v as one GEMM, static input scales calibrated here once
+                 on `fp8.calibration_batch`), "ffn" the FFN's (per-token x per-channel scales),
+                 "attention+ffn" both; needs `compile` (it is slower than bf16 eager).
+    dual:        when pose and seg run on the same frame with one pose crop, their two backbones run as one
+                 (`realtime.models.dual`: stacked weights as batched GEMMs, one attention call of batch 2,
+                 each model's own norms and heads), on pose's stream; other frames run the models apart.
+                 Needs pose and seg of one size at one input size; off by default until measured on a GPU.
+    fuse:        the backbones' SwiGLU product in w12's GEMM epilogue and (not compiled) each residual add with
+                 the next RMSNorm as one pass (`realtime.models.triton_fused`, CUDA); off by default until
+                 measured. Frames through the dual backbone run without them.
 
     On CUDA a frame costs one host wait: the frame and the box geometry go up in pinned,
     non-blocking copies on an upload stream; each task runs on its own stream, linked to the
@@ -163,7 +178,8 @@ class Predictor:
                  input_hw: Optional[tuple[int, int]] = None, sizes: Optional[dict[str, tuple[int, int]]] = None,
                  map_max_side: int = 512, flip_test: bool = False, max_batch: int = 16, compile=False,
                  pad_batches: Optional[bool] = None, cuda_graphs: bool = False, crop_sampling: str = "official",
-                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: bool = False):
+                 channels_last: Optional[bool] = None, sdpa: str = "default", fp8: "bool | str" = False, dual: bool = False,
+                 fuse: bool = False, compile_cache: "Optional[str | Path]" = None):
         self.tasks = {name: task_table.row(name) for name in models}  # a user error for unknown names
         self.device = torch.device(device)
         self.dtype = dtype
@@ -184,15 +200,30 @@ class Predictor:
                 heads.to_channels_last(model)
         for model in models.values():
             set_sdpa_backend(model, sdpa)
+            if fuse:  # compiled, inductor fuses each residual add and norm itself (and with more of their neighbours)
+                set_fused_kernels(model, norms=not compile)
         if fp8:
             from realtime.models import fp8 as float8
 
+            scope = "attention" if fp8 is True else fp8
+            if scope not in float8.CHOICES:
+                raise ValueError(f"fp8 must be True or one of {', '.join(float8.CHOICES)}, got {fp8!r}")
             float8.check_fp8_compiled(bool(compile))
             for name, model in models.items():
-                float8.to_float8(model, "attention")
+                float8.to_float8(model, scope)
                 dtype_of = next(model.parameters()).dtype
                 float8.calibrate(model, [float8.calibration_batch(self.sizes[name], self.device, dtype_of)])
+        self.dual_model = self._make_dual(models, flip_test) if dual else None
         self.compiled = bool(compile)
+        self.compile_cache = Path(compile_cache) if compile_cache is not None and compile else None
+        self.compile_cache_loaded = False  # whether `warm_up` loaded the models' kernels from the cache
+        backend_name = "inductor" if compile is True else getattr(compile, "__name__", str(compile))
+        self._settings = {  # what makes compiled graphs differ: the compile cache keeps a file per set of them
+            "models": {name: [type(m).__name__, getattr(m, "arch", ""), str(getattr(next(m.parameters(), None), "dtype", None))]
+                       for name, m in models.items()},
+            "sizes": self.sizes, "backend": backend_name, "sdpa": sdpa, "fp8": str(fp8), "dual": dual, "fuse": fuse,
+            "flip_test": flip_test, "cuda_graphs": bool(cuda_graphs), "channels_last": self.channels_last,
+            "crop_sampling": crop_sampling}
         if compile:
             for name, model in models.items():  # RoPE tables made now, eagerly: no graph break at the first call
                 _set_input_size(model, self.sizes[name])
@@ -204,6 +235,8 @@ class Predictor:
             graphs = recompile_budget(self.tasks.values())
             models = {name: CompiledModel(model, backend=backend, options=options, graphs=graphs)
                       for name, model in models.items()}
+            if self.dual_model is not None:
+                self.dual_model = CompiledModel(self.dual_model, backend=backend, options=options, graphs=graphs)
         self.models = models
         # Fixed batch shapes pay off only for compiled graphs; an eager run (CPU or CUDA)
         # would only compute the padding (3 people would cost 4 forwards).
@@ -236,7 +269,11 @@ class Predictor:
         h, w = image_hw
         black = np.zeros((h, w, 3), np.uint8)
         whole = np.array([[0, 0, w - 1, h - 1]], np.float32)
+        cache = self._load_compiled(image_hw) if self.compiled else None
         self.predict(black, whole)
+        if self.dual_model is not None:  # the frames that run pose or seg alone meet the single models' keys
+            self.predict(black, whole, tasks={"pose"})
+            self.predict(black, whole[:0], tasks={"seg"})
         per_person = {name for name, t in self.tasks.items() if t.per_person}
         if self.padded and per_person:
             for n in self.buckets()[1:]:
@@ -244,6 +281,26 @@ class Predictor:
         self._graphs.seal()
         if self.cuda:
             torch.cuda.synchronize(self.device)
+        self.compile_cache_loaded = bool(cache and cache[1])
+        if cache is not None and not cache[1]:  # a first launch with these settings: keep what was compiled
+            compile_cache.save(cache[0])
+
+    def _load_compiled(self, image_hw: tuple[int, int]) -> "Optional[tuple[Path, bool]]":
+        """Before compiling: load the kernels a launch with these settings saved (returns their file and whether they
+        loaded), and say in one line why a first launch waits."""
+        path = None
+        if self.compile_cache is not None:
+            device = torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
+            path = compile_cache.artifacts_path(self.compile_cache, {**self._settings, "device": device,
+                                                                     "image_hw": list(image_hw),
+                                                                     "buckets": list(self.buckets())})
+            if compile_cache.load(path):
+                log.info("compiled models loaded from %s", path)
+                return path, True
+        log.warning("compiling the models (%s) for this %s and these settings, which makes them run their fastest: this "
+                    "launch waits for it, about two minutes on an H100%s", ", ".join(self.models),
+                    "GPU" if self.cuda else "device", f"; later launches load them from {path.parent}" if path else "")
+        return (path, False) if path else None
 
     def graph_report(self) -> list[str]:
         """Run-summary warnings about CUDA graphs: captures that failed (those keys run eagerly,
@@ -267,13 +324,20 @@ class Predictor:
         plans = {t.name: self._plan(t, boxes) for t in run if t.per_person}
         frame, geometry = self._upload(image, plans)
         outputs: dict[str, torch.Tensor] = {}
+        made_on: dict[str, str] = {}  # output -> the stream that makes it
+        dual = self._dual_fits(run, plans)
         for task in run:  # launch all, then download all
+            if dual and task.name == "seg":
+                continue  # made with pose
             with self._on_stream(task.name, frame, geometry):
-                if task.per_person:
+                if dual and task.name == "pose":
+                    outputs["pose"], outputs["seg"] = self._dual(frame, plans["pose"], geometry["pose"], map_hw)
+                    made_on["seg"] = "pose"
+                elif task.per_person:
                     outputs[task.name] = self._persons(task, frame, boxes, plans[task.name], geometry)
                 else:
                     outputs[task.name] = self._whole_image(task, frame, map_hw)
-        return self._download(outputs)
+        return self._download(outputs, made_on)
 
     def collect(self, launched: Launched) -> Prediction:
         """Wait for a launched frame (the frame's only host wait, on CUDA: a blocking event, so
@@ -343,6 +407,54 @@ class Predictor:
         # decode in float32: half-precision argmax ties and log() of small values are coarse
         return task.postprocess(heatmaps.float(), (center, scale), input_hw)
 
+    def _make_dual(self, models: dict[str, nn.Module], flip_test: bool) -> nn.Module:
+        """The pose and seg backbones as one (`realtime.models.dual`), or a user error saying why not."""
+        from realtime.models.dual import DualTaskModel, dual_refusal
+
+        if not {"pose", "seg"} <= set(models):
+            raise UserError("dual=True (--dual-backbone) runs the pose and seg backbones as one: it needs both tasks; add "
+                            "pose and seg to the tasks or drop it.")
+        why = dual_refusal(getattr(models["pose"], "backbone", None), getattr(models["seg"], "backbone", None))
+        if why is None and self.sizes["pose"] != self.sizes["seg"]:
+            why = f"pose runs at {self.sizes['pose']} and seg at {self.sizes['seg']}"
+        if why is None and flip_test:
+            why = "the flip test runs pose twice"
+        if why is not None:
+            raise UserError(f"dual=True (--dual-backbone) cannot run these models as one: {why}; drop it.")
+        return DualTaskModel(models["pose"], models["seg"])
+
+    def _dual_fits(self, run, plans) -> bool:
+        """Whether this frame runs pose and seg through the dual backbone: both asked for and one pose crop (the seg
+        image's batch; more people run the models apart)."""
+        if self.dual_model is None or not {"pose", "seg"} <= {t.name for t in run}:
+            return False
+        chunks = plans["pose"][1]
+        return len(chunks) == 1 and chunks[0][2] == 1
+
+    def _dual(self, frame: torch.Tensor, plan, geometry: torch.Tensor, map_hw: tuple[int, int]):
+        """(pose (1, K, 3), seg map) through the dual backbone, as `_persons` and `_whole_image` make them."""
+        pose, seg = self.tasks["pose"], self.tasks["seg"]
+        _, _, bucket, sampling = plan[1][0]
+        if self.cuda_graphs and pose.host_sampling:  # one graph: sampled per crop on the device
+            sampling = None if self.crop_sampling == "official" else self.crop_sampling
+        key = ("dual", bucket, tuple(frame.shape), map_hw)
+        try:
+            return self._run(key, functools.partial(self._dual_work, pose, seg, sampling, map_hw), frame, geometry[:bucket])
+        except torch.cuda.OutOfMemoryError:
+            raise UserError("The GPU ran out of memory running pose and seg as one backbone; drop dual=True "
+                            "(--dual-backbone), lower --input-size, or turn off tasks with --tasks.") from None
+
+    def _dual_work(self, pose, seg, sampling: Optional[str], map_hw: tuple[int, int], frame: torch.Tensor,
+                   rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_person_work` and `_image_work` of pose and seg, their backbones run as one."""
+        input_hw = self.sizes["pose"]
+        center, scale = rows[:, :2], rows[:, 2:]
+        chosen = {"sampling": sampling} if pose.host_sampling else {}
+        x_pose = pose.preprocess(frame, center, scale, input_hw, **chosen).to(self.dtype)
+        x_seg, meta = seg.preprocess(frame, self.sizes["seg"])
+        heatmaps, raw = self.dual_model(x_pose, x_seg.to(self.dtype), map_hw if seg.resized_in_model else None)
+        return pose.postprocess(heatmaps.float(), (center, scale), input_hw), seg.postprocess(raw.float(), meta, map_hw)
+
     def _image_work(self, task, map_hw: tuple[int, int], frame: torch.Tensor) -> torch.Tensor:
         x, meta = task.preprocess(frame, self.sizes[task.name])
         model = self.models[task.name]
@@ -355,7 +467,8 @@ class Predictor:
         `key` (task, shapes), captured by `warm_up` (or on a first use after it, counted late)."""
         if not self.cuda_graphs:
             return work(*inputs)
-        return self._graphs.run(key, key[0], work, *inputs)  # one memory pool per task (its stream)
+        pool = "pose" if key[0] == "dual" else key[0]  # one memory pool per task stream (the dual runs on pose's)
+        return self._graphs.run(key, pool, work, *inputs)
 
     def _shrink_batch(self, tried: int) -> None:
         torch.cuda.empty_cache()
@@ -409,20 +522,22 @@ class Predictor:
             geometry[task].record_stream(stream)
         return torch.cuda.stream(stream)
 
-    def _download(self, outputs: dict[str, torch.Tensor]) -> Launched:
+    def _download(self, outputs: dict[str, torch.Tensor], made_on: Optional[dict[str, str]] = None) -> Launched:
         """Queue each output's copy into its own pinned host buffer on the collect stream (each
         frame in flight owns its buffers; the pinned allocator recycles a buffer only after the
-        copy into it is done), and an event after the copies."""
+        copy into it is done), and an event after the copies. `made_on`: outputs made on another
+        task's stream (the dual backbone's seg, on pose's)."""
         if not self.cuda:
             return Launched(outputs, None)
         collect = self._streams["collect"]
         pinned = {}
-        for name, out in outputs.items():
+        for output, out in outputs.items():
+            name = (made_on or {}).get(output, output)  # the stream that made it
             collect.wait_stream(self._streams[name])
             out.record_stream(collect)
-            pinned[name] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
+            pinned[output] = torch.empty(out.shape, dtype=out.dtype, pin_memory=True)
             with torch.cuda.stream(collect):
-                pinned[name].copy_(out, non_blocking=True)
+                pinned[output].copy_(out, non_blocking=True)
         done = torch.cuda.Event(blocking=True)
         done.record(collect)
         return Launched(pinned, done)

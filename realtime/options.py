@@ -52,9 +52,11 @@ class ModelOptions:
     seg_every: Optional[int] = None  # seg every N frames; None: every other frame when behind on live sources, 1 on files
     seg_auto: bool = False  # seg every other frame when behind, for any source
     flip_test: bool = False
-    compile: bool = False
-    fp8: bool = False  # backbone linear layers in E4M3 (GPUs of compute capability 8.9+), see realtime.models.fp8
+    compile: Optional[bool] = None  # torch.compile the models; None: on with CUDA (realtime.build.compile_for)
+    fp8: "bool | str" = False  # backbone linears in E4M3 (compute capability 8.9+): True/"attention", "ffn", "attention+ffn"
     sdpa: str = "default"  # the backbones' attention kernel (realtime.models.sapiens2.SDPA_BACKENDS; bench/gpu_sdpa.py)
+    dual_backbone: bool = False  # pose and seg backbones as one on frames with both (realtime.models.dual)
+    fuse: bool = False  # SwiGLU in its GEMM's epilogue, residual add + RMSNorm in one pass (realtime.models.triton_fused)
     # replay a CUDA graph per (task, person bucket) and for the detector; None: on when the run is on CUDA
     cuda_graphs: Optional[bool] = None
     crop_sampling: str = "official"  # person-crop interpolation, realtime.transforms.CROP_SAMPLING

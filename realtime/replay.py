@@ -2,13 +2,18 @@
 original timing: record once, perform into Blender / Unity later, or test a receiver
 set-up without a camera.
 
-The file is a source (`TracksSource`: its frame records as `Frame`s, people and all) for
-the same pipeline and the same live stage as `sapiens-rt run` (`realtime.stages.live`), which
-sends frame i at start + (t_i - t_0) / speed on a monotonic clock. A recording that holds
-bones (`Person.bones`) is sent as it is, byte for byte what the run sent; one with 3D
-keypoints but no bones (older files) goes through the motion stage first, with no live filter:
-the file holds what the run's filter already gave. With `loop` the file starts over one
-frame period after its last frame.
+The file is a source (`TracksSource`: its frame records as `Frame`s, people and all,
+`realtime.record.frame_from_record`) for the same pipeline and the same live stage as
+`sapiens-rt run` (`realtime.stages.live`), which sends frame i at start + (t_i - t_0) / speed on
+a monotonic clock. A recording that holds bones (`Person.bones`) is sent as it is, byte for byte
+what the run sent; with `--vmc-fingers` and bones without fingers, the finger bones are solved
+from the 3D keypoints and join the recorded ones (`realtime.stages.motion.FingerBones`); one with
+3D keypoints but no bones (older files) goes through the motion stage first, with no live filter.
+With `loop` the file starts over one frame period after its last frame.
+
+Nothing is sent before the whole file (a pipe too: read once) and the options are checked: every
+line against the record's schema (a NaN, a null bone rotation, a 1e300 root are refused by line
+and field), the header's bone names, and a `--vmc-person` id the file must hold.
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import FrameRecord, PersonRecord, TrackRecords, check_frame, read_header, schema_error
-from realtime.frames import Bones, Camera, Frame, Person
+from realtime.export.jsonl import TrackRecords, frame_records, read_header
+from realtime.frames import Frame
 from realtime.mode import RunMode
 from realtime.pipeline import Pipeline
+from realtime.record import frame_from_record
+from realtime.sinks.osc import parse_vmc_person
 from realtime.sinks.vrchat import missing_bones
 from realtime.sources import Source, SourceInfo
 from realtime.stages.live import LiveStage, live_senders
-from realtime.stages.motion import MotionStage
+from realtime.stages.motion import FingerBones, MotionStage, recorded_bone_names, recorded_fingers
 
 log = logging.getLogger(__name__)
 
@@ -64,43 +71,52 @@ class StreamSummary:
     stopped: Optional[str] = None  # why it stopped before the end (Ctrl+C, an error), for stderr
 
 
-def read_frames(path: Path, num_keypoints: int, bone_names: Optional[tuple[str, ...]] = None) -> Iterator[Frame]:
-    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped). Every line
-    goes through the tracks schema check (`realtime.export.jsonl.check_frame`); a line that
-    breaks it is one `UserError` with its line number."""
-    records = iter(TrackRecords(path))
-    next(records)  # the header, checked by the caller
-    for line, record in records:
-        if not isinstance(record, dict) or record.get("type") != "frame":
-            continue
-        try:
-            checked = check_frame(record, num_keypoints, num_bones=None if bone_names is None else len(bone_names))
-        except ValueError as err:
-            raise schema_error(path, line, err) from None
-        yield _frame(checked, bone_names)
+def read_frames(path: Path | TrackRecords, num_keypoints: Optional[int] = None,
+                bone_names: Optional[tuple[str, ...]] = None) -> Iterator[Frame]:
+    """The file's frame records as `Frame`s (one pass; a cut-off last line is skipped). Every line goes
+    through the tracks schema check (`realtime.record.check_frame`); a line that breaks it is one
+    `UserError` with its line number. (`num_keypoints` and `bone_names` are the header's.)"""
+    records = path if isinstance(path, TrackRecords) else TrackRecords(path)
+    header = read_header(iter(records), records.path)
+    for _, checked in frame_records(records, header):
+        yield frame_from_record(checked, _IMAGE)
 
 
-def _frame(record: FrameRecord, bone_names: Optional[tuple[str, ...]]) -> Frame:
-    camera = record.camera
-    if camera is not None:
-        camera = Camera(camera.position, camera.rotation, camera.intrinsics, camera.status, camera.world, camera.grounded,
-                        camera.pointmap_scale)
-    return Frame(index=record.frame, timestamp=record.t, image=_IMAGE, camera=camera, floor_up=record.floor_up,
-                 people=tuple(_person(p, bone_names) for p in record.people))
+@dataclass
+class _Contents:
+    """What one pass over a recording found (every line checked on the way)."""
+
+    frames: int = 0
+    has_3d: bool = False
+    has_bones: bool = False
+    ids: set = field(default_factory=set)
 
 
-def _person(p: PersonRecord, bone_names: Optional[tuple[str, ...]]) -> Person:
-    """A recorded person as the stages left it: what the live senders encode."""
-    contacts = None if p.contacts is None or np.isnan(p.contacts).any() else p.contacts.astype(bool)
-    bones = None
-    if p.bones is not None:
-        bones = Bones(bone_names, p.bones["offsets"], p.bones["root"], p.bones["rot"], p.bones["held"], p.bones["root_held"])
-    return Person(box=p.box[:4].astype(np.float32), box_score=float(np.nan_to_num(p.box[4], nan=1.0)), track_id=p.id,
-                  keypoints=p.kpts[:, :2].astype(np.float32), keypoint_scores=p.kpts[:, 2].astype(np.float32),
-                  keypoints3d=None if p.kpts3d is None else p.kpts3d.astype(np.float32),
-                  face=None if p.face is None else np.nan_to_num(p.face).astype(np.float32), lips_open=p.lips,
-                  head_rotation=None if p.head is None else p.head.astype(np.float32), contacts=contacts, bones=bones,
-                  height=None if p.height is None else (float(p.height[0]), float(p.height[1])))
+def _contents(records: TrackRecords, header: dict) -> _Contents:
+    found = _Contents()
+    for _, frame in frame_records(records, header):
+        found.frames += 1
+        for person in frame.people:
+            found.has_3d = found.has_3d or person.kpts3d is not None
+            found.has_bones = found.has_bones or person.bones is not None
+            if person.id is not None:
+                found.ids.add(person.id)
+    return found
+
+
+def check_bone_names(header: dict, path: Path) -> Optional[bool]:
+    """Whether the recording's bones have fingers (None: no bones); its bone names must be the motion
+    stage's 21 (51 with fingers), which receivers know, or it is refused before anything is sent."""
+    if header.get("bone_names") is None:
+        return None
+    fingers = recorded_fingers(header["bone_names"])
+    if fingers is None:
+        known = {name for table in (False, True) for name in recorded_bone_names(table)}
+        odd = [name for name in header["bone_names"] if name not in known]
+        what = f" ({', '.join(odd[:3])} {'is' if len(odd) == 1 else 'are'} none of them)" if odd else ""
+        raise UserError(f"{path} header's bone_names are not the 21 bones (51 with fingers) sapiens-rt solves{what}, so its "
+                        f"bones cannot be sent; pass a tracks .jsonl written by sapiens-rt.")
+    return fingers
 
 
 class TracksSource(Source):
@@ -109,8 +125,9 @@ class TracksSource(Source):
     `frames()` yields `Frame`s (not pictures); with `loop`, `laps` passes (None: until stopped),
     each lap's timestamps continuing one frame period after the last lap's end."""
 
-    def __init__(self, path: Path, header: dict, *, loop: bool = False, laps: Optional[int] = None):
-        self.path, self.header = path, header
+    def __init__(self, path: Path | TrackRecords, header: dict, *, loop: bool = False, laps: Optional[int] = None):
+        self.records = path if isinstance(path, TrackRecords) else TrackRecords(path)
+        self.path, self.header = self.records.path, header
         self.loop, self.max_laps = loop, laps
         self.names = header["keypoint_names"]
         self.bone_names = tuple(header["bone_names"]) if header.get("bone_names") else None
@@ -128,7 +145,7 @@ class TracksSource(Source):
         offset = 0.0
         while not self._cancel:
             first = last = None
-            for frame in read_frames(self.path, len(self.names), self.bone_names):
+            for frame in read_frames(self.records):
                 t = frame.timestamp if np.isfinite(frame.timestamp) else (last + self.period if last is not None else 0.0)
                 first = t if first is None else first
                 last = t
@@ -157,30 +174,41 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     if not SPEED_RANGE[0] <= options.speed <= SPEED_RANGE[1]:  # also keeps every wait a finite number a sleep takes
         raise UserError(f"--speed {options.speed:g} is outside {SPEED_RANGE[0]:g} to {SPEED_RANGE[1]:g}; "
                         f"1 is the recorded pace, 0.5 half speed, 2 twice as fast.")
-    path = Path(options.tracks)
-    if path.is_dir():
-        raise UserError(f"{path} is a folder; pass the tracks .jsonl file a sapiens-rt run wrote.")
-    header = read_header(iter(TrackRecords(path)), path)
+    records = TrackRecords(options.tracks)  # a pipe: read once, then read again from its copy
+    try:
+        return _stream(options, records, clock, max_laps)
+    finally:
+        records.close()
+
+
+def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Optional[int]) -> StreamSummary:
+    path = records.path
+    header = read_header(iter(records), path)
     names = header["keypoint_names"]
-    bone_names = tuple(header["bone_names"]) if header.get("bone_names") else None
-    first = next(read_frames(path, len(names), bone_names), None)
-    if first is None:
+    bone_names = header.get("bone_names")
+    if options.vrchat is not None and bone_names and missing_bones(bone_names):
+        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
+                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
+    fingers = check_bone_names(header, path)
+    found = _contents(records, header)  # one pass over every line: a line that breaks the schema stops here
+    if not found.frames:
         raise UserError(f"{path} holds no frames; record some with sapiens-rt run ... --tracks FILE.")
-    has_3d = _any_3d(path, len(names), bone_names)  # one pass over every line: a line that breaks the schema stops here
     vrchat_asked = any(v is not None for v in (options.vrchat, options.vrchat_trackers, options.vrchat_height,
                                                 options.vrchat_person))  # live_senders says what they go with
     if not options.vmc and not options.osc and not vrchat_asked and not options.sinks:
         raise UserError("stream needs somewhere to send: add --vmc HOST:PORT, --osc HOST:PORT and/or --vrchat [HOST:PORT].")
-    if options.vmc and not options.vmc_face_only and not has_3d:
+    if options.vmc and not options.vmc_face_only and not found.has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vmc has no bones to send; "
                         f"add --vmc-face-only, or record with --tasks pose,depth.")
-    if options.vrchat is not None and not has_3d:
+    if options.vrchat is not None and not found.has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vrchat has no trackers to "
                         f"send; record with --tasks pose,depth.")
-    if options.vrchat is not None and bone_names and missing_bones(bone_names):
-        raise UserError(f"{path}'s bone_names lack {', '.join(missing_bones(bone_names)[:3])}, which --vrchat's trackers "
-                        f"hang from; stream a tracks file as sapiens-rt run wrote it.")
-    tasks = ("pose", "pointmap") if has_3d else ("pose",)
+    person = parse_vmc_person(options.vmc_person) if options.vmc else None
+    if isinstance(person, int) and person not in found.ids:
+        held = f"its ids: {', '.join(str(i) for i in sorted(found.ids))}" if found.ids else "it has no tracked people"
+        raise UserError(f"--vmc-person {person} is not in {path} ({held}); pass one of its ids, all, or leave --vmc-person "
+                        "out to follow the largest person.")
+    tasks = ("pose", "pointmap") if found.has_3d else ("pose",)
     senders = live_senders(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
                            vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,
                            face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks, vrchat=options.vrchat,
@@ -188,9 +216,12 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
                            vrchat_person=options.vrchat_person) + list(options.sinks)
     stages: list = []
     wants_bones = (options.vmc and not options.vmc_face_only) or options.vrchat is not None
-    if has_3d and wants_bones and not _has_bones(path, len(names), bone_names):
-        stages.append(MotionStage(names, fingers=options.vmc_fingers, smooth="none"))  # an older recording: solve here
-    source = TracksSource(path, header, loop=options.loop, laps=max_laps)
+    if found.has_3d and wants_bones and not found.has_bones:  # an older recording: solve here
+        stages.append(MotionStage(names, fingers=options.vmc_fingers, smooth="none"))
+    elif found.has_3d and options.vmc and not options.vmc_face_only and options.vmc_fingers and fingers is False:
+        stages.append(FingerBones(names))  # recorded without fingers: those alone solved here
+        log.info("%s has no finger bones: --vmc-fingers solves them from its 3D keypoints", path)
+    source = TracksSource(records, header, loop=options.loop, laps=max_laps)
     live = LiveStage(senders, pace=True, speed=options.speed, **({"now": clock.now} if clock else {}))
     live.period = source.period
     pipeline = Pipeline(source, [*stages, live], mode=RunMode.FILE)
@@ -200,16 +231,3 @@ def stream(options: StreamOptions, clock=None, max_laps: Optional[int] = None) -
     lines = [f"streamed {live.frames} frames of {path} ({source.laps} pass{'es' if source.laps != 1 else ''})"]
     lines += live.summary_lines()
     return StreamSummary(live.frames, source.laps, lines, result.exit_code, result.message if result.exit_code else None)
-
-
-def _any_3d(path: Path, num_keypoints: int, bone_names) -> bool:
-    """Whether any person has 3D keypoints; reads (and so checks) every line of the file."""
-    found = False
-    for frame in read_frames(path, num_keypoints, bone_names):
-        found = found or any(p.keypoints3d is not None for p in frame.people)
-    return found
-
-
-def _has_bones(path: Path, num_keypoints: int, bone_names) -> bool:
-    return bone_names is not None and any(p.bones is not None for f in read_frames(path, num_keypoints, bone_names)
-                                          for p in f.people)

@@ -215,7 +215,11 @@ def heel_contacts(joints: np.ndarray, fps: float, height: float = CONTACT_HEIGHT
 def bvh_keypoints(path: Path) -> tuple[np.ndarray, float]:
     """A BVH file of the CMU (cgspeed) skeleton as (T, K, 3) keypoints in its capture's world (metres, NaN
     where not placed; not levelled) and its frame rate."""
-    bvh = read_bvh(path)
+    return skeleton_keypoints(read_bvh(path))
+
+
+def skeleton_keypoints(bvh: Bvh) -> tuple[np.ndarray, float]:
+    """`bvh_keypoints` of a BVH already read (the cgspeed joint names, metres)."""
     positions, rotations = forward(bvh)
     index = {n: i for i, n in enumerate(bvh.names)}
     joints = np.full((len(positions), len(NAMES), 3), np.nan)

@@ -89,7 +89,9 @@ def test_every_task_and_bucket_compiles_within_the_budget():
     plain = _compile_all(lambda model, backend: torch.compile(model, dynamic=False, backend=backend))
     assert plain < wanted  # dynamo's own limit sends the rest back to eager, silently
     ours = _compile_all(lambda model, backend: CompiledModel(model, backend=backend, graphs=budget))
-    assert ours == wanted
+    # every call compiled, none sent back to eager: pose's first bucket, one graph with a dynamic batch for the seven
+    # others (dynamo's automatic dynamic shapes, as CompiledModel asks), and one for each other task
+    assert ours == 2 + 4
 
 
 def test_the_predictor_compiles_through_the_budgeted_wrapper(pose_model):

@@ -11,9 +11,10 @@ already running): that is how `tasks -> models.archs` closed a circle through
 Layers, read from above only:
 - `realtime/models/`, `viz/` and `trackers/` are below the rest of `realtime/`: no arrow
   from them into another `realtime` module ...
-- ... except the foundation layer, `FOUNDATION` (the errors, the package data and the
-  `Frame` contract, and the `realtime` package's own `__init__` that importing any of them
-  runs), which imports nothing else of ours, so anything may import it.
+- ... except the foundation layer, `FOUNDATION` (the errors, the package data, the `Frame`
+  contract and the tracks record declared on it with the face's names, and the `realtime`
+  package's own `__init__` that importing any of them runs), which imports nothing else of
+  ours, so anything may import it.
 - The outputs (`realtime.outputs`, the rule every file writer follows) are above the models:
   a model is tensors in and out, and what writes a file (`realtime.export_model` for ONNX)
   sits above both.
@@ -28,7 +29,9 @@ from typing import Iterable, Optional
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("realtime", "viz", "trackers")
 LOWER = ("realtime.models", "viz", "trackers")
-FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames")
+# record: the tracks file's fields, declared on the Frame contract with the face's names
+FOUNDATION = ("realtime.errors", "realtime.data", "realtime.frames", "realtime.record", "realtime.json_fields",
+              "realtime.expressions")
 
 
 def _inside(module: str, packages: Iterable[str]) -> bool:

@@ -3,6 +3,8 @@ clips and on a small iClone-skeleton BVH written here, and the bench end to end 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -375,3 +377,149 @@ def test_the_bench_refuses_bad_options(argv, capsys):
         bench.main([*argv, "--clips", "cmu_07_04"])
     assert stop.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+# ---- extra held-out clips: CMU's own skeleton (its ASF names, 1/0.45 inch) ----
+
+# A small BVH of CMU's own skeleton as the BVH conversions of CMU's AMC files write it (the joints' rest frames
+# the world's, lengths in CMU's unit of 1/0.45 inch): standing facing +z, the right leg raised forward between 0.6
+# and 1.2 s. The same skeleton with the cgspeed names and in metres is the project's clips' (tests/data/mocap).
+_CMU_UNIT = 0.0254 / 0.45  # m
+_CMU = [  # name, parent, offset (CMU units), the cgspeed name
+    ("Hips", None, (0.0, 0.0, 0.0), "Hips"),
+    ("LHipJoint", "Hips", (0.0, 0.0, 0.0), "LHipJoint"),
+    ("LeftUpLeg", "LHipJoint", (1.6, -1.8, 0.7), "LeftHip"),
+    ("LeftLeg", "LeftUpLeg", (2.4, -6.6, 0.0), "LeftKnee"),
+    ("LeftFoot", "LeftLeg", (2.7, -7.3, 0.0), "LeftAnkle"),
+    ("LeftToeBase", "LeftFoot", (0.2, -0.6, 2.1), "LeftToe"),
+    ("RHipJoint", "Hips", (0.0, 0.0, 0.0), "RHipJoint"),
+    ("RightUpLeg", "RHipJoint", (-1.6, -1.8, 0.7), "RightHip"),
+    ("RightLeg", "RightUpLeg", (-2.4, -6.6, 0.0), "RightKnee"),
+    ("RightFoot", "RightLeg", (-2.7, -7.3, 0.0), "RightAnkle"),
+    ("RightToeBase", "RightFoot", (-0.2, -0.6, 2.1), "RightToe"),
+    ("LowerBack", "Hips", (0.0, 0.0, 0.0), "lowerback"),
+    ("Spine", "LowerBack", (0.0, 2.1, -0.3), "Chest"),
+    ("Spine1", "Spine", (0.0, 2.1, 0.0), "Chest2"),
+    ("Neck", "Spine1", (0.0, 0.0, 0.0), "lowerneck"),
+    ("Neck1", "Neck", (0.0, 1.6, 0.2), "Neck"),
+    ("Head", "Neck1", (0.1, 1.7, -0.2), "Head"),
+    ("LeftShoulder", "Spine1", (0.0, 0.0, 0.0), "LeftCollar"),
+    ("LeftArm", "LeftShoulder", (3.3, 0.8, -0.7), "LeftShoulder"),
+    ("LeftForeArm", "LeftArm", (5.2, 0.0, 0.0), "LeftElbow"),
+    ("LeftHand", "LeftForeArm", (3.8, 0.0, 0.0), "LeftWrist"),
+    ("RightShoulder", "Spine1", (0.0, 0.0, 0.0), "RightCollar"),
+    ("RightArm", "RightShoulder", (-3.3, 0.8, -0.7), "RightShoulder"),
+    ("RightForeArm", "RightArm", (-5.2, 0.0, 0.0), "RightElbow"),
+    ("RightHand", "RightForeArm", (-3.8, 0.0, 0.0), "RightWrist"),
+]
+
+
+def _write_cmu_bvh(path, cgspeed: bool = False, scale: float = 1.0) -> None:
+    """The clip in CMU's own names and unit (times `scale`), or (`cgspeed`) in the cgspeed names and metres."""
+    unit = _CMU_UNIT if cgspeed else scale
+    names = {name: (cg if cgspeed else name) for name, _, _, cg in _CMU}
+    children, offsets = {}, {}
+    for name, parent, offset, _ in _CMU:
+        children.setdefault(parent, []).append(name)
+        offsets[name] = offset
+    lines = ["HIERARCHY"]
+
+    def emit(name, depth):
+        pad = "\t" * depth
+        x, y, z = (v * unit for v in offsets[name])
+        channels = "6 Xposition Yposition Zposition" if depth == 0 else "3"
+        lines.extend([f"{pad}{'ROOT' if depth == 0 else 'JOINT'} {names[name]}", f"{pad}{{",
+                      f"{pad}\tOFFSET {x:.6f} {y:.6f} {z:.6f}", f"{pad}\tCHANNELS {channels} Zrotation Yrotation Xrotation"])
+        for child in children.get(name, []):
+            emit(child, depth + 1)
+        if name not in children:
+            lines.extend([f"{pad}\tEnd Site", f"{pad}\t{{", f"{pad}\t\tOFFSET 0 0 1", f"{pad}\t}}"])
+        lines.append(f"{pad}}}")
+
+    emit("Hips", 0)
+    lines += ["MOTION", f"Frames: {_FRAMES}", f"Frame Time: {1 / _FPS:.7f}"]
+    for t in np.arange(_FRAMES) / _FPS:
+        values = [3.0 * unit, 16.5 * unit, -20.0 * unit]  # the hips 0.93 m up: the legs straight, the soles at 0
+        for name, _, _, _ in _CMU:
+            values += [0.0, 0.0, -_raised(np.array(t)) if name == "RightUpLeg" else 0.0]  # forward: towards +z
+        lines.append(" ".join(f"{v:.6f}" for v in values))
+    path.write_text("\r\n".join(lines) + "\r\n")  # the conversions' line ends
+
+
+def test_an_extra_clip_of_cmus_own_skeleton_loads_as_the_projects_clips_do_and_is_held_out(tmp_path):
+    extra, same = tmp_path / "extra", tmp_path / "same"
+    extra.mkdir()
+    same.mkdir()
+    _write_cmu_bvh(extra / "hop_cmu_99_01.bvh")
+    _write_cmu_bvh(same / "cgspeed.bvh", cgspeed=True)
+    assert corpus.extra_files([extra]) == [extra / "hop_cmu_99_01.bvh"]
+    motion = corpus.load_motion(extra / "hop_cmu_99_01.bvh", extra=True)
+    assert motion.name == "hop_cmu_99_01" and motion.category == "hop" and motion.fps == _FPS
+    assert motion.held_out and motion.extra and len(motion.joints) == _FRAMES
+    # the same motion as the project's clips' skeleton in metres: the same keypoints (to the 1 um its file rounds to)
+    np.testing.assert_allclose(motion.joints, corpus.load_motion(same / "cgspeed.bvh").joints, atol=1e-5)
+    assert not corpus.load_motion(extra / "hop_cmu_99_01.bvh").held_out  # held out as an extra clip, not by its name
+    k = {n: i for i, n in enumerate(corpus.NAMES)}
+    first = motion.joints[0]
+    leg = (np.hypot(2.4, 6.6) + np.hypot(2.7, 7.3)) * _CMU_UNIT  # hip to ankle, straight, in metres
+    assert abs(np.linalg.norm(first[k["left_hip"]] - first[k["left_ankle"]]) - leg) < 1e-5
+    # its arms at the arms (not the clavicles), its neck at the neck's base
+    np.testing.assert_allclose(first[k["left_elbow"]] - first[k["left_shoulder"]], [5.2 * _CMU_UNIT, 0, 0], atol=1e-9)
+    assert first[k["neck"]][1] < first[k["nose"]][1]
+    # held out, resampled and turned as well; the truth: the right foot up while raised
+    assert corpus.resample(motion, 30.0).held_out and corpus.turned(motion, 90.0).held_out
+    truth = corpus.true_contacts(motion)
+    t = motion.times
+    assert truth.contact[:, 0].all() and not truth.contact[(t > 0.72) & (t < 1.08), 1].any()
+    # a skeleton whose legs are no person's in any unit known
+    _write_cmu_bvh(tmp_path / "giant.bvh", scale=1000.0)
+    with pytest.raises(corpus.CorpusError, match="a person's in none of"):
+        corpus.load_motion(tmp_path / "giant.bvh")
+
+
+def test_the_bench_reports_extra_clips_apart_as_held_out(tmp_path, capsys):
+    folder, extra = tmp_path / "corpus", tmp_path / "extra"
+    folder.mkdir()
+    extra.mkdir()
+    _write_cc_bvh(folder / "stand_cmu_00_01.bvh")
+    _write_cmu_bvh(extra / "hop_cmu_99_01.bvh")
+    args = ["--corpus", str(folder), "--extra", str(extra), "--fast", "--views", "side", "--fps", "30", "--seeds", "0"]
+    assert bench.main(args + ["--categories", "hop,stand"]) == 0
+    out = capsys.readouterr().out
+    tuned, held = out.split("held-out clips: ")
+    assert "clips fitted and tuned on: stand_cmu_00_01" in tuned and "hop " not in tuned
+    assert held.startswith("hop_cmu_99_01\n") and "\nhop " in held and "stand " not in held
+    assert out.strip().splitlines()[-1].startswith("held-out worst: ")
+    assert bench.main(args + ["--held-out-only"]) == 0
+    assert "stand_cmu_00_01" not in capsys.readouterr().out
+
+
+def test_extra_folders_say_what_to_do(tmp_path, capsys):
+    corpus_folder, extra, other = tmp_path / "corpus", tmp_path / "extra", tmp_path / "other"
+    for folder in (corpus_folder, extra, other):
+        folder.mkdir()
+    _write_cc_bvh(corpus_folder / "stand_cmu_00_01.bvh")
+    with pytest.raises(corpus.CorpusError, match="no .bvh files in .*give --extra a folder"):
+        corpus.extra_files([extra])
+    _write_cmu_bvh(extra / "hop_cmu_99_01.bvh")
+    _write_cmu_bvh(other / "hop_cmu_99_01.bvh")
+    with pytest.raises(corpus.CorpusError, match="no folder of extra clips at .*missing: give --extra a folder"):
+        corpus.extra_files([extra, tmp_path / "missing"])
+    with pytest.raises(corpus.CorpusError, match="is not a folder: give --extra"):
+        corpus.extra_files([extra / "hop_cmu_99_01.bvh"])
+    with pytest.raises(corpus.CorpusError, match="two extra clips named hop_cmu_99_01"):
+        corpus.extra_files([extra, other])
+    _write_cc_bvh(other / "stand_cmu_00_01.bvh")
+    (other / "hop_cmu_99_01.bvh").unlink()
+    for argv, message in (
+            (["--extra", str(tmp_path / "missing")], "no folder of extra clips at"),
+            (["--extra", str(other)], "has the name of a clip of the corpus or the project .stand_cmu_00_01.: rename it"),
+            (["--extra", str(extra), "--categories", ","], "--categories: name at least one category"),
+            (["--extra", str(extra), "--categories", "hop,kick"], "--categories: no clip of kick")):
+        assert bench.main(["--corpus", str(corpus_folder), *argv]) == 2
+        err = capsys.readouterr().err
+        assert re.search(message, err), err
+        assert "Traceback" not in err
+    with pytest.raises(SystemExit) as stop:  # a second --corpus would silently replace the first
+        bench.main(["--corpus", str(corpus_folder), "--corpus", str(extra)])
+    assert stop.value.code == 2 and "a second folder of clips goes to --extra" in capsys.readouterr().err

@@ -190,8 +190,8 @@ def test_the_estimate_prices_seg_every_other_frame():
     from bench.gpu_estimate import CONFIGS, GPUS, estimate
 
     by_name = {c.name: c for c in CONFIGS}
-    every = by_name["--compile --cuda-graphs --sdpa cudnn --fp8"]
-    halved = by_name["--compile --cuda-graphs --sdpa cudnn --fp8 --seg-every 2"]
+    every = by_name["--sdpa cudnn --fp8"]
+    halved = by_name["--sdpa cudnn --fp8 --seg-every 2"]
     for gpu in GPUS.values():
         pose = estimate(every, gpu, tasks=("pose",))
         a, b = estimate(every, gpu), estimate(halved, gpu)

@@ -1,4 +1,4 @@
-"""One tracks reader with a schema check (realtime.export.jsonl.check_frame), through the CLI:
+"""One tracks reader with a schema check (realtime.record.check_frame), through the CLI:
 a malformed field is one `error:` sentence naming the file, the line and the field, from
 `stream` (before any datagram is sent), `export` and `smooth`; text numbers and non-integer
 ids are refused; unknown fields are accepted; a `[null, true]` contact stays unknown in every

@@ -26,7 +26,7 @@ from pythonosc.osc_bundle import OscBundle
 from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
-from realtime.expressions import ARKIT_NAMES, UNIFIED_KEYS, UNIFIED_SIGNED, unified_expressions
+from realtime.expressions import ARKIT_NAMES, EYE_LOOK_DEGREES, UNIFIED_KEYS, eye_look, unified_expressions
 from realtime.frames import Bones, Frame, Person, rounded_camera
 from realtime.rig.bones import bone_table
 from realtime.rig.solver import Skeleton, forward_kinematics
@@ -323,20 +323,26 @@ def test_face_keys_are_the_mapping_of_the_arkit_weights():
 
     assert keys()["EyeLidLeft"] == 0.75 and keys(eyeBlinkLeft=1.0)["EyeLidLeft"] == 0.0
     assert keys(eyeWideLeft=1.0)["EyeLidLeft"] == 1.0
-    assert keys(eyeLookOutLeft=1.0)["EyeLeftX"] == -1.0  # the left eye out: towards the person's left
-    assert keys(eyeLookOutRight=1.0)["EyeRightX"] == 1.0 and keys(eyeLookUpLeft=0.5)["EyeLeftY"] == 0.5
-    assert keys(mouthSmileLeft=0.7, mouthFrownLeft=0.2)["SmileFrownLeft"] == pytest.approx(0.5)
-    assert keys(browDownRight=1.0)["BrowExpressionRight"] == -1.0 and keys(jawOpen=0.4)["JawOpen"] == pytest.approx(0.4)
-    assert UNIFIED_SIGNED == {"EyeLeftX", "EyeLeftY", "EyeRightX", "EyeRightY", "EyeX", "EyeY", "BrowExpressionLeft",
-                              "BrowExpressionRight", "SmileFrownLeft", "SmileFrownRight"}
+    assert keys(mouthSmileLeft=0.7, mouthFrownLeft=0.2)["MouthSmileLeft"] == pytest.approx(0.7)
+    assert keys(browDownRight=1.0)["BrowDownRight"] == 1.0 and keys(jawOpen=0.4)["JawOpen"] == pytest.approx(0.4)
+
+    def eyes(**weights):
+        return eye_look(np.array([{**w, **weights}[n] for n in ARKIT_NAMES]))
+
+    # VRChat's eye tracking: closed in [0, 1]; pitch + down, yaw + the person's right, in degrees
+    assert eyes(eyeBlinkLeft=1.0, eyeBlinkRight=0.5)[0] == pytest.approx(0.75)
+    assert eyes(eyeLookDownLeft=1.0, eyeLookDownRight=1.0)[1] == pytest.approx(EYE_LOOK_DEGREES)
+    assert eyes(eyeLookInLeft=1.0, eyeLookOutRight=1.0)[2] == pytest.approx(EYE_LOOK_DEGREES)  # both to the right
+    assert eyes(eyeLookOutLeft=1.0, eyeLookInRight=1.0)[2] == pytest.approx(-EYE_LOOK_DEGREES)
     rng = np.random.default_rng(0)
     hostile = rng.uniform(-3, 3, (200, len(ARKIT_NAMES)))
     hostile[::7, 3] = np.nan
     hostile[::5, 9] = np.inf
     for weights in hostile:
         values = unified_expressions(weights)
-        low = np.array([-1.0 if k in UNIFIED_SIGNED else 0.0 for k in UNIFIED_KEYS])
-        assert np.isfinite(values).all() and (values >= low).all() and (values <= 1.0).all()
+        assert np.isfinite(values).all() and (values >= 0.0).all() and (values <= 1.0).all()
+        closed, pitch, yaw = eye_look(weights)
+        assert 0.0 <= closed <= 1.0 and abs(pitch) <= EYE_LOOK_DEGREES and abs(yaw) <= EYE_LOOK_DEGREES
 
 
 # ----------------------------------------------------------------------------- run and stream
@@ -389,7 +395,7 @@ def test_run_and_stream_of_its_tracks_send_the_same_trackers(tmp_path, fixtures_
     header = json.loads(tracks.read_text().splitlines()[0])
     for record, messages in zip(records[seen[0]:], frames):
         for address, args in messages.items():
-            assert len(args) == (3 if address.startswith("/tracking/") else 1)
+            assert len(args) == (3 if address.startswith("/tracking/trackers/") else 2 if address.endswith("PitchYaw") else 1)
             assert all(isinstance(v, float) and math.isfinite(v) for v in args), address
         (person,) = [p for p in record["people"] if p.get("id") is not None]
         if not all(person["bones"]["held"]):  # bones seen: hip and both feet, rotations in degrees
@@ -404,7 +410,10 @@ def test_run_and_stream_of_its_tracks_send_the_same_trackers(tmp_path, fixtures_
             weights = np.array([np.nan if person["face"][n] is None else person["face"][n] for n in ARKIT_NAMES])
             got = [messages[FACE_PREFIX + key][0] for key in UNIFIED_KEYS]
             np.testing.assert_allclose(got, unified_expressions(weights), atol=1e-7)
-            assert all(0.0 <= v <= 1.0 for key, v in zip(UNIFIED_KEYS, got) if key not in UNIFIED_SIGNED)
+            assert all(0.0 <= v <= 1.0 for v in got)
+            closed, pitch, yaw = eye_look(weights)
+            assert messages["/tracking/eye/EyesClosedAmount"][0] == pytest.approx(closed, abs=1e-6)
+            np.testing.assert_allclose(messages["/tracking/eye/CenterPitchYaw"], [pitch, yaw], atol=1e-4)
     assert any("face" in p for r in records[seen[0]:] for p in r["people"])
 
 

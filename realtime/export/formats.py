@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import read_tracks
+from realtime.export.jsonl import is_pipe, read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
 from realtime.export.staging import check_output, staged, staged_together
 from realtime.export.subsets import SUBSETS
@@ -94,6 +94,9 @@ def export_tracks(
     if to == "openpose" and subset is not None:
         raise UserError("OpenPose JSON has a fixed layout (BODY_25 + hands); drop --subset for this format.")
     tracks_path = Path(tracks_path)
+    if out is None and is_pipe(tracks_path):  # -, /dev/stdin: no folder beside it
+        raise UserError(f"{tracks_path} is not a file (a pipe?), so there is no folder beside it for the export; name one "
+                        "with -o OUT.")
     out = Path(out) if out is not None else default_output(tracks_path, to)
     sidecars = sidecar_paths(out, to)
     # never overwrite the recording, also not with a sidecar (realtime.outputs: the rule of every command)

@@ -1,10 +1,13 @@
 """Offline (zero-phase) smoothing of whole tracks files, using `trackers.offline.smooth_track`.
 
 `smooth_tracks` smooths the arrays of a `Tracks`; `smooth_tracks_file` rewrites a
-tracks JSONL with smoothed keypoints, keeping every frame, person and unknown
-field, and setting `"smoothed": true` on every person it touched. Scores stay
-the measured ones; a point the smoother fills in where none was measured keeps
-a `null` score. The header gains `"smoothing": {"method": ...}`.
+tracks JSONL with smoothed keypoints (2D and 3D), keeping every frame, person and
+unknown field, and marking every person it touched as smoothed. Scores stay the
+measured ones; a point the smoother fills in where none was measured keeps a null
+score. A recording with bones gets them solved again from its smoothed 3D keypoints
+by the motion stage's solver (`realtime.stages.motion.MotionStage`, no live filter),
+so `sapiens-rt stream` of the smoothed file sends smoothed bones. The header says
+the method (`realtime.record.with_smoothing`). A pipe is read once.
 """
 
 from __future__ import annotations
@@ -17,19 +20,11 @@ from typing import Callable, Optional
 import numpy as np
 
 from realtime.errors import UserError
-from realtime.export.jsonl import (
-    METRE_DECIMALS,
-    PX_DECIMALS,
-    SCORE_DECIMALS,
-    TrackRecords,
-    person_keys,
-    read_header,
-    read_tracks,
-    rounded_rows,
-)
+from realtime.export.jsonl import TrackRecords, frame_records, is_pipe, read_header, read_tracks
 from realtime.export.staging import check_output, staged
-from realtime.export.tracks import PersonTrack, Tracks
+from realtime.export.tracks import Tracks
 from realtime.outputs import check_outputs, check_writable
+from realtime.record import FIELDS, frame_from_record, has_field, header_dims, people_of, person_id, set_field, with_smoothing
 
 log = logging.getLogger(__name__)
 
@@ -73,42 +68,96 @@ def smooth_tracks_file(
 
     A cut-off last line of the input (crashed run) is dropped from the output.
     """
-    tracks_path = Path(tracks_path)
+    records = TrackRecords(tracks_path)  # a pipe: read once, then read again from its copy
+    tracks_path = records.path
+    if out_path is None and is_pipe(tracks_path):
+        raise UserError(f"{tracks_path} is not a file (a pipe?), so there is no folder beside it for the smoothed copy; "
+                        "name one with -o SMOOTHED.jsonl.")
     out_path = default_smoothed(tracks_path) if out_path is None else Path(out_path)
     check_outputs({"-o": out_path}, [tracks_path])
     check_output(out_path)
     check_writable(out_path)
-    smoothed = smooth_tracks(read_tracks(tracks_path), method, smoother=smoother)
-    stream = iter(TrackRecords(tracks_path))
-    header = {**read_header(stream, tracks_path), "smoothing": {"method": method}}
-    num_keypoints = len(header["keypoint_names"])
+    try:
+        tracks = read_tracks(records)
+        smoothed = smooth_tracks(tracks, method, smoother=smoother)
+        bones = _bones_again(records, tracks.header, smoothed)
+        header = with_smoothing(read_header(iter(records), tracks_path), method)
+        rows = _write(records, header, smoothed, bones, out_path)
+    finally:
+        records.close()
+    log.info("wrote %s: %d frames, %d persons smoothed with %s%s", out_path, rows, len(smoothed.people), method,
+             "; their bones solved again from the smoothed 3D keypoints" if bones else "")
+    return out_path
+
+
+def _bones_again(records: TrackRecords, header: dict, smoothed: Tracks) -> Optional[dict]:
+    """(row, track id) -> the bones the motion stage solves from the smoothed 3D keypoints, for every person
+    the recording has bones for; None when it has none. The stage runs over the whole recording in order,
+    with the recorded contacts and camera (the world frame where the run had it), and no live filter: the
+    keypoints are smoothed already."""
+    from realtime.stages.motion import MotionStage, recorded_fingers
+
+    if header.get("bone_names") is None:
+        return None
+    fingers = recorded_fingers(header["bone_names"])
+    if fingers is None:
+        raise UserError(f"{records.path} header's bone_names are not the 21 bones (51 with fingers) sapiens-rt solves, so "
+                        "its bones cannot be solved again from the smoothed keypoints; pass a tracks .jsonl written by "
+                        "sapiens-rt.")
+    stage = MotionStage(header["keypoint_names"], fingers=fingers, smooth="none")
+    dims = header_dims(header)
+    image = np.zeros((1, 1, 3), np.uint8)
+    out: dict = {}
+    for row, (_, record) in enumerate(frame_records(records, header)):
+        frame = frame_from_record(record, image)
+        people = []
+        for person, written in zip(frame.people, record.people):
+            track = smoothed.people.get(person.track_id)
+            if track is not None and written.kpts3d is not None and track.keypoints3d is not None:
+                # as the file will hold them (rounded), so solving the written file again gives these very bones
+                again = np.array(FIELDS.kpts3d.jsonable(track.keypoints3d[row], dims), dtype=np.float64)
+                person = person.replace(keypoints3d=again.astype(np.float32))
+            people.append(person)
+        solved = stage.process(frame.replace(people=tuple(people)))
+        for person, written in zip(solved.people, record.people):
+            if written.bones is not None and person.track_id is not None:
+                out[row, person.track_id] = person.bones
+    stage.close()
+    return out or None
+
+
+def _write(records: TrackRecords, header: dict, smoothed: Tracks, bones: Optional[dict], out_path: Path) -> int:
+    """Write the smoothed file (staged: nothing half-written); returns its frames."""
+    dims = header_dims(header)
     rows = []
 
     def write(target: Path) -> None:
         row = 0
+        stream = iter(records)
+        next(stream)  # the header: written anew
         with open(target, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(json.dumps(header, separators=(",", ":")) + "\n")
+            handle.write(json.dumps(header, separators=(",", ":"), allow_nan=False) + "\n")
             for _, record in stream:
                 if isinstance(record, dict) and record.get("type") == "frame":
-                    people = record.get("people") or []
-                    for track_id, person in zip(person_keys(people), people):
+                    for person in people_of(record):
+                        track_id = person_id(person)
                         if track_id is None:  # a tentative detection, or a person of a still: not part of any track
                             continue
-                        _replace_points(person, smoothed.people[track_id], row, num_keypoints)
+                        _replace_points(person, smoothed.people[track_id], row, dims)
+                        if bones is not None and (row, track_id) in bones:
+                            set_field(person, FIELDS.bones, bones[row, track_id], dims)
                     row += 1
-                handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+                handle.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
         rows.append(row)
 
     staged(out_path, write)  # written next to the target and renamed: nothing half-written
-    log.info("wrote %s: %d frames, %d persons smoothed with %s", out_path, rows[0], len(smoothed.people), method)
-    return out_path
+    return rows[0]
 
 
-def _replace_points(person: dict, track: PersonTrack, row: int, num_keypoints: int) -> None:
-    """Put the smoothed points of frame `row` into a person record (scores stay as measured)."""
-    scores = np.array([p[2] if p is not None else None for p in person["kpts"]], dtype=np.float64)
-    kpts = np.concatenate([track.keypoints[row], scores[:, None]], axis=1)
-    person["kpts"] = rounded_rows(kpts, (PX_DECIMALS, PX_DECIMALS, SCORE_DECIMALS), num_keypoints)
-    if person.get("kpts3d") is not None and track.keypoints3d is not None:
-        person["kpts3d"] = rounded_rows(track.keypoints3d[row], (METRE_DECIMALS,) * 3, num_keypoints)
-    person["smoothed"] = True
+def _replace_points(person: dict, track, row: int, dims) -> None:
+    """Put the smoothed points of frame `row` into a person object (scores stay as measured)."""
+    scores = track.scores[row]
+    set_field(person, FIELDS.kpts, np.concatenate([track.keypoints[row], scores[:, None]], axis=1), dims)
+    if has_field(person, FIELDS.kpts3d) and track.keypoints3d is not None:
+        set_field(person, FIELDS.kpts3d, track.keypoints3d[row], dims)
+    set_field(person, FIELDS.smoothed, True, dims)

@@ -16,49 +16,10 @@ from typing import Optional
 import numpy as np
 
 from realtime.errors import UserError
+from realtime.record import TRACK_ARRAYS, person_track_fields
 
 
-@dataclass(frozen=True)
-class PersonTrack:
-    """One identity over the whole recording (T = number of frames in the file).
-
-    id:          track id from the JSONL. Persons written without an id are no track:
-                 in a file whose header says `"tracked": true` they are tentative
-                 detections and are left out; in other files (stills) they are kept in
-                 `Tracks.unidentified`.
-    keypoints:   (T, K, 2) float64 pixels, NaN where unknown or absent.
-    scores:      (T, K) float64 keypoint confidences, NaN where unknown or absent.
-    boxes:       (T, 5) float64 x1, y1, x2, y2, box score; NaN where absent.
-    present:     (T,) bool, True in frames where this person was written.
-    smoothed:    (T,) bool, True where the written keypoints were temporally smoothed.
-    keypoints3d: (T, K, 3) float64 metres (camera frame), NaN where unknown, or None
-                 when no frame of this person carried `kpts3d`.
-    predicted:   (T, K) bool, True where the live filter predicted or held a keypoint
-                 instead of measuring it (the file's `predicted`); False elsewhere.
-    face:        (T, F) float64 ARKit blendshape weights (`realtime.rig.face.ARKIT_NAMES` order),
-                 NaN where not read, or None when no frame carried `face`.
-    head_rotation: (T, 4) float64 head quaternions x, y, z, w (rig axes, relative to the neutral
-                 head), NaN where not read, or None with `face`.
-    contacts:    (T, 2) bool, left / right foot on the floor (False where not known), or None when
-                 no frame carried `contacts`.
-    contacts_known: (T, 2) bool, True for each foot whose record gave 1 or 0 (the floor was
-                 known; a `null` foot is unknown, never "off"), or None with `contacts`.
-    """
-
-    id: int
-    keypoints: np.ndarray
-    scores: np.ndarray
-    boxes: np.ndarray
-    present: np.ndarray
-    smoothed: np.ndarray
-    keypoints3d: Optional[np.ndarray] = None
-    predicted: Optional[np.ndarray] = None
-    face: Optional[np.ndarray] = None
-    head_rotation: Optional[np.ndarray] = None
-    contacts: Optional[np.ndarray] = None
-    contacts_known: Optional[np.ndarray] = None
-    height: Optional[np.ndarray] = None
-
+class _PersonTrackMethods:
     @property
     def stature(self) -> Optional[tuple[float, float]]:
         """(metres, confidence): the last height measured, or None."""
@@ -69,6 +30,21 @@ class PersonTrack:
 
     def replace(self, **changes) -> "PersonTrack":
         return dataclasses.replace(self, **changes)
+
+
+# One identity over the whole recording; its arrays follow the record's declaration (`realtime.record`).
+PersonTrack = dataclasses.make_dataclass("PersonTrack", person_track_fields(), bases=(_PersonTrackMethods,), frozen=True,
+                                         kw_only=True)
+PersonTrack.__module__ = __name__
+PersonTrack.__doc__ = "\n".join([
+    "One identity over the whole recording (T = number of frames in the file).",
+    "",
+    "id:            track id from the JSONL. Persons written without an id are no track: in a file whose header",
+    "               says `\"tracked\": true` they are tentative detections and are left out; in other files (stills)",
+    "               they are kept in `Tracks.unidentified`.",
+    "present:       (T,) bool, True in frames where this person was written.",
+    *(f"{spec.name + ':':<14} {spec.doc}" for spec in TRACK_ARRAYS),
+])
 
 
 @dataclass(frozen=True)
@@ -95,8 +71,9 @@ class Unidentified:
     def as_person(self) -> PersonTrack:
         """These people as one `PersonTrack` (id -1) whose rows are the N people, not frames:
         lets a per-row writer (OpenPose, COCO) write them with the code it has for tracks."""
-        return PersonTrack(-1, self.keypoints, self.scores, self.boxes, np.ones(len(self), dtype=bool),
-                           np.zeros(len(self), dtype=bool), self.keypoints3d)
+        return PersonTrack(id=-1, keypoints=self.keypoints, scores=self.scores, boxes=self.boxes,
+                           present=np.ones(len(self), dtype=bool), smoothed=np.zeros(len(self), dtype=bool),
+                           predicted=np.zeros(self.scores.shape, dtype=bool), keypoints3d=self.keypoints3d)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import torch
 
 log = logging.getLogger(__name__)
 
-Work = Callable[..., torch.Tensor]
+Work = Callable[..., "torch.Tensor | tuple[torch.Tensor, ...]"]  # one output tensor, or a tuple of them
 
 # One capture at a time in the process: a capture begins with a device-wide synchronize and
 # empty_cache, which must not fall inside another thread's capture (the detector captures on
@@ -49,10 +49,12 @@ class CapturedGraph:
         with torch.cuda.graph(self.graph, pool=pool, stream=torch.cuda.current_stream(), capture_error_mode="thread_local"):
             self.output = work(*self.inputs)
 
-    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+    def __call__(self, *inputs: torch.Tensor):
         for static, x in zip(self.inputs, inputs):
             static.copy_(x)
         self.graph.replay()
+        if isinstance(self.output, tuple):
+            return tuple(out.clone() for out in self.output)
         return self.output.clone()  # the next replay overwrites the static output
 
 

@@ -1,4 +1,4 @@
-"""FP8 (E4M3) for the backbone's linear layers: `sapiens-rt run --compile --fp8`.
+"""FP8 (E4M3) for the backbone's linear layers: `sapiens-rt run --compile --fp8 [attention|ffn|attention+ffn]`.
 
     check_fp8_device("cuda")                # a user error on a CPU or a GPU older than sm_89
     swapped = to_float8(model)              # after the model is on its device and dtype
@@ -20,6 +20,13 @@ weight). Quantising costs a pass over the input; eager that is several ops per e
 more traffic than the FP8 GEMM saves, so `--fp8` runs only with `--compile`, which fuses the
 static-scale quantisation into the op before it (the RMSNorm for q/k/v, the attention
 output's layout copy for proj). bench/gpu_estimate.py counts both ways.
+
+The FFN's layers (`--fp8 ffn`, issue 52: 77 % of the GEMM FLOPs) take row-wise scales instead: one per
+output channel of the weight, one per token of the input measured at every call (no calibration; under
+--compile the amax and the cast fuse into the RMSNorm or the SwiGLU product that makes the input), and
+fast accumulation. On the golden fixtures their error is still far above the attention projections'
+(bench/fp8_error.py: pose heatmaps 0.29 against 0.13, 64 % of keypoints on the same cell against 87 %),
+so they are opt-in; bench/gpu_kernels.py times both recipes inside CUDA graphs.
 
 Why our own code and not torchao or TensorRT: torchao's float8 path brings a tensor
 subclass per weight and a release that tracks torch nightlies (our torch is unpinned), and
@@ -45,7 +52,9 @@ E4M3_MAX = torch.finfo(E4M3).max  # 448
 MIN_CAPABILITY = (8, 9)  # Ada (sm_89), Hopper (sm_90), Blackwell: FP8 tensor cores
 ATTENTION = ("attn.wq", "attn.wk", "attn.wv", "attn.proj")  # q/k/v swap as one layer, attn.qkv
 FFN = ("ffn.w12", "ffn.w3")
-SCOPES = {"all": ATTENTION + FFN, "attention": ATTENTION}
+# scope -> (the layers, the layers of those with row-wise scales)
+SCOPES = {"all": (ATTENTION + FFN, ()), "attention": (ATTENTION, ()), "ffn": (FFN, FFN), "attention+ffn": (ATTENTION + FFN, FFN)}
+CHOICES = ("attention", "ffn", "attention+ffn")  # what `--fp8 [SCOPE]` offers ("all": per-tensor everywhere, the error table's)
 
 
 def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,39 +63,62 @@ def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (x.float() / scale).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3), scale
 
 
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (..., K) -> (E4M3 tensor, fp32 scales (..., 1)): one scale per row (a token of an input, an output
+    channel of a weight), each mapping its row's amax to 448."""
+    scale = (x.detach().abs().amax(dim=-1, keepdim=True).float() / E4M3_MAX).clamp(min=1e-12)
+    return (x.float() / scale).clamp(-E4M3_MAX, E4M3_MAX).to(E4M3), scale
+
+
 HEADROOM = 2.0  # static scales leave this factor above the largest calibration input (E4M3 is a float: little is lost)
 
 
 class Float8Linear(nn.Module):
-    """y = x W^T + b with W and x in E4M3 (per-tensor scales); (..., in) -> (..., out).
+    """y = x W^T + b with W and x in E4M3; (..., in) -> (..., out).
 
-    input_scale: None (dynamic: each input's amax / 448) or a static fp32 scale (`calibrate`)."""
+    Per-tensor scales (`rowwise=False`): input_scale None (dynamic: each input's amax / 448) or a static fp32 scale
+    (`calibrate`). Row-wise (`rowwise=True`, the FFN's: `--fp8 ffn`): one scale per output channel of the weight and
+    one per token of each input, measured on the device at every call (a token's amax; under --compile the
+    reduction and the cast fuse into the op that makes the input), with fast accumulation."""
 
     def __init__(self, weight: torch.Tensor, weight_scale: torch.Tensor, bias: torch.Tensor | None,
-                 input_scale: torch.Tensor | None = None, fast_accum: bool = False) -> None:
+                 input_scale: torch.Tensor | None = None, fast_accum: bool = False, rowwise: bool = False) -> None:
         super().__init__()
         self.in_features, self.out_features = weight.shape[1], weight.shape[0]
         self.register_buffer("weight", weight)  # (out, in) E4M3, row-major: .t() is the column-major operand scaled_mm wants
-        self.register_buffer("weight_scale", weight_scale)
+        self.register_buffer("weight_scale", weight_scale)  # () per tensor, or (1, out) per channel
         self.register_buffer("bias", bias)
         self.register_buffer("input_scale", input_scale)
         self.fast_accum = fast_accum
+        self.rowwise = rowwise
         self.observed: torch.Tensor | None = None  # running amax of the inputs while calibrating
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear) -> "Float8Linear":
-        return cls.from_linears([linear])
+    def from_linear(cls, linear: nn.Linear, rowwise: bool = False) -> "Float8Linear":
+        return cls.from_linears([linear], rowwise=rowwise)
 
     @classmethod
-    def from_linears(cls, linears) -> "Float8Linear":
+    def from_linears(cls, linears, rowwise: bool = False) -> "Float8Linear":
         """One layer for several of the same input (q, k, v): their outputs side by side."""
-        weight, scale = quantize(torch.cat([m.weight.detach() for m in linears]))
+        weight = torch.cat([m.weight.detach() for m in linears])
+        if rowwise:
+            weight, scale = quantize_rows(weight)
+            scale = scale.t().contiguous()  # (1, out): scaled_mm's row-wise scale of its second operand
+        else:
+            weight, scale = quantize(weight)
         biases = [m.bias for m in linears]
         bias = None if any(b is None for b in biases) else torch.cat([b.detach() for b in biases])
-        return cls(weight, scale, bias)
+        return cls(weight, scale, bias, fast_accum=rowwise, rowwise=rowwise)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)
+        if self.rowwise:
+            q, scale = quantize_rows(rows)  # (M, 1): each token its own
+            kind = F.ScalingType.RowWise
+            out = F.scaled_mm(q, self.weight.t(), scale, kind, self.weight_scale, kind,
+                              bias=None if self.bias is None else self.bias.to(x.dtype),
+                              output_dtype=x.dtype, use_fast_accum=self.fast_accum)
+            return out.reshape(*x.shape[:-1], self.out_features)
         if self.input_scale is None or self.observed is not None:
             if self.observed is not None:  # calibrating: remember the largest input (on the device)
                 self.observed = torch.maximum(self.observed, rows.detach().abs().amax().float())
@@ -103,6 +135,8 @@ class Float8Linear(nn.Module):
         return out.reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
+        if self.rowwise:
+            return f"in_features={self.in_features}, out_features={self.out_features}, e4m3, per-token x per-channel scales"
         scale = "dynamic" if self.input_scale is None else "static"
         return f"in_features={self.in_features}, out_features={self.out_features}, e4m3, {scale} input scale"
 
@@ -112,7 +146,7 @@ def calibrate(model: nn.Module, batches, headroom: float = HEADROOM) -> int:
     """Set every Float8Linear's static input scale from the largest input it meets in
     `model(x)` for x in `batches` (amax * headroom / 448); returns how many layers. Once, at
     load: the forward after it has fixed scales (what `--compile` fuses and a CUDA graph keeps)."""
-    layers = [m for m in model.modules() if isinstance(m, Float8Linear)]
+    layers = [m for m in model.modules() if isinstance(m, Float8Linear) and not m.rowwise]  # row-wise: scales per token
     for layer in layers:
         layer.observed = torch.zeros((), device=layer.weight.device)
     try:
@@ -160,11 +194,14 @@ def to_float8(model: nn.Module, scope: str = "attention", static_scale: float | 
     """Replace the backbone blocks' nn.Linear layers named in SCOPES[scope] by Float8Linear, in
     place; returns the swapped module names. Within attention, q, k and v become one layer
     (`attn.qkv`: one FP8 GEMM, as the bf16 path's fused weight). Layers whose sizes are not
-    multiples of 16 (scaled_mm's rule) stay as they are. `static_scale` sets every input scale
-    to that value (for counting ops); else they stay dynamic until `calibrate`."""
+    multiples of 16 (scaled_mm's rule) stay as they are. The FFN's layers in "ffn" and
+    "attention+ffn" get row-wise scales ("all": per-tensor everywhere). `static_scale` sets every
+    per-tensor input scale to that value (for counting ops); else they stay dynamic until `calibrate`."""
     from realtime.models.sapiens2 import GroupedQueryAttention
 
-    suffixes = SCOPES[scope]
+    if scope not in SCOPES:
+        raise ValueError(f"the FP8 scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    suffixes, rowwise = SCOPES[scope]
     swapped = []
     for name, module in list(model.named_modules()):
         if ".blocks." not in f".{name}" or "tokenizer." in name:  # the 4K tokenizer's blocks are few and small
@@ -185,11 +222,11 @@ def to_float8(model: nn.Module, scope: str = "attention", static_scale: float | 
                      module.out_features, module.weight.dtype)
             continue
         parent_name, _, child = name.rpartition(".")
-        setattr(model.get_submodule(parent_name), child, Float8Linear.from_linear(module))
+        setattr(model.get_submodule(parent_name), child, Float8Linear.from_linear(module, rowwise=name.endswith(rowwise)))
         swapped.append(name)
     if static_scale is not None:
         for layer in model.modules():
-            if isinstance(layer, Float8Linear):
+            if isinstance(layer, Float8Linear) and not layer.rowwise:
                 layer.input_scale = torch.full((), float(static_scale), device=layer.weight.device)
     log.info("FP8 (E4M3) in %d linear layers (%s)", len(swapped), scope)
     return swapped

@@ -266,10 +266,11 @@ class GroupedQueryAttention(nn.Module):
 
 # Explicit attention kernels (`--sdpa`): PyTorch's default picks one by its own rules, and with
 # `enable_gqa` (the GQA layers) that is FlashAttention-2 on a Hopper GPU. cuDNN's fused attention
-# is faster there (bench/gpu_sdpa.py measures each), but takes equal q and kv head counts, so
-# the KV heads are expanded first (repeat_interleave: a copy of K and V, counted by
-# bench/gpu_estimate.py).
-SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient", "math")
+# takes equal q and kv head counts, so the KV heads are expanded first (repeat_interleave: a copy
+# of K and V, counted by bench/gpu_estimate.py). "triton" is the project's own kernel for these
+# shapes (realtime/models/triton_attention.py; CUDA, needs the triton package). bench/gpu_kernels.py
+# times each inside CUDA graphs.
+SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient", "math", "triton")
 _EQUAL_HEADS = ("cudnn", "efficient")  # kernels that take no enable_gqa: K/V heads are expanded
 
 
@@ -289,6 +290,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = 
     H, KV = heads if heads is not None else (q.shape[1], k.shape[1])
     if backend == "default":
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=KV != H)
+    if backend == "triton":
+        from realtime.models import triton_attention
+
+        return triton_attention.attention(q, k, v)
     from torch.nn.attention import sdpa_kernel
 
     if KV != H and backend in _EQUAL_HEADS:
@@ -301,13 +306,49 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, backend: str = 
 def set_sdpa_backend(model: nn.Module, backend: str) -> int:
     """Run every attention layer of `model` with the SDPA kernel `backend` (SDPA_BACKENDS);
     returns how many layers. A kernel the device cannot run fails at the first forward, with
-    PyTorch's reason (the Predictor's warm-up, before any output exists)."""
+    PyTorch's reason (the Predictor's warm-up, before any output exists); "triton" is checked here
+    (the package installed, a CUDA device), a user error in one sentence when it cannot run."""
     if backend not in SDPA_BACKENDS:
         raise ValueError(f"SDPA backend must be one of {SDPA_BACKENDS}, got {backend!r}")
     layers = [m for m in model.modules() if isinstance(m, GroupedQueryAttention)]
+    if backend == "triton" and layers:
+        from realtime.errors import UserError
+        from realtime.models import triton_attention
+
+        try:
+            triton_attention.prepare(next(model.parameters()).device)
+        except (RuntimeError, ValueError) as error:  # no triton package, or not a CUDA device
+            raise UserError(str(error)) from None
     for layer in layers:
         layer.sdpa = backend
     return len(layers)
+
+
+def set_fused_kernels(model: nn.Module, on: bool = True, norms: bool = True) -> int:
+    """Run every Sapiens2 backbone in `model` with the fused Triton passes (`realtime.models.triton_fused`: SwiGLU in
+    w12's GEMM epilogue, and with `norms` each residual add + RMSNorm in one pass), or not; returns how many
+    backbones. Compiled, leave `norms` off: inductor fuses the add and the norm with more of their neighbours than a
+    kernel of their own can (bench/gpu_estimate.py counts 0.25 ms a frame for it on an H100). A user error in one
+    sentence where they cannot run (no triton package, not a CUDA device)."""
+    backbones = [m for m in model.modules() if isinstance(m, Sapiens2)]
+    if on and backbones:
+        from realtime.errors import UserError
+        from realtime.models import triton_attention
+
+        why = triton_attention.missing("fuse=True (--fuse)", "drop it")
+        if why is None:
+            try:
+                triton_attention.check_device(next(model.parameters()).device, "fuse=True (--fuse)", "drop it")
+            except ValueError as error:
+                why = str(error)
+        if why is not None:
+            raise UserError(why)
+        from realtime.models import triton_fused  # noqa: F401  (loaded now: a traced forward only looks it up)
+    for backbone in backbones:
+        backbone.fused = on and norms
+        for block in backbone.blocks:
+            block.ffn.fused = on
+    return len(backbones)
 
 
 def _retie_after_load(module: GroupedQueryAttention, incompatible_keys) -> None:
@@ -399,12 +440,18 @@ class SwiGLUFFN(nn.Module):
     strided half rounds differently.) In fp32 CPU inference w12 and w3 run in column blocks
     (`column_blocks`), and silu(a) * b is written block by block straight into its place."""
 
+    fused = False  # silu(a) * b in w12's GEMM epilogue (realtime/models/triton_fused.py); `set_fused_kernels` sets it
+
     def __init__(self, embed_dim: int, hidden: int) -> None:
         super().__init__()
         self.w12 = nn.Linear(embed_dim, 2 * hidden)
         self.w3 = nn.Linear(hidden, embed_dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and type(self.w12) is nn.Linear:  # w12's output never reaches memory
+            from realtime.models import triton_fused
+
+            return self.w3(triton_fused.swiglu_linear(x, self.w12.weight, self.w12.bias))
         if type(self.w12) is nn.Linear and type(self.w3) is nn.Linear:
             plan = column_plan(x, self.w12.weight, self.w12.bias, parts=2)  # a and b split at a block edge
             if plan is not None:
@@ -491,6 +538,8 @@ class Sapiens2(nn.Module):
         )
         self.ln1 = nn.RMSNorm(E, eps=1e-6)  # the final norm (top-level `ln1.weight`)
 
+    fused = False  # residual add + the next RMSNorm as one pass (realtime/models/triton_fused.py): `set_fused_kernels`
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tokens, (h, w) = self.patch_embed(x)
         if hasattr(self, "tokenizer"):
@@ -499,13 +548,29 @@ class Sapiens2(nn.Module):
         prefix = torch.cat((self.cls_token, self.storage_tokens), dim=1).expand(B, -1, -1)
         x = torch.cat((prefix.to(tokens.dtype), tokens), dim=1)
         sin, cos = self.rope_embed(h, w)
-        for block in self.blocks:
-            x = block(x, sin, cos)
-        x = self.ln1(x)
+        if self.fused:
+            x = self._blocks_fused(x, sin, cos)
+        else:
+            for block in self.blocks:
+                x = block(x, sin, cos)
+            x = self.ln1(x)
         # Contiguous (B, E, h, w): a channels-last view would make the heads' first deconv
         # reorder its weight on every call (on a GPU the channels_last heads then make their one
         # NHWC copy; a model whose heads are not channels_last gets the same floats on any device).
         return x[:, NUM_PREFIX_TOKENS:].reshape(B, h, w, -1).permute(0, 3, 1, 2).contiguous()
+
+    def _blocks_fused(self, x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+        """The blocks and the final norm with each residual add and the norm after it as one pass: the same
+        `TransformerBlock` steps, regrouped (block i's FFN add meets block i + 1's ln1, the last one the final norm)."""
+        from realtime.models.triton_fused import add_rms_norm
+
+        blocks = list(self.blocks)
+        y = blocks[0].ln1(x)
+        for i, block in enumerate(blocks):
+            x, y = add_rms_norm(x, block.attn(y, sin, cos), block.ln2.weight, block.ln2.eps)
+            after = blocks[i + 1].ln1 if i + 1 < len(blocks) else self.ln1
+            x, y = add_rms_norm(x, block.ffn(y), after.weight, after.eps)
+        return y
 
     def set_input_size(self, height: int, width: int) -> None:
         """Make the RoPE tables of an input size now, eagerly (a forward at a new size makes

@@ -65,7 +65,7 @@ _MOUTH = dict(left="l_outer_corner_of_mouth", right="r_outer_corner_of_mouth", t
               lower_inner="center_of_lower_inner_lip")
 _NOSE, _NOSE_BOTTOM, _CHIN = "tip_of_nose", "bottom_center_of_nose", "tip_of_chin"
 
-FEATURES = ("open_l", "open_r", "iris_x_l", "iris_x_r", "iris_y_l", "iris_y_r", "jaw", "lips", "width",
+FEATURES = ("open_l", "open_r", "iris_x_l", "iris_x_r", "iris_y_l", "iris_y_r", "jaw", "lip_gap", "width",
             "corner_l", "corner_r", "brow_inner", "brow_l", "brow_r", "brow_outer_l", "brow_outer_r",
             "nose_u", "nose_v", "roll")
 
@@ -152,7 +152,7 @@ def face_features(points: np.ndarray, index: dict[str, int], scores: Optional[np
         f[f"brow_inner_{s}"] = eye_v - mean_uv(_BROW[s]["inner"])[1]
     f["brow_inner"] = (f.pop("brow_inner_l") + f.pop("brow_inner_r")) / 2
     f["jaw"] = uv(_CHIN)[1] - uv(_NOSE_BOTTOM)[1]
-    f["lips"] = uv(_MOUTH["lower_inner"])[1] - uv(_MOUTH["upper_inner"])[1]
+    f["lip_gap"] = uv(_MOUTH["lower_inner"])[1] - uv(_MOUTH["upper_inner"])[1]
     left, right = uv(_MOUTH["left"]), uv(_MOUTH["right"])
     f["width"] = float(np.hypot(*(left - right)))
     centre_v = (uv(_MOUTH["top"])[1] + uv(_MOUTH["bottom"])[1]) / 2
@@ -183,7 +183,7 @@ def blendshapes(features: np.ndarray, neutral: np.ndarray) -> tuple[np.ndarray, 
         w[f"browOuterUp{side}"] = _weight((f[f"brow_outer_{s}"] - n[f"brow_outer_{s}"]) / BROW_SPAN)
     w["browInnerUp"] = _weight((f["brow_inner"] - n["brow_inner"]) / BROW_SPAN)
     w["jawOpen"] = _weight((f["jaw"] - n["jaw"]) / JAW_SPAN)
-    lips = _weight((f["lips"] - n["lips"]) / LIPS_SPAN)
+    lips = _weight((f["lip_gap"] - n["lip_gap"]) / LIPS_SPAN)
     w["mouthClose"] = _clip(w["jawOpen"] - lips)  # ARKit: lips together although the jaw is open
     width = max(n["width"], 1e-3)
     narrow = _weight((width - f["width"]) / (NARROW_SPAN * width))

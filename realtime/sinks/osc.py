@@ -440,10 +440,11 @@ class VmcSink:
                 rotations[-1] = person.head_rotation  # rig axes, relative to the calibrated neutral head
             tracking = int(person is not None and person.face is not None)
         else:
-            if person is not None and person.bones is not None:
+            fresh = person is not None and person.bones is not None and _finite(person.bones)  # else: the last pose held
+            if fresh:
                 slot.bones = person.bones
             bones = slot.bones
-            tracking = int(person is not None and person.bones is not None and not bones.held.all())
+            tracking = int(fresh and not bones.held.all())
             keep = _bone_subset(bones.names, self.fingers)
             names = _unity_names(tuple(bones.names[i] for i in keep))
             positions, rotations = bones.positions[keep], bones.rotations[keep]
@@ -451,6 +452,7 @@ class VmcSink:
         camera = None
         if not self.face_only and frame.camera is not None and frame.camera.world:  # the camera in the bones' world
             camera = unity_camera(frame.camera)
+            camera = camera if camera is not None and _sendable(camera) else None  # nothing non-finite is sent
         return VmcPose(names, positions, rotations, blend, tracking, float(round(frame.timestamp, 6)), camera)
 
     def messages(self, frame: Frame, slot: _Slot, person: Optional[Person]) -> tuple[list, list]:
@@ -481,6 +483,16 @@ class VmcSink:
     def close(self) -> None:
         for sender in self.senders.values():
             sender.close()
+
+
+def _sendable(values) -> bool:
+    """Every number is finite and fits the float32 it is sent as."""
+    return bool(np.abs(values).max() <= np.finfo(np.float32).max)  # False with a NaN too
+
+
+def _finite(bones: Bones) -> bool:
+    """Every number a VMC frame would send of these bones is sendable."""
+    return _sendable(np.concatenate([np.ravel(bones.rotations), np.ravel(bones.offsets), np.ravel(bones.root_position)]))
 
 
 @lru_cache(maxsize=8)
@@ -552,9 +564,9 @@ class OscKeypointSink:
         out = [osc_bundle([("/sapiens/frame", [int(frame.index), float(frame.timestamp), len(sent)])])]
         for person, points in sent:
             scores = person.keypoint_scores if person.keypoint_scores is not None else np.full(len(self.keypoint_names), np.nan)
-            known = np.isfinite(points).all(axis=-1)
             heads = self._heads(int(person.track_id), points.shape[1] + 1)
             rows = np.concatenate([points, np.asarray(scores, dtype=np.float64)[:, None]], axis=1)  # x y [z] score
+            known = np.isfinite(rows).all(axis=-1)  # a point without a score (a replayed null) is not sent either
             opening = element_head(f"/sapiens/person/{int(person.track_id)}/frame", "i") + struct.pack(">i", int(frame.index))
             for _, indices in self.regions:
                 chosen = indices[known[indices]]

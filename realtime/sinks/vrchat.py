@@ -7,7 +7,9 @@ in one bundle when they fit; the trackers and the head always in the first):
     /tracking/trackers/N/position (f)x (f)y (f)z    metres, Unity's axes, N = 1..8 (TRACKERS)
     /tracking/trackers/N/rotation (f)x (f)y (f)z    Euler angles in degrees (Unity's Quaternion.Euler)
     /tracking/trackers/head/position, .../rotation   every frame, for VRChat's alignment
-    /avatar/parameters/FT/v2/<Key> (f)value          the face, on frames it is read (UNIFIED_KEYS)
+    /avatar/parameters/FT/v2/<Key> (f)value          the face, on frames it is read (UNIFIED_KEYS), in [0, 1]
+    /tracking/eye/EyesClosedAmount (f)closed         with the face: VRChat's own eye tracking, closed in [0, 1],
+    /tracking/eye/CenterPitchYaw (f)pitch (f)yaw     and where the eyes look, degrees (`realtime.expressions.eye_look`)
 
 VRChat's "OSC Trackers" (https://docs.vrchat.com/docs/osc-trackers): up to 8 trackers - hip, chest,
 2 feet, 2 knees, 2 elbows (upper arms) - and the optional head pair "to aid in aligning your sender
@@ -48,7 +50,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from realtime.errors import UserError
-from realtime.expressions import UNIFIED_KEYS, unified_expressions
+from realtime.expressions import UNIFIED_KEYS, eye_look, unified_expressions
 from realtime.frames import Bones, Frame, Person
 from realtime.sinks.osc import (
     DATAGRAM_LIMIT,
@@ -64,6 +66,7 @@ from realtime.sinks.osc import (
 
 DEFAULT_VRCHAT_PORT = 9000  # VRChat's OSC input port
 FACE_PREFIX = "/avatar/parameters/FT/v2/"
+EYES_CLOSED, EYE_LOOK = "/tracking/eye/EyesClosedAmount", "/tracking/eye/CenterPitchYaw"  # VRChat's OSC eye tracking
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,7 @@ class VrchatSink:
         self._tracker_heads = [element_head(f"/tracking/trackers/{t.slot}/{kind}", "fff")
                                for t in (*self.trackers, HEAD) for kind in ("position", "rotation")]
         self._face_heads = [element_head(FACE_PREFIX + key, "f") for key in UNIFIED_KEYS]
+        self._eye_heads = (element_head(EYES_CLOSED, "f"), element_head(EYE_LOOK, "ff"))
         self.frames = self.tracker_frames = self.head_frames = self.face_frames = 0
         self.unscaled = 0  # frames with trackers at scale 1 while --vrchat-height waited for the stature
         self.scale_range = (np.inf, -np.inf)  # the smallest and largest scale sent, for the summary
@@ -245,7 +249,8 @@ class VrchatSink:
         return self.height / stature
 
     def values(self, frame: Frame) -> tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
-        """This frame's numbers, each None when not sent: trackers (N, 6), the head (6,), the face (len(UNIFIED_KEYS),)."""
+        """This frame's numbers, each None when not sent: trackers (N, 6), the head (6,), the face (len(UNIFIED_KEYS) + 3,):
+        the Unified Expressions keys, then the eyes closed, their pitch and yaw (`eye_look`)."""
         person = self.performer(frame)
         trackers = face = None
         bones = person.bones if person is not None else None
@@ -261,7 +266,7 @@ class VrchatSink:
             else:
                 self.dropped_values += 1
         if person is not None and person.face is not None:
-            face = unified_expressions(person.face)
+            face = np.concatenate([unified_expressions(person.face), eye_look(person.face)])
             if not np.isfinite(face).all():
                 face, self.dropped_values = None, self.dropped_values + 1
         return trackers, self.head, face
@@ -274,7 +279,10 @@ class VrchatSink:
             rows = [head] if trackers is None else [*trackers, head]
             body += float_elements(self._tracker_heads[-2 * len(rows):], np.reshape(rows, (-1, 3)))
         if face is not None:
-            body += float_elements(self._face_heads, face[:, None])
+            keys = len(UNIFIED_KEYS)
+            body += float_elements(self._face_heads, face[:keys, None])
+            body += float_elements(self._eye_heads[:1], face[keys:keys + 1, None])
+            body += float_elements(self._eye_heads[1:], face[None, keys + 1:])
         self.frames += 1
         self.tracker_frames += trackers is not None
         self.head_frames += head is not None

@@ -8,9 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from realtime.frames import Frame
+from realtime.record import FACE_DECIMALS, HEAD_DECIMALS  # what the tracks file keeps of the weights and the head quaternion
 from realtime.rig.face import FaceSolver
-
-FACE_DECIMALS, HEAD_DECIMALS = 3, 4  # what the tracks file keeps of the weights and the head quaternion
 
 
 class FaceStage:

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.frames import Frame, Person, rounded_bones
+from realtime.frames import Bones, Frame, Person, rounded_bones
 from realtime.rig.bones import bone_table
 from realtime.rig.lock import FootLock, FootPin, LockGates, PinGates
 from realtime.rig.solver import LiveSolver, camera_to_rig
@@ -159,3 +159,51 @@ class MotionStage:
 
     def close(self) -> None:
         self._performers.clear()
+
+
+def recorded_fingers(bone_names) -> Optional[bool]:
+    """Whether a recording's bones (its header's `bone_names`) hold the finger bones: False for the motion
+    stage's 21 bones, True for its 51 (`fingers`); None for any other list (not solved by this stage)."""
+    names = tuple(bone_names)
+    for fingers in (False, True):
+        if names == recorded_bone_names(fingers):
+            return fingers
+    return None
+
+
+def recorded_bone_names(fingers: bool) -> tuple[str, ...]:
+    """The names of the bones the motion stage solves (and a tracks file's header lists), in order."""
+    return tuple(b.name for b in bone_table(fingers))
+
+
+class FingerBones:
+    """The finger bones for a recording whose bones have none (`sapiens-rt stream --vmc-fingers`): each
+    frame through a motion stage with fingers and no live filter (the recording's 3D keypoints went
+    through the run's), whose 30 finger bones join the recorded bones; those stay as recorded, so the
+    body sends the same bytes as the run did."""
+
+    name = "motion"
+
+    def __init__(self, keypoint_names: Sequence[str]):
+        self.solve = MotionStage(keypoint_names, fingers=True, smooth="none")
+        self.bone_names = self.solve.bone_names
+
+    def process(self, frame: Frame) -> Frame:
+        solved = self.solve.process(frame)
+        people = tuple(person if person.bones is None or again.bones is None else
+                       person.replace(bones=with_fingers(person.bones, again.bones))
+                       for person, again in zip(frame.people, solved.people))
+        return frame.replace(people=people)
+
+    def close(self) -> None:
+        self.solve.close()
+
+
+def with_fingers(body: Bones, solved: Bones) -> Bones:
+    """`solved`'s bones (fingers and all) with every bone `body` has taken from `body`, its root too."""
+    index = {name: i for i, name in enumerate(body.names)}
+    take = np.array([index.get(name, -1) for name in solved.names])
+    mine = take >= 0
+    offsets, rotations, held = solved.offsets.copy(), solved.rotations.copy(), solved.held.copy()
+    offsets[mine], rotations[mine], held[mine] = body.offsets[take[mine]], body.rotations[take[mine]], body.held[take[mine]]
+    return Bones(solved.names, offsets, body.root_position, rotations, held, body.root_held)

@@ -94,12 +94,11 @@ class WorldStage:
             stature, confidence = height.estimate()
             if stature is not None:
                 self.heights[person.track_id] = (round(stature, HEIGHT_DECIMALS), round(confidence, HEIGHT_DECIMALS))
-        changes = {}
         if person.track_id in self.heights:
-            changes["height"] = self.heights[person.track_id]
+            person = person.replace(height=self.heights[person.track_id])
         if in_world:  # the feet on the world's floor: a planted foot stays put in the world
-            changes["contacts"] = contacts
-        return person.replace(**changes) if changes else person
+            person = person.replace(contacts=contacts)
+        return person
 
     def summary_lines(self) -> list[str]:
         """The camera and each performer's height, for the run's summary."""
