@@ -66,6 +66,12 @@ def solve_leg(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh, shin
     return new_knee, hip + d[..., None] * u
 
 
+def _about(axis: np.ndarray, angle: float) -> np.ndarray:
+    """(3, 3) the rotation by `angle` (rad) about the unit `axis` (Rodrigues)."""
+    cross = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * (cross @ cross)
+
+
 def turn_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(3,) a, b -> (3, 3) the smallest rotation that turns a's direction onto b's (Rodrigues; identity where either
     is ~0; half a turn about any perpendicular where they are opposite)."""
@@ -92,11 +98,21 @@ def pin_leg(hip: np.ndarray, upper: np.ndarray, lower: np.ndarray, foot: np.ndar
     bone's head points at from there. -> the three new global rotations and the ankle reached (`solve_leg`: the
     target when in reach, else the nearest point the leg reaches on the line from the hip to it).
 
-    The knee stays in the plane of the hip, the solved knee and the target; each bone turns by the smallest rotation
-    that points it where it goes, so its twist about itself is the solve's."""
+    The knee bends about the solve's hinge (the upper leg's x axis): it lies in the plane through the hip and the
+    target square to that axis, on the side the rig's knees bend to (the upper leg's +z), never sideways or
+    backwards, whatever the solved bend (a straight leg has no bend plane of its own). The upper leg turns by the
+    smallest rotation onto the knee, then about itself so that its hinge is square to the bend plane; the lower leg
+    and the foot then turn by the smallest rotations, the knee about its hinge."""
     thigh, shin, sole = upper @ offsets[0], lower @ offsets[1], foot @ offsets[2]
-    knee, reached = solve_leg(hip, hip + thigh, ankle, np.linalg.norm(offsets[0]), np.linalg.norm(offsets[1]))
+    forward, size = _unit(np.cross(np.asarray(ankle, dtype=np.float64) - hip, upper[:, 0]))
+    hint = hip + forward if size > 1e-9 else hip + thigh  # solve_leg puts the knee on the hint's side
+    knee, reached = solve_leg(hip, hint, ankle, np.linalg.norm(offsets[0]), np.linalg.norm(offsets[1]))
     first = turn_between(thigh, knee - hip)
+    axis, _ = _unit(knee - hip)
+    normal, size = _unit(np.cross(knee - hip, reached - knee))
+    if size > 1e-9:  # the hinge onto the bend plane's normal (the knee bent forward about it), turning about the thigh
+        hinge = first @ upper[:, 0]
+        first = _about(axis, np.arctan2(np.cross(hinge, normal) @ axis, hinge @ normal)) @ first
     second = turn_between(first @ shin, reached - knee) @ first
     third = turn_between(second @ sole, np.asarray(toes, dtype=np.float64) - reached) @ second
     return first @ upper, second @ lower, third @ foot, reached

@@ -1,8 +1,9 @@
 """Foot locking, per foot, causal (no added latency): a foot in contact stays where it came down.
 
-While in contact the ankle, heel and toes stay where the ankle came in on the frame before the contact began (the
-detector decides from the heel's speed over its last frames, so the foot was already down then; held where the
-contact is decided, it would move by that frame's noise or a depth frame's re-measuring), and the knee follows by
+While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
+frame at 30 fps, interpolated between frames at other rates; the detector decides from the heel's speed over its
+last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
+noise or a depth frame's re-measuring), and the knee follows by
 two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
 the leg's reach (by at most `stretch`) is kept, the shin stretched; further out (a depth carried over from the
 swing) the anchor moves once to where the leg lands.
@@ -33,6 +34,8 @@ from realtime.rig.solver import REACH
 class LockGates(Gates):
     """The foot lock's gates: distances (m), speeds (m/s) and times (s)."""
 
+    anchor_back: float = gate(1 / 30, "s", "a foot in contact is held where its ankle came in this long before the "
+                                           "contact began (at any frame rate the same place on a landing foot)")
     stretch: float = gate(0.15, "m", "an anchor this far out of the leg's reach keeps the ankle (the shin stretched) "
                                      "rather than dragging it with the hips")
     ease_time: float = gate(1 / 6, "s", "a released foot reaches where it is shown this long after the last frame it "
@@ -81,6 +84,8 @@ class FootLock:
         self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the last frame's ankle out
         self._came: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the last frame's ankle in
         self._came_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # and its toes in (their midpoint)
+        self._trail: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle in) of the frames before this
+        # one, as far back as anchor_back reaches
         self._ease: dict[str, Optional[_Ease]] = dict.fromkeys(SIDES)
         self._held: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # when the current contact's hold began
         self._swing: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before a waiting foot
@@ -88,6 +93,19 @@ class FootLock:
         self.share: dict[str, float] = dict.fromkeys(SIDES, 0.0)  # the last frame's hold per foot: 1 held (or waiting
         # to swing), the share of the held place still applied while it eases out, 0 as shown
         self.since: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the last frame's current hold: when it began
+
+    def _back(self, side: str, time: float) -> Optional[np.ndarray]:
+        """The ankle as it came in at `time` (s), interpolated between the frames before this one (the oldest kept
+        where `time` is before it, the last where after it); None where no frame before this one was seen."""
+        trail = self._trail[side]
+        if not trail:
+            return None
+        if time <= trail[0][0]:
+            return trail[0][1]
+        for (t0, a0), (t1, a1) in zip(trail, list(trail)[1:]):
+            if time <= t1:
+                return a0 + (time - t0) / (t1 - t0) * (a1 - a0)
+        return trail[-1][1]
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent to it in
@@ -115,6 +133,14 @@ class FootLock:
             shown, self._shown[side] = self._shown[side], None
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
+            back = self._back(side, timestamp - gates.anchor_back)
+            trail = self._trail[side]
+            if self._came[side] is None:
+                trail.clear()
+            else:
+                trail.append((timestamp, self._came[side]))
+                while len(trail) > 1 and trail[1][0] <= timestamp - gates.anchor_back:
+                    trail.popleft()
             toes = out[self.toes[side]].mean(axis=0)
             self._came_toes[side] = toes if np.isfinite(toes).all() else None
             ease = self._ease[side]
@@ -150,8 +176,8 @@ class FootLock:
             self._ease[side], self._swing[side] = None, None
             if self._held[side] is None:
                 self._held[side] = timestamp
-            if self._anchor[side] is None:  # where it came in on the last frame (or stays, planted again unswung)
-                self._anchor[side] = (shown if holding else came if came is not None else out[ankle]).copy()
+            if self._anchor[side] is None:  # where it came in anchor_back ago (or stays, planted again unswung)
+                self._anchor[side] = (shown if holding else back if back is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= gates.stretch:
