@@ -19,7 +19,7 @@ bones' ankle is from the point it was solved to reach, and how much that gap mov
 avatar's root and the filtered hips against the true hips (RMS jitter off a 0.2 s quadratic, and the mean offset,
 mm; along the line of sight too).
 
-Run: python bench/avatar_chain.py --corpus DIR [--clips NAME ...] [--categories NAME ...] [--held-out-only]
+Run: python bench/avatar_chain.py --corpus DIR [--extra DIR ...] [--clips NAME ...] [--categories NAME ...] [--held-out-only]
      [--fps 30] [--views side] [--seeds 0] [--fast]
 """
 
@@ -171,7 +171,10 @@ def summarise(results: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=None, help="a folder of BVH files by category")
+    parser.add_argument("--corpus", type=Path, default=None, action=motion_bench._Once,
+                        help="a folder of BVH files by category (default: $SAPIENS_MOCAP_DIR)")
+    parser.add_argument("--extra", type=Path, action="append", metavar="DIR",
+                        help="a folder of extra clips, every one held out (again for more folders)")
     parser.add_argument("--fps", type=float, nargs="+", default=[30.0])
     parser.add_argument("--views", nargs="+", choices=list(motion_bench.VIEWS), default=["side"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -180,6 +183,9 @@ def main(argv=None) -> int:
     parser.add_argument("--held-out-only", action="store_true")
     parser.add_argument("--fast", action="store_true", help="the first 2 s of each clip")
     args = parser.parse_args(argv)
+    bad = [f for f in args.fps if not (np.isfinite(f) and 1.0 <= f <= 240.0)]
+    if bad:
+        parser.error(f"--fps {bad[0]:g}: give frame rates between 1 and 240, e.g. --fps 30 60")
     try:
         motions = motion_bench.select(args)
     except corpus.CorpusError as error:
