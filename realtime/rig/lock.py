@@ -202,8 +202,9 @@ class PinGates(Gates):
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
 
 
-REST_PERCENTILE = 30.0  # a held foot's ankle and toes rest at this percentile of their heights while held (heel-off
-# raises the ankle, heel-strike the toes: the low side of each is the flat foot)
+REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
+# measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
+# (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
 REST_EVERY = 0.25  # s of held time between two updates of the resting heights
 
 
