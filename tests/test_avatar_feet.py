@@ -197,3 +197,17 @@ def test_the_avatars_feet_do_at_60_fps_what_they_do_at_30():
     assert np.abs(ankles60[common][held] - ankles30[held]).max() < 0.01
     assert np.abs(toes60[common][held] - toes30[held]).max() < 0.01
     assert np.abs(ankles60[common][held][:, 1] - ankles30[held][:, 1]).mean() < 0.002
+
+
+def test_the_cost_bench_times_the_pin_on_the_live_path_and_refuses_bad_options(capsys):
+    from bench import feet_cost
+
+    spent = feet_cost.run(seconds=1.0, fps=30.0, seed=0)
+    assert set(spent) == {"pin frame", "pin IK", "motion stage"}
+    assert all(np.isfinite(v) and v > 0 for v in spent.values())  # the pin ran within the stage's frames
+    assert spent["motion stage"] > spent["pin IK"]
+    for bad in (["--seconds", "nan"], ["--fps", "0"], ["--repeat", "0"], ["--seconds", "1e9"]):
+        with pytest.raises(SystemExit) as stopped:
+            feet_cost.main(bad)
+        assert stopped.value.code == 2
+    assert "--seconds" in capsys.readouterr().err
