@@ -211,3 +211,24 @@ def test_the_cost_bench_times_the_pin_on_the_live_path_and_refuses_bad_options(c
             feet_cost.main(bad)
         assert stopped.value.code == 2
     assert "--seconds" in capsys.readouterr().err
+
+
+def test_a_held_foot_settles_level_or_toes_down_even_when_its_first_frame_shows_the_toes_up():
+    from realtime.rig.lock import FootLock, FootPin
+    from realtime.rig.solver import Legs
+
+    lock, pin = FootLock(NAMES), FootPin()
+    body = walk(2).camera[0]
+    up = np.array([0.0, 1.0, 0.0])
+    # rig axes, the floor at y = 0: the left foot held with its toes shown 8 cm above its ankle (one frame's depth
+    # error), before any resting heights were measured; the right foot free
+    feet = np.array([[[0.0, 0.04, 0.0], [0.0, 0.12, 0.15]], [[0.3, 0.3, 0.0], [0.3, 0.3, 0.15]]])
+    legs = Legs(hip=np.array([[0.0, 0.85, 0.0], [0.3, 0.85, 0.0]]), knee=np.array([[0.0, 0.45, 0.05], [0.3, 0.6, 0.05]]),
+                ankle=feet[:, 0], toes=feet[:, 1], reach=np.array([0.85, 0.85]), foot=np.array([0.17, 0.17]))
+    for t in np.arange(10) / 30.0:
+        lock.apply(t, body, np.array([True, False]))
+        ankles, aims = pin.frame(t, lock, feet, feet, (up, 0.0))(legs)
+    assert np.isnan(ankles[1]).all()  # the free foot is left as solved
+    assert ankles[0, 1] == pytest.approx(0.04, abs=1e-6)  # the ankle at the height it was held at
+    assert aims[0, 1] <= ankles[0, 1] + 1e-9  # settled flat: the toes not above the ankle
+    np.testing.assert_allclose(ankles[0, [0, 2]], [0.0, 0.0], atol=1e-9)  # and not moved along the floor

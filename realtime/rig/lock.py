@@ -390,7 +390,9 @@ class FootPin:
         pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
         ankle_rest, toes_rest = rest
         length = float(legs.foot[s])
-        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9, 0.9))
+        # flat: the toes at or below the ankle (a resting foot never points up; one frame's heights, before the
+        # resting heights are measured, can say so)
+        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, 0.0, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
         # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
