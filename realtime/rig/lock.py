@@ -245,7 +245,8 @@ class _Pin:
     the hold (the lock, released, shows the foot's own motion: the heel's rise is taken from it, the place is not),
     `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
     it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`), else where the lock held
-    its ankle and toes then (kept for the hold: an estimate refreshed within it would move the foot)."""
+    its ankle and toes then (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
+    `rest` is the foot's measured resting heights, not one frame's."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -257,6 +258,7 @@ class _Pin:
     rise: float = 0.0
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
+    measured: bool = False
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -355,6 +357,7 @@ class FootPin:
                 pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
                                               self._heading(toes - ankle, floor), lock.since[side])
                 if floor is not None:
+                    pin.measured = self.rest[side].heights is not None
                     pin.rest = self.rest[side].heights or tuple(float(h) for h in locked[s] @ floor[0] + floor[1])
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
@@ -390,9 +393,9 @@ class FootPin:
         pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
         ankle_rest, toes_rest = rest
         length = float(legs.foot[s])
-        # flat: the toes at or below the ankle (a resting foot never points up; one frame's heights, before the
-        # resting heights are measured, can say so)
-        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, 0.0, 0.9))
+        # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
+        # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
+        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
         # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
