@@ -252,6 +252,11 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     check.path("out", out.out)
     check.path("tracks", out.tracks)
     check.path("output_dir", out.output_dir)
+    for name, example in (("out", "overlay.mp4"), ("tracks", "take.jsonl")):
+        value = getattr(out, name)
+        if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop the slash and write a file there
+            raise UserError(f"{caller.given(name, value)} ends in {value[-1]}, a folder; give a file name inside it, such as "
+                            f"{caller.given(name, value + example)}.")
     for name in ("no_video", "progress", "caption"):
         check.flag(name, getattr(out, name))
     if is_stdout(out.out) and is_stdout(out.tracks):
@@ -265,6 +270,12 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     for name in ("senders", "sinks"):
         if not isinstance(getattr(live, name), (list, tuple)):
             raise UserError(f"{caller.given(name, getattr(live, name))} is not a list; give a list, e.g. {caller.name(name)}=[].")
+        odd = [part for part in getattr(live, name) if not (callable(getattr(part, "write", None))
+                                                            and callable(getattr(part, "close", None)))]
+        if odd:  # found now, not as an AttributeError at the first frame
+            made = ", such as realtime.stages.live_senders(...) makes" if name == "senders" else ""
+            raise UserError(f"{caller.name(name)}= holds {repr(odd[0])[:60]}, which has no write(frame) and close(); give "
+                            f"objects with both{made}.")
 
     stdout = {"out": "-" if is_stdout(out.out) else out.out, "tracks": "-" if is_stdout(out.tracks) else out.tracks}
     return options.change(models={"tasks": tasks, "checkpoints": checkpoints, "device": device, "input_hw": input_hw,
@@ -303,6 +314,11 @@ class Builder:
         self.options = check_options(options, caller)
         self.device = self.options.models.device
         self.dtype = check_dtype(self.options.models.dtype, self.device, caller)
+
+    def weight_files(self) -> list[str]:
+        """The checkpoint files this run reads: inputs, which no output may overwrite."""
+        models = self.options.models
+        return [str(path) for path in (*models.checkpoints.values(), models.detector) if path is not None]
 
     def check_weights(self, *, models: bool, detector: bool) -> None:
         """Before anything is opened: when weights the run needs (`models`: the task models;
@@ -500,7 +516,7 @@ class OutputFiles:
     """
 
     def __init__(self, outputs: dict[str, str], inputs, caller: Caller = PYTHON):
-        from realtime.outputs import OutputLocks, check_outputs
+        from realtime.outputs import OutputLocks
 
         self.outputs = dict(outputs)
         self.caller = caller
@@ -508,13 +524,21 @@ class OutputFiles:
         self.created: list[Path] = []
         self.readers: list[int] = []
         self.locks = OutputLocks()
-        check_outputs(self.files, inputs)
+        self.check_inputs(inputs)
         try:
             for path in self.files.values():
                 self._make_parent(Path(path))
         except BaseException:
             self.release(failed=True)  # the folders made for the outputs before the one refused
             raise
+
+    def check_inputs(self, inputs) -> None:
+        """None of the outputs is one of `inputs` or another output (one sentence naming the option as the caller does)."""
+        from realtime.outputs import check_outputs
+
+        names = {kind: "out" if kind == "video" else kind for kind in self.files}  # --out, --tracks; the out= file, ...
+        check_outputs({self.caller.name(name) if self.caller.cli else f"the {name}= file": self.files[kind]
+                       for kind, name in names.items()}, inputs)
 
     def hold(self) -> None:
         self.locks.acquire(self.files)

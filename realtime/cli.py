@@ -86,6 +86,15 @@ def ray_address(text: str) -> str:
                                      "to start a Ray here, put --ray after the inputs")
 
 
+def vrchat_address(text: str) -> str:
+    """HOST:PORT or HOST; a bare `--vrchat` before SOURCE would otherwise take the source (a file, a folder, a camera
+    index) for VRChat's host."""
+    if text.isdecimal() or os.path.exists(text):  # False for a name no file can have
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is a source, not VRChat's address; put --vrchat after SOURCE "
+                                         "(sapiens-rt run SOURCE --vrchat)")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="sapiens-rt",
@@ -164,7 +173,7 @@ def _run_options(args):
     """RunOptions from the `run` options."""
     from dataclasses import replace
 
-    from realtime.options import LiveOutputOptions, OutputOptions, RunOptions
+    from realtime.options import CLI, LiveOutputOptions, OutputOptions, RunOptions
     from realtime.stages.live import live_senders
 
     models, smoothing = _model_options(args), _smoothing_options(args)
@@ -173,7 +182,7 @@ def _run_options(args):
     senders = live_senders(vmc=args.vmc, vmc_person=args.vmc_person, vmc_fingers=args.vmc_fingers, vmc_bundle=args.vmc_bundle,
                            vmc_face_only=args.vmc_face_only, face_calibrate=args.face_calibrate, osc=args.osc, tasks=models.tasks,
                            vrchat=args.vrchat, vrchat_trackers=args.vrchat_trackers, vrchat_height=args.vrchat_height,
-                           vrchat_person=args.vrchat_person)
+                           vrchat_person=args.vrchat_person, caller=CLI)
     return RunOptions(source=args.source, input=replace(_source_options(args), stills=args.stills), models=models,
                       people=_people_options(args), smoothing=smoothing, outputs=outputs,
                       live_outputs=LiveOutputOptions(view=args.view, senders=senders, live_pace=args.live_pace == "on"))
@@ -195,7 +204,8 @@ def _add_live_motion_options(group) -> None:
                        "only (a person at a desk; needs no depth task)")
     group.add_argument("--osc", metavar="HOST:PORT", help="stream raw keypoints as OSC /sapiens/person/<id>/<keypoint> x y z "
                        "score (datagrams of at most 1,400 bytes)")
-    group.add_argument("--vrchat", nargs="?", const="127.0.0.1:9000", metavar="HOST:PORT", help="stream full-body OSC "
+    group.add_argument("--vrchat", nargs="?", const="127.0.0.1:9000", type=vrchat_address, metavar="HOST:PORT",
+                       help="stream full-body OSC "
                        "trackers, the head and the face (Unified Expressions) to VRChat (default 127.0.0.1:9000; put it "
                        "after SOURCE); needs --tasks pose,depth; see docs/vrchat.md")
     group.add_argument("--vrchat-trackers", metavar="LIST", help="comma list of hip, feet, chest, knees, elbows (default: "

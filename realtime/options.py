@@ -186,6 +186,13 @@ class Caller:
             value = f"{value[0]}x{value[1]}"
         return f"{self.name(option)} {value}"
 
+    def said(self, option: str, value: Any) -> str:
+        """The option with a value the caller gave, as an error quotes it (cut to 60 characters: it may be huge):
+        `--vrchat-height 'nan'`, `vrchat_height=nan`."""
+        text = repr(str(value) if self.cli else value)
+        text = text if len(text) <= 60 else text[:56] + "...'"
+        return f"{self.name(option)} {text}" if self.cli else f"{self.name(option)}={text}"
+
 
 CLI = Caller(cli=True)
 PYTHON = Caller()

@@ -13,7 +13,7 @@ With `loop` the file starts over one frame period after its last frame.
 
 Nothing is sent before the whole file (a pipe too: read once) and the options are checked: every
 line against the record's schema (a NaN, a null bone rotation, a 1e300 root are refused by line
-and field), the header's bone names, and a `--vmc-person` id the file must hold.
+and field), the header's bone names, and a `--vmc-person` or `--vrchat-person` id the file must hold.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ from realtime.errors import UserError
 from realtime.export.jsonl import TrackRecords, frame_records, read_header
 from realtime.frames import Frame
 from realtime.mode import RunMode
+from realtime.options import CLI
 from realtime.pipeline import Pipeline
 from realtime.record import frame_from_record
 from realtime.sinks.osc import parse_vmc_person
-from realtime.sinks.vrchat import missing_bones
+from realtime.sinks.vrchat import missing_bones, parse_person
 from realtime.sources import Source, SourceInfo
 from realtime.stages.live import LiveStage, live_senders
 from realtime.stages.motion import FingerBones, MotionStage, recorded_bone_names, recorded_fingers
@@ -203,17 +204,21 @@ def _stream(options: StreamOptions, records: TrackRecords, clock, max_laps: Opti
     if options.vrchat is not None and not found.has_3d:
         raise UserError(f"{path} has no 3D keypoints (recorded without the depth task), so --vrchat has no trackers to "
                         f"send; record with --tasks pose,depth.")
+    held = f"its ids: {', '.join(str(i) for i in sorted(found.ids))}" if found.ids else "it has no tracked people"
     person = parse_vmc_person(options.vmc_person) if options.vmc else None
     if isinstance(person, int) and person not in found.ids:
-        held = f"its ids: {', '.join(str(i) for i in sorted(found.ids))}" if found.ids else "it has no tracked people"
         raise UserError(f"--vmc-person {person} is not in {path} ({held}); pass one of its ids, all, or leave --vmc-person "
+                        "out to follow the largest person.")
+    person = parse_person(options.vrchat_person) if options.vrchat is not None else None
+    if person is not None and person not in found.ids:
+        raise UserError(f"--vrchat-person {person} is not in {path} ({held}); pass one of its ids, or leave --vrchat-person "
                         "out to follow the largest person.")
     tasks = ("pose", "pointmap") if found.has_3d else ("pose",)
     senders = live_senders(vmc=options.vmc, vmc_person=options.vmc_person, vmc_fingers=options.vmc_fingers,
                            vmc_bundle=options.vmc_bundle, vmc_face_only=options.vmc_face_only,
                            face_calibrate=options.face_calibrate, osc=options.osc, tasks=tasks, vrchat=options.vrchat,
                            vrchat_trackers=options.vrchat_trackers, vrchat_height=options.vrchat_height,
-                           vrchat_person=options.vrchat_person) + list(options.sinks)
+                           vrchat_person=options.vrchat_person, caller=CLI) + list(options.sinks)
     stages: list = []
     wants_bones = (options.vmc and not options.vmc_face_only) or options.vrchat is not None
     if found.has_3d and wants_bones and not found.has_bones:  # an older recording: solve here

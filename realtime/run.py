@@ -78,7 +78,7 @@ def run(options: RunOptions, *, models: Optional[dict] = None, box_finder: Optio
     try:
         mode = decide_mode(source, info, stills=options.input.stills, boxes_from=options.people.boxes_from)
         outputs = _output_paths(options, info)
-        files = OutputFiles(outputs, source.input_files(), caller)  # checked, their folders made
+        files = OutputFiles(outputs, [*source.input_files(), *builder.weight_files()], caller)  # checked, folders made
         builder.check_weights(models=models is None, detector=builder.needs_detector(box_finder is not None))
         files.hold()  # a second run writing the same files is refused here; a FIFO waits for its reader
         if models is None:

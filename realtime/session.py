@@ -25,9 +25,11 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
+from realtime import tasks as task_table
 from realtime.build import Builder, OutputFiles, caption, is_stream, layers
 from realtime.errors import UserError
 from realtime.frames import Frame
+from realtime.json_fields import FLOAT32_MAX
 from realtime.mode import RunMode
 from realtime.options import GROUP_OF, Caller, RunOptions
 
@@ -42,6 +44,9 @@ _NOT_TAKEN = {
     "progress": ((False, True), ""),  # either: a Session shows no progress bar, and nothing is lost (the type is checked)
     "no_video": ((False, True), ""),  # honoured: no out= (refused below together with out=)
 }
+
+_SENDER_OPTIONS = {"vmc", "vmc_person", "vmc_fingers", "vmc_bundle", "vmc_face_only", "osc", "vrchat", "vrchat_trackers",
+                   "vrchat_height", "vrchat_person"}  # `realtime.stages.live_senders`' own
 
 
 class Session:
@@ -74,6 +79,9 @@ class Session:
         self._files: Optional[OutputFiles] = None
         self._closed = False
         unknown = [name for name in options if name not in GROUP_OF]
+        if unknown and unknown[0] in _SENDER_OPTIONS:  # run's --vmc, --osc, --vrchat...: made apart, as senders
+            raise UserError(f"Session takes {unknown[0]}= through its senders; give senders=realtime.stages.live_senders("
+                            f"{unknown[0]}=..., tasks=...).")
         if unknown:
             raise UserError(f"Session got an unknown option {unknown[0]!r}; the options are those of sapiens-rt run, "
                             f"written in Python (e.g. flip_test=True).")
@@ -97,13 +105,18 @@ class Session:
         self.device, self.dtype = builder.device, builder.dtype
         outputs = {kind: path for kind, path in (("tracks", self.options.outputs.tracks), ("video", self.options.outputs.out))
                    if path is not None}
-        self._files = OutputFiles(outputs, [], caller) if outputs else None  # refused now, not after the take
+        self._files = OutputFiles(outputs, builder.weight_files(), caller) if outputs else None  # refused before the take
         try:
             if models is None:
                 builder.check_weights(models=True, detector=builder.needs_detector(box_finder is not None))
             if self._files is not None:
                 self._files.hold()
             self.models = models if models is not None else builder.load_models()
+            skeletal = [part for part in self.options.live_outputs.senders if getattr(part, "needs_3d", False)]
+            # VRChat's trackers, VMC's bones: the body solved in 3D (models= may name depth by its alias)
+            if skeletal and not task_table.gives_3d([task_table.canonical(str(t)) for t in self.models]):
+                raise UserError(f"senders= holds a {skeletal[0].name} sender, which sends the body solved from 3D keypoints "
+                                f"of the depth task that tasks leaves out; add depth (e.g. tasks='pose,depth').")
             self.box_finder = box_finder or builder.box_finder(RunMode.FILE)
         except BaseException:
             if self._files is not None:
@@ -138,8 +151,9 @@ class Session:
         except (TypeError, ValueError):
             raise UserError(f"process() got the timestamp {timestamp!r}; give the frame's time in seconds (a number).") \
                 from None
-        if not math.isfinite(timestamp):
-            raise UserError(f"process() got the timestamp {timestamp}; give the frame's time in seconds (a finite number).")
+        if not abs(timestamp) <= FLOAT32_MAX:  # inf, NaN, or so huge no later time follows it (the record's limit)
+            raise UserError(f"process() got the timestamp {timestamp:g}; give the frame's time in seconds (a finite number "
+                            f"of at most {FLOAT32_MAX:.3g}).")
         if not timestamp > self._last_time:
             raise UserError(f"process() got timestamp {timestamp} after {self._last_time}; give each frame a later time "
                             f"in seconds (ids and filters follow time).")
@@ -206,15 +220,17 @@ class Session:
         info = opened.open()
         try:
             if self._files is not None:
-                from realtime.outputs import check_outputs
-
-                check_outputs(self._files.files, opened.input_files())  # the take must not overwrite its source
+                self._files.check_inputs(opened.input_files())  # the take must not overwrite its source
             if self._stages is None:  # the tracks header gets the source's name and frame rate
                 pace = self.options.live_outputs.live_pace and not info.live  # a file's frames at their time, as in a run
                 self._stages = self._build((info.height, info.width), info.fps, info.uri, pace=pace)
             for count, (timestamp, image) in enumerate(opened.frames()):
                 if (max_frames is not None and count >= max_frames) or (total is not None and self._index >= total):
                     break
+                if count == 0 and not timestamp > self._last_time:  # a second clip: its time starts over
+                    raise UserError(f"stream() got {source}, whose first frame is at {timestamp:g} s, after this Session's "
+                                    f"frame at {self._last_time:g} s; make a new Session for each clip (ids and filters "
+                                    f"follow one video's time).")
                 yield self.process(image, timestamp)
         finally:
             opened.close()

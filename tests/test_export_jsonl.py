@@ -156,6 +156,12 @@ def test_reader_skips_cut_off_last_line_and_unknown_fields(tmp_path):
         (lambda lines: lines[:2] + ["{not json"] + lines[2:], "line 3 is not valid JSON"),
         (lambda lines: lines[1:], "does not start with a tracks header"),
         (lambda lines: [lines[0].replace('"version":5', '"version":6')] + lines[1:], "schema version 6"),
+        # no version, or none a writer ever wrote: not "upgrade sapiens-realtime"
+        (lambda lines: [lines[0].replace('"version":5,', '')] + lines[1:], "header's version is None, not a tracks schema "
+                                                                             "version from 1 to 5; pass a tracks .jsonl"),
+        (lambda lines: [lines[0].replace('"version":5', '"version":0')] + lines[1:], "header's version is 0, not a"),
+        (lambda lines: [lines[0].replace('"version":5', '"version":"5"')] + lines[1:], "header's version is '5', not a"),
+        (lambda lines: [lines[0].replace('"version":5', '"version":true')] + lines[1:], "header's version is True, not a"),
     ],
 )
 def test_reader_rejects_damaged_files_with_one_sentence(tmp_path, damage, message):

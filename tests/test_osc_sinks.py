@@ -281,3 +281,20 @@ def test_run_options_for_streaming_are_checked_in_one_sentence(tmp_path, capsys,
     assert main(["run", str(tmp_path / "missing.mp4"), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["²", "-1", -1, True, "x", "", "9" * 100_000, "3.5", 3.5])
+def test_hostile_vmc_person_ids_are_one_sentence(value):
+    """'²' passed str.isdigit and reached int() as a traceback; -1 followed nobody, silently."""
+    from realtime.errors import UserError
+    from realtime.sinks.osc import parse_vmc_person
+
+    with pytest.raises(UserError, match="is neither a track id nor all") as refused:
+        parse_vmc_person(value)
+    assert len(str(refused.value)) < 200
+
+
+def test_vmc_person_ids_that_are_fine():
+    from realtime.sinks.osc import parse_vmc_person
+
+    assert [parse_vmc_person(v) for v in (None, "all", "3", " 12 ", 0, 7)] == [None, "all", 3, 12, 0, 7]

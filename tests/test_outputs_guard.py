@@ -95,3 +95,69 @@ def test_a_second_run_writing_the_same_outputs_is_refused(tmp_path, capsys, fixt
     assert [r["frame"] for r in rows] == list(range(150))  # the first run's file is intact
     video, _, _ = read_video(out)
     assert len(video) == 150
+
+
+@pytest.mark.parametrize("option", ["--tracks", "--out"])
+def test_an_output_that_would_overwrite_a_checkpoint_is_refused(option, tmp_path, capsys, fixtures_dir):
+    """The weights are inputs too: --tracks naming the checkpoint truncated it under the loaded model (a bus error)."""
+    import shutil
+
+    source = _setup(tmp_path)
+    weights = shutil.copy(fixtures_dir / "pose_weights.safetensors", tmp_path / "pose.safetensors")
+    before = Path(weights).read_bytes()
+    code = main(["run", str(source), "--tasks", "pose", "--checkpoint", f"pose={weights}", "--boxes-from", "frame",
+                 "--device", "cpu", "--no-progress", "--output-dir", str(tmp_path / "rec"), option, str(weights)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == f"error: {option} {weights} is the input {weights} itself and would overwrite it; choose " \
+                                "another output path.", err
+    assert Path(weights).read_bytes() == before and not (tmp_path / "rec").exists()
+
+
+def test_a_session_names_its_outputs_in_python_and_never_overwrites_its_weights(tmp_path, fixtures_dir):
+    import shutil
+
+    from realtime import Session
+    from realtime.errors import UserError
+
+    weights = shutil.copy(fixtures_dir / "pose_weights.safetensors", tmp_path / "pose.safetensors")
+    before = Path(weights).read_bytes()
+    common = dict(tasks="pose", checkpoints={"pose": weights}, boxes_from="frame", device="cpu")
+    with pytest.raises(UserError) as refused:
+        Session(**common, tracks=weights)
+    assert str(refused.value) == f"the tracks= file {weights} is the input {weights} itself and would overwrite it; " \
+                                 "choose another output path."
+    with pytest.raises(UserError) as refused:
+        Session(**common, out=str(tmp_path / "o.mp4"), tracks=str(tmp_path / "o.mp4"))
+    assert str(refused.value).startswith("the tracks= file and the out= file name the same file")
+    assert Path(weights).read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["pose.safetensors"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "{v}", "--no-video", "--tracks", "{p}/takes/"],
+     "--tracks {p}/takes/ ends in /, a folder; give a file name inside it, such as --tracks {p}/takes/take.jsonl."),
+    (["run", "{v}", "--out", "{p}/takes/", "--no-progress"], "--out {p}/takes/ ends in /, a folder"),
+    (["export", "{t}", "--to", "csv", "-o", "{p}/takes/"], "-o {p}/takes/ ends in /, a folder; give a file name inside it, such "
+                                                          "as {p}/takes/take.csv."),
+    (["smooth", "{t}", "-o", "{p}/takes/"], "-o {p}/takes/ ends in /, a folder"),
+])
+def test_an_output_file_named_as_a_folder_is_refused(argv, words, tmp_path, capsys):
+    """`--tracks takes/` wrote a file named takes: the slash is the user's word for a folder."""
+    from tests.test_export_sidecars import _take
+
+    names = {"v": str(_setup(tmp_path)), "t": str(_take(tmp_path / "t.jsonl")), "p": str(tmp_path)}
+    code = main([a.format(**names) for a in argv] + (["--device", "cpu"] if argv[0] == "run" else []))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: " + words.format(**names)) and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "takes").exists()
+
+
+def test_a_session_output_named_as_a_folder_is_refused(tmp_path, fixtures_dir):
+    from realtime import Session
+    from realtime.errors import UserError
+
+    with pytest.raises(UserError) as refused:
+        Session(tasks="pose", checkpoints={"pose": str(fixtures_dir / "pose_weights.safetensors")}, boxes_from="frame",
+                device="cpu", tracks=f"{tmp_path}/takes/")
+    assert str(refused.value) == f"tracks='{tmp_path}/takes/' ends in /, a folder; give a file name inside it, such as " \
+                                 f"tracks='{tmp_path}/takes/take.jsonl'."
+    assert not (tmp_path / "takes").exists()

@@ -116,7 +116,7 @@ def test_session_refuses_an_empty_frame_or_a_time_that_is_not_finite_and_goes_on
     for empty in (np.zeros((0, 0, 3), np.uint8), np.zeros((0, 10, 3), np.uint8), np.zeros((1, 1, 3), np.uint8)):
         with pytest.raises(UserError, match="holds no picture"):
             session.process(empty, 0.0)
-    for bad in (math.inf, -math.inf, math.nan, "soon", None):
+    for bad in (math.inf, -math.inf, math.nan, "soon", None, 1e300, -1e39):  # 1e300: no later time follows it
         with pytest.raises(UserError, match="timestamp"):
             session.process(image, bad)
     assert [session.process(image, t).index for t in (0.0, 0.1)] == [0, 1]  # nothing was poisoned
@@ -191,6 +191,31 @@ def test_session_outputs_are_refused_before_the_take(tmp_path, clip, models):
     assert clip.stat().st_size > 1000  # the input is untouched
 
 
+@pytest.mark.parametrize("options, words", [
+    ({"senders": [5]}, "senders= holds 5, which has no write(frame) and close(); give objects with both, such as "
+                       "realtime.stages.live_senders(...) makes."),
+    ({"senders": [None]}, "senders= holds None, which has no write(frame) and close()"),
+    ({"sinks": ["take.jsonl"]}, "sinks= holds 'take.jsonl', which has no write(frame) and close(); give objects with both."),
+    ({"vrchat": "127.0.0.1:9000"}, "Session takes vrchat= through its senders; give "
+                                   "senders=realtime.stages.live_senders(vrchat=..., tasks=...)."),
+    ({"vmc": ["127.0.0.1:39539"]}, "Session takes vmc= through its senders"),
+])
+def test_senders_and_sinks_that_cannot_take_a_frame_are_refused_when_made(models, options, words):
+    """Not an AttributeError at the first frame (then another from close()); run's sender options point to live_senders."""
+    with pytest.raises(UserError) as refused:
+        _pose_session(models, **options)
+    assert str(refused.value).startswith(words) and "--" not in str(refused.value)
+
+
+def test_the_sender_options_a_session_points_to_are_live_senders_own():
+    import inspect
+
+    from realtime.session import _SENDER_OPTIONS
+    from realtime.stages import live_senders
+
+    assert _SENDER_OPTIONS == set(inspect.signature(live_senders).parameters) - {"tasks", "face_calibrate", "caller"}
+
+
 def test_session_sends_to_its_senders_and_stops_at_max_frames(clip, models):
     import socket
 
@@ -237,3 +262,15 @@ def test_stream_goes_on_through_a_change_of_resolution_as_run_does(tmp_path, mod
                              outputs=OutputOptions(tracks=str(tracks), no_video=True, progress=False)),
                   models={"pose": models["pose"]}, box_finder=whole_frame_boxes)
     assert summary.result.frames_out == len(sizes) == len(_frame_lines(tracks))
+
+
+def test_a_second_clip_through_one_session_is_one_sentence_about_stream(tmp_path, clip, models):
+    """Its time starts over: the refusal named process() and a timestamp the caller never gave; the take so far stays."""
+    tracks = tmp_path / "take.jsonl"
+    with _pose_session(models, tracks=str(tracks)) as session:
+        assert len(list(session.stream(str(clip)))) == FRAMES
+        with pytest.raises(UserError) as refused:
+            next(session.stream(str(clip)))
+        assert str(refused.value) == (f"stream() got {clip}, whose first frame is at 0 s, after this Session's frame at 0.7 s; "
+                                      "make a new Session for each clip (ids and filters follow one video's time).")
+    assert len(_frame_lines(tracks)) == FRAMES

@@ -223,6 +223,16 @@ def test_smooth_and_export_read_a_pipe_once(take, tmp_path):
     assert done.returncode == 0 and len((tmp_path / "t.csv").read_text().splitlines()) == FRAMES + 1, done.stderr
 
 
+def test_dev_stdin_redirected_from_a_file_has_no_folder_beside_it_either(take, tmp_path):
+    """`< take.jsonl` makes /dev/stdin a file: the default output was /dev/stdin.csv, refused as an -o never given."""
+    for argv, words in ((("export", "/dev/stdin", "--to", "csv"), "-o OUT"), (("smooth", "/dev/stdin"), "-o SMOOTHED.jsonl")):
+        with take.open("rb") as redirected:
+            _one_error(_cli(*argv, stdin=redirected), "/dev/stdin is not a file", words)
+    with take.open("rb") as redirected:
+        done = _cli("export", "/dev/stdin", "--to", "csv", "-o", tmp_path / "t.csv", stdin=redirected)
+    assert done.returncode == 0 and len((tmp_path / "t.csv").read_text().splitlines()) == FRAMES + 1, done.stderr
+
+
 def test_smooth_solves_the_bones_again_and_stream_sends_them(take, tmp_path, server):
     from realtime.replay import read_frames
 

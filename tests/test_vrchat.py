@@ -296,6 +296,23 @@ def test_only_what_was_seen_is_sent_and_nothing_non_finite():
     sink.close()
 
 
+def test_bones_whose_trackers_pass_the_float32_range_are_not_sent():
+    """Each number of a finite bone may hold up to float32's largest (the record allows it), yet a sum of
+    two along the chain, or the --vrchat-height scale, passes it: that frame sends no trackers, never inf."""
+    rng = np.random.default_rng(6)
+    seen = _bones(rng)
+    offsets = seen.offsets.copy()
+    offsets[seen.names.index("spine")] = (3.0e38, 0.0, 0.0)
+    chained = Bones(seen.names, offsets, np.array([3.0e38, 0.0, 0.0]), seen.rotations, seen.held, False)
+    huge = Bones(seen.names, seen.offsets, np.array([3.3e38, 0.0, 0.0]), seen.rotations, seen.held, False)
+    for bones, height in ((chained, None), (huge, 1.8)):
+        sink = VrchatSink("127.0.0.1", 9, trackers=range(1, 9), height=height)
+        person = _person(bones=bones).replace(height=(1.6, 0.9))
+        frame = Frame(index=0, timestamp=0.0, image=_IMAGE, people=(person,))
+        assert sink.datagrams(frame) == [] and sink.dropped_values == 1 and sink.tracker_frames == 0
+        sink.close()
+
+
 def test_one_performer_followed_as_asked():
     rng = np.random.default_rng(3)
     small, large = _person(4, (0, 0, 50, 50), _bones(rng, root=(1.0, 0.9, 3.0))), _person(9, (0, 0, 300, 400), _bones(rng))
@@ -461,10 +478,10 @@ def test_hostile_person_ids_are_refused_in_one_sentence(value, message):
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(vrchat_trackers="hip"), "go with --vrchat"),
-    (dict(vrchat_height=1.8), "go with --vrchat"),
-    (dict(vrchat_person="2"), "go with --vrchat"),
-    (dict(vrchat="127.0.0.1:9000", tasks=("pose",)), "--tasks pose,depth"),
+    (dict(vrchat_trackers="hip"), "go with vrchat; add vrchat='127.0.0.1:9000'"),
+    (dict(vrchat_height=1.8), "go with vrchat;"),
+    (dict(vrchat_person="2"), "go with vrchat;"),
+    (dict(vrchat="127.0.0.1:9000", tasks=("pose",)), "run with tasks='pose,depth'"),
     (dict(vrchat=9000), "is not HOST:PORT"),
     (dict(vrchat=""), "is not HOST:PORT"),
     (dict(vrchat="127.0.0.1:70000"), "is not HOST:PORT"),
@@ -476,7 +493,7 @@ def test_hostile_person_ids_are_refused_in_one_sentence(value, message):
     (dict(vrchat="no\0host"), "cannot resolve the host"),
     (dict(vrchat="::1"), "in brackets"),
 ], ids=repr_id)
-def test_live_senders_check_the_vrchat_options(options, message):
+def test_live_senders_check_the_vrchat_options(options, message):  # from Python: Python's names
     with pytest.raises(UserError, match=message) as caught:
         live_senders(**{"tasks": ("pose", "pointmap"), **options})
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 300
@@ -487,6 +504,29 @@ def test_live_senders_make_the_vrchat_sender():
                            tasks=("pose", "pointmap"))
     assert isinstance(sink, VrchatSink) and sink.sender.address == ("127.0.0.1", 9000)
     assert [t.slot for t in sink.trackers] == ["1", "2", "3", "5", "6"] and sink.height == 1.75 and sink.person == 2
+    sink.close()
+
+
+@pytest.mark.parametrize("tasks", [("pose", "depth"), ("Pose", "DEPTH"), "pose,depth", ["pose", "pointmap"]], ids=repr)
+def test_live_senders_take_the_task_names_a_session_takes(tasks):
+    """depth is pointmap's name for users (Session(tasks=("pose", "depth"))): live_senders took only "pointmap"."""
+    (sink,) = live_senders(vrchat="127.0.0.1:9", tasks=tasks)
+    assert isinstance(sink, VrchatSink)
+    sink.close()
+
+
+@pytest.mark.parametrize("kind", ["vrchat", "vmc"])
+def test_a_session_without_depth_refuses_a_sender_of_the_solved_body(fixtures_dir, kind):
+    """VRChat's trackers and VMC's bones hang from the bones of 3D keypoints: without depth the Session would send the
+    face alone (VRChat) or a rest pose (VMC), silently, where run refuses --vrchat and --vmc."""
+    from realtime import Session
+
+    (sink,) = live_senders(**{kind: "127.0.0.1:9"}, tasks=("pose", "depth"))
+    with pytest.raises(UserError) as refused:
+        Session(tasks="pose", checkpoints={"pose": str(fixtures_dir / "pose_weights.safetensors")}, boxes_from="frame",
+                device="cpu", senders=[sink])
+    assert str(refused.value) == (f"senders= holds a {kind} sender, which sends the body solved from 3D keypoints of the "
+                                  "depth task that tasks leaves out; add depth (e.g. tasks='pose,depth').")
     sink.close()
 
 
@@ -514,6 +554,45 @@ def test_run_and_stream_refuse_hostile_vrchat_options_in_one_sentence(tmp_path, 
         assert err.startswith("error:") and message in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("options, python, cli", [
+    (dict(vrchat="127.0.0.1:9", vrchat_height="tall"), "vrchat_height='tall' is not a height", "--vrchat-height 'tall' is not"),
+    (dict(vrchat="127.0.0.1:9", vrchat_trackers="hip,hip"), "vrchat_trackers names hip", "--vrchat-trackers names hip"),
+    (dict(vrchat="127.0.0.1:9", vrchat_person="x"), "vrchat_person='x' is not a track id; write e.g. vrchat_person=3",
+     "--vrchat-person 'x' is not a track id; write e.g. --vrchat-person 3"),
+    (dict(vrchat="127.0.0.1:99999"), "vrchat='127.0.0.1:99999' is not HOST:PORT; write it like vrchat='127.0.0.1:9000'",
+     "--vrchat '127.0.0.1:99999' is not HOST:PORT; write it like --vrchat 127.0.0.1:9000"),
+    (dict(vmc_person="3"), "vmc_person, vmc_fingers, vmc_bundle and vmc_face_only go with vmc; add vmc=['127.0.0.1:39539']",
+     "--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc; add --vmc 127.0.0.1:39539"),
+    (dict(vmc=["127.0.0.1:9"], vmc_person="-1"), "vmc_person='-1' is neither a track id nor all; write e.g. vmc_person=3",
+     "--vmc-person '-1' is neither a track id nor all; write e.g. --vmc-person 3"),
+    (dict(vmc=["127.0.0.1:9"], tasks=("pose",)), "run with tasks='pose,depth' (or vmc_face_only=True",
+     "run with --tasks pose,depth (or --vmc-face-only"),
+    (dict(osc="localhost"), "osc='localhost' is not HOST:PORT", "--osc 'localhost' is not HOST:PORT"),
+])
+def test_sender_errors_name_what_the_caller_used(options, python, cli):
+    from realtime.options import CLI
+
+    options = {"tasks": ("pose", "pointmap"), **options}
+    for caller, message in ((None, python), (CLI, cli)):
+        with pytest.raises(UserError) as caught:
+            live_senders(**options) if caller is None else live_senders(**options, caller=caller)
+        assert message in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("before", ["clip", "0"])
+def test_a_bare_vrchat_before_the_source_says_to_put_it_after(tmp_path, capsys, before):
+    from realtime.cli import main
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"")
+    source = str(clip) if before == "clip" else before
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--vrchat", source, "--tasks", "pose,depth"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "is a source, not VRChat's address; put --vrchat after SOURCE" in err, err
+    assert err.count("\n") == 1
+
+
 def test_vrchat_without_depth_is_refused_by_run_and_stream(tmp_path, capsys):
     from realtime.cli import main
 
@@ -526,6 +605,17 @@ def test_vrchat_without_depth_is_refused_by_run_and_stream(tmp_path, capsys):
     assert "has no 3D keypoints" in err and "--vrchat has no trackers to send" in err and err.count("\n") == 1
     assert main(["stream", str(flat)]) == 2
     assert "--vrchat [HOST:PORT]" in capsys.readouterr().err  # where to send names it
+
+
+def test_stream_refuses_a_vrchat_person_the_file_does_not_hold(tmp_path, capsys):
+    """As --vmc-person: an absent id would send nothing at all, silently, for the whole file."""
+    from realtime.cli import main
+
+    tracks = _tracks_3d(tmp_path)
+    assert main(["stream", str(tracks), "--vrchat", "127.0.0.1:9", "--vrchat-person", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --vrchat-person 7 is not in {tracks} (its ids: 1); pass one of its ids, or leave --vrchat-person " \
+                  "out to follow the largest person.\n"
 
 
 def _tracks_3d(tmp_path, path=None, three_d=True):

@@ -13,7 +13,7 @@ import numpy as np
 from realtime.errors import UserError
 from realtime.export.jsonl import is_pipe, read_tracks
 from realtime.export.smoothing import smooth_tracks, smooth_tracks_file
-from realtime.export.staging import check_output, staged, staged_together
+from realtime.export.staging import check_file_name, check_output, staged, staged_together
 from realtime.export.subsets import SUBSETS
 from realtime.export.table import ALIASES, FORMATS
 from realtime.export.to_blender import check_blender_scene, write_blend
@@ -97,6 +97,8 @@ def export_tracks(
     if out is None and is_pipe(tracks_path):  # -, /dev/stdin: no folder beside it
         raise UserError(f"{tracks_path} is not a file (a pipe?), so there is no folder beside it for the export; name one "
                         "with -o OUT.")
+    if not FORMATS[to].folder:
+        check_file_name(out, "-o", default_output(Path("take.jsonl"), to).name)
     out = Path(out) if out is not None else default_output(tracks_path, to)
     sidecars = sidecar_paths(out, to)
     # never overwrite the recording, also not with a sidecar (realtime.outputs: the rule of every command)

@@ -53,9 +53,11 @@ def _is_stdin(path: Path) -> bool:
 
 
 def is_pipe(path: str | Path) -> bool:
-    """`-` (standard input), or a path that is there but is neither a file nor a folder (a pipe, a FIFO, a device)."""
+    """`-` (standard input), a path under /dev (/dev/stdin is a file when the shell redirects one: < take.jsonl), or a
+    path that is there but is neither a file nor a folder (a pipe, a FIFO, a device)."""
     path = Path(path)
-    return _is_stdin(path) or (path.exists() and not path.is_file() and not path.is_dir())
+    return _is_stdin(path) or path.as_posix().startswith("/dev/") or (path.exists() and not path.is_file()
+                                                                      and not path.is_dir())
 
 
 class TrackRecords:
@@ -156,8 +158,12 @@ def read_header(records: Iterator[tuple[int, dict]], path: Path) -> dict:
     try:
         check_header(header)
     except OlderThanFile:
-        raise UserError(f"{path} has tracks schema version {header.get('version')!r}, this sapiens-rt reads up to "
-                        f"{SCHEMA_VERSION}; upgrade sapiens-realtime.") from None
+        version = header.get("version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:  # a newer writer's
+            raise UserError(f"{path} has tracks schema version {version!r}, this sapiens-rt reads up to "
+                            f"{SCHEMA_VERSION}; upgrade sapiens-realtime.") from None
+        raise UserError(f"{path} header's version is {repr(version)[:40]}, not a tracks schema version from 1 to "
+                        f"{SCHEMA_VERSION}; pass a tracks .jsonl written by sapiens-rt.") from None
     except ValueError as err:
         if missing is not None:
             raise UserError(f"{path} header has no '{missing}'; pass an intact tracks .jsonl file.") from None

@@ -21,7 +21,7 @@ import numpy as np
 
 from realtime.errors import UserError
 from realtime.export.jsonl import TrackRecords, frame_records, is_pipe, read_header, read_tracks
-from realtime.export.staging import check_output, staged
+from realtime.export.staging import check_file_name, check_output, staged
 from realtime.export.tracks import Tracks
 from realtime.outputs import check_outputs, check_writable
 from realtime.record import FIELDS, frame_from_record, has_field, header_dims, people_of, person_id, set_field, with_smoothing
@@ -73,6 +73,7 @@ def smooth_tracks_file(
     if out_path is None and is_pipe(tracks_path):
         raise UserError(f"{tracks_path} is not a file (a pipe?), so there is no folder beside it for the smoothed copy; "
                         "name one with -o SMOOTHED.jsonl.")
+    check_file_name(out_path, "-o", "take_smooth.jsonl")
     out_path = default_smoothed(tracks_path) if out_path is None else Path(out_path)
     check_outputs({"-o": out_path}, [tracks_path])
     check_output(out_path)

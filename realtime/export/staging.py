@@ -45,6 +45,12 @@ def check_output(out: Path, *, folder: bool = False, option: str = "-o", example
         raise UserError(f"{option} {out} is a file, but this format writes a folder of files; give a folder name.")
 
 
+def check_file_name(out, option: str, example: str) -> None:
+    """A file's name as given (a str) may not end in a slash: Path() would drop it and write a file named as the folder."""
+    if isinstance(out, str) and out.endswith(("/", os.sep)):
+        raise UserError(f"{option} {out} ends in {out[-1]}, a folder; give a file name inside it, such as {out}{example}.")
+
+
 def staged(out: Path, write: Writer, *, folder: bool = False, option: str = "-o") -> Path:
     """Run `write(temporary)` and move the temporary to `out`; clean up on any failure."""
     out = Path(out)

@@ -64,6 +64,7 @@ from scipy.spatial.transform import Rotation
 from realtime.errors import UserError
 from realtime.expressions import BLEND_NAMES, blend_values
 from realtime.frames import Bones, Camera, Frame, Person
+from realtime.options import CLI, Caller
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,10 @@ def shown(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 4] + "...'"
 
 
-def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -> tuple[str, int]:
-    """'127.0.0.1:39539' -> ('127.0.0.1', 39539); '[::1]:39539' -> ('::1', 39539); a bare host takes `default_port`."""
+def parse_endpoint(text: str, option: str, default_port: Optional[int] = None, caller: Caller = CLI) -> tuple[str, int]:
+    """'127.0.0.1:39539' -> ('127.0.0.1', 39539); '[::1]:39539' -> ('::1', 39539); a bare host takes `default_port`.
+    option: the option's name (`vmc` or `--vmc`), named in errors as `caller` writes it."""
+    option = option.lstrip("-").replace("-", "_")
     text = text.strip()
     if text.startswith("["):  # IPv6 literal: [addr] or [addr]:port
         host, close, rest = text[1:].partition("]")
@@ -90,14 +93,15 @@ def parse_endpoint(text: str, option: str, default_port: Optional[int] = None) -
     else:
         host, sep, port = text.rpartition(":")
         if ":" in host:  # a bare IPv6 address, ambiguous with a port
-            raise UserError(f"{option} {shown(text)}: write an IPv6 address in brackets, like "
-                            f"{option} [::1]:{default_port or 9000}.")
+            raise UserError(f"{caller.said(option, text)}: write an IPv6 address in brackets, like "
+                            f"{caller.given(option, f'[::1]:{default_port or 9000}')}.")
     if not sep and default_port is not None:
         if not text.startswith("["):
             host = text
         port = str(default_port)
     if not host or not (port.isascii() and port.isdecimal() and len(port) <= 5) or not 0 < int(port) < 65536:
-        raise UserError(f"{option} {shown(text)} is not HOST:PORT; write it like {option} 127.0.0.1:{default_port or 9000}.")
+        raise UserError(f"{caller.said(option, text)} is not HOST:PORT; write it like "
+                        f"{caller.given(option, f'127.0.0.1:{default_port or 9000}')}.")
     return host, int(port)
 
 
@@ -267,13 +271,15 @@ FACE_ONLY_BONES = ("hips", "spine", "chest", "neck", "head")  # --vmc-face-only:
 FINGER_WORDS = ("Thumb", "Index", "Middle", "Ring", "Little")  # in the names of the finger bones
 
 
-def parse_vmc_person(text: Optional[str]) -> Optional[int | str]:
+def parse_vmc_person(text: Optional[str], caller: Caller = CLI) -> Optional[int | str]:
     """--vmc-person: None (the largest person), a track id, or "all" (person k to port P+k)."""
-    if text is None or isinstance(text, int) or text == "all":
+    if text is None or (isinstance(text, int) and not isinstance(text, bool) and text >= 0) or text == "all":
         return text
-    if not str(text).lstrip("-").isdigit():
-        raise UserError(f"--vmc-person {text} is neither a track id nor all; write e.g. --vmc-person 3 or --vmc-person all.")
-    return int(text)
+    digits = str(text).strip()
+    if not (digits.isascii() and digits.isdecimal() and len(digits) <= 18):  # not '²', '-1', True or a 10,000-digit id
+        raise UserError(f"{caller.said('vmc_person', text)} is neither a track id nor all; write e.g. "
+                        f"{caller.given('vmc_person', 3)} or {caller.given('vmc_person', 'all')}.")
+    return int(digits)
 
 
 def _area(person: Person) -> float:
@@ -371,6 +377,7 @@ class VmcSink:
         self.fingers = fingers
         self.limit = DATAGRAM_LIMIT if bundle == "split" else None
         self.face_only = face_only
+        self.needs_3d = not face_only  # bones solved from 3D keypoints (checked by the builder)
         self.rest = rest
         self.senders: dict[int, UdpSender] = {}
         self.slots: dict[int, _Slot] = {}

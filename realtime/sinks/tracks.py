@@ -91,7 +91,7 @@ class TrackWriter:
         if isinstance(err, BrokenPipeError):
             raise ReaderClosed(f"the reader of {self.path} closed it") from None
         raise OutputWriteError(f"cannot write the tracks file {self.path} ({err.strerror or err}); it keeps its first "
-                               f"{self.frames_written} frames; free disk space or choose another --tracks") from None
+                               f"{self.frames_written} frames; free disk space or choose another --tracks.") from None
 
     def write(self, frame: Frame) -> None:
         """Append one frame line (also when `frame.people` is empty)."""

@@ -213,7 +213,7 @@ class VideoWriter:
             pass
         self._failed = OutputWriteError(
             f"cannot write the video {self.path} ({_reason(err)}); it keeps its first {self.frames_on_disk} frames "
-            f"(every complete {FRAGMENT_SECONDS:g} s fragment); free disk space or choose another --out")
+            f"(every complete {FRAGMENT_SECONDS:g} s fragment); free disk space or choose another --out.")
         raise self._failed
 
     def close(self) -> None:

@@ -52,11 +52,13 @@ from scipy.spatial.transform import Rotation
 from realtime.errors import UserError
 from realtime.expressions import UNIFIED_KEYS, eye_look, unified_expressions
 from realtime.frames import Bones, Frame, Person
+from realtime.options import CLI, Caller
 from realtime.sinks.osc import (
     DATAGRAM_LIMIT,
     LOST_AFTER_SECONDS,
     UdpSender,
     _area,
+    _sendable,
     element_head,
     float_elements,
     pack_elements,
@@ -152,25 +154,27 @@ def tracker_values(bones: Bones, trackers: Sequence[Tracker], scale: float = 1.0
     return np.concatenate([positions, unity_euler(rotations[len(trackers):])], axis=1)
 
 
-def parse_trackers(value) -> tuple[int, ...]:
+def parse_trackers(value, caller: Caller = CLI) -> tuple[int, ...]:
     """--vrchat-trackers: a comma list (or a list) of hip, feet, chest, knees, elbows -> tracker numbers."""
+    option = caller.name("vrchat_trackers")
     words = value.split(",") if isinstance(value, str) else value
     if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
-        raise UserError(f"--vrchat-trackers {shown(str(value))} is not a comma list; write e.g. --vrchat-trackers hip,feet.")
+        raise UserError(f"{caller.said('vrchat_trackers', value)} is not a comma list; write e.g. "
+                        f"{caller.given('vrchat_trackers', 'hip,feet')}.")
     words = [w.strip().lower() for w in words]
     choices = ", ".join(TRACKER_WORDS)
     if not words or not all(words):
-        raise UserError(f"--vrchat-trackers has an empty name; give a comma list of {choices}, e.g. hip,feet.")
+        raise UserError(f"{option} has an empty name; give a comma list of {choices}, e.g. hip,feet.")
     unknown = [w for w in words if w not in TRACKER_WORDS]
     if unknown:
-        raise UserError(f"--vrchat-trackers: {shown(unknown[0])} is not a tracker; choose from {choices}, e.g. hip,feet.")
+        raise UserError(f"{option}: {shown(unknown[0])} is not a tracker; choose from {choices}, e.g. hip,feet.")
     if len(set(words)) < len(words):
         twice = next(w for w in words if words.count(w) > 1)
-        raise UserError(f"--vrchat-trackers names {twice} twice; give each of {choices} once.")
+        raise UserError(f"{option} names {twice} twice; give each of {choices} once.")
     return tuple(sorted(n for w in words for n in TRACKER_WORDS[w]))
 
 
-def parse_height(value) -> Optional[float]:
+def parse_height(value, caller: Caller = CLI) -> Optional[float]:
     """--vrchat-height: None, or metres within HEIGHT_RANGE."""
     if value is None:
         return None
@@ -180,21 +184,21 @@ def parse_height(value) -> Optional[float]:
         height = float("nan")
     low, high = HEIGHT_RANGE
     if not low <= height <= high:  # also NaN
-        raise UserError(f"--vrchat-height {shown(str(value))} is not a height from {low:g} to {high:g} metres; give the "
-                        f"height VRChat knows you by, e.g. --vrchat-height 1.8.")
+        raise UserError(f"{caller.said('vrchat_height', value)} is not a height from {low:g} to {high:g} metres; give the "
+                        f"height VRChat knows you by, e.g. {caller.given('vrchat_height', 1.8)}.")
     return height
 
 
-def parse_person(value) -> Optional[int]:
+def parse_person(value, caller: Caller = CLI) -> Optional[int]:
     """--vrchat-person: None (the largest person) or a track id."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
     if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii() and len(value.strip()) <= 18:
         return int(value)
     if str(value) == "all":
-        raise UserError("--vrchat-person all: VRChat takes one performer; give a track id, e.g. --vrchat-person 3 "
-                        "(default: the largest person).")
-    raise UserError(f"--vrchat-person {shown(str(value))} is not a track id; write e.g. --vrchat-person 3 "
+        raise UserError(f"{caller.said('vrchat_person', 'all')}: VRChat takes one performer; give a track id, e.g. "
+                        f"{caller.given('vrchat_person', 3)} (default: the largest person).")
+    raise UserError(f"{caller.said('vrchat_person', value)} is not a track id; write e.g. {caller.given('vrchat_person', 3)} "
                     "(default: the largest person).")
 
 
@@ -207,6 +211,7 @@ class VrchatSink:
     were seen (then held while they are not): before that there is no head to align to."""
 
     name = "vrchat"
+    needs_3d = True  # the trackers hang from bones solved from 3D keypoints (checked by the builder)
 
     def __init__(self, host: str, port: int, *, trackers: Sequence[int] = (1, 2, 3), height: Optional[float] = None,
                  person: Optional[int] = None):
@@ -256,8 +261,9 @@ class VrchatSink:
         bones = person.bones if person is not None else None
         if bones is not None and not (bones.root_held and bones.held.all()):  # something of the body seen
             scale = self.scale(person)
-            values = tracker_values(bones, [*self.trackers, HEAD], 1.0 if scale is None else scale)
-            if np.isfinite(values).all():
+            with np.errstate(over="ignore", invalid="ignore"):  # a hostile file's huge bones: refused just below
+                values = tracker_values(bones, [*self.trackers, HEAD], 1.0 if scale is None else scale)
+            if _sendable(values):  # finite, and within the float32 each is sent as
                 trackers, self.head = values[:-1], values[-1]
                 if scale is not None:
                     self.scale_range = (min(self.scale_range[0], scale), max(self.scale_range[1], scale))

@@ -19,6 +19,7 @@ import numpy as np
 
 from realtime.errors import UserError
 from realtime.frames import Frame
+from realtime.options import PYTHON, Caller
 from realtime.sinks.osc import (
     DATAGRAM_LIMIT,
     DEFAULT_VMC_PORT,
@@ -28,7 +29,6 @@ from realtime.sinks.osc import (
     VmcSink,
     parse_endpoint,
     parse_vmc_person,
-    shown,
 )
 from realtime.sinks.vrchat import (
     DEFAULT_TRACKERS,
@@ -45,64 +45,73 @@ LATENCY_WINDOW = 10_000  # read->sent samples kept per sender for the summary
 def live_senders(*, vmc: Sequence[str] = (), vmc_person: Optional[str] = None, vmc_fingers: bool = False,
                  vmc_bundle: str = "split", vmc_face_only: bool = False, face_calibrate: float = 2.0,
                  osc: Optional[str] = None, tasks: Sequence[str] = ("pose",), vrchat: Optional[str] = None,
-                 vrchat_trackers=None, vrchat_height: Optional[float] = None, vrchat_person=None) -> list:
+                 vrchat_trackers=None, vrchat_height: Optional[float] = None, vrchat_person=None,
+                 caller: Caller = PYTHON) -> list:
     """The senders that `--vmc` (repeatable) / `--osc` / `--vrchat` ask for (an empty list when none does); checks the
     options first. vrchat: HOST:PORT (a bare host: port 9000); vrchat_trackers: a comma list of hip, feet, chest,
-    knees, elbows (default hip,feet); vrchat_height: metres (`realtime.sinks.vrchat`)."""
+    knees, elbows (default hip,feet); vrchat_height: metres (`realtime.sinks.vrchat`). caller: how errors name the
+    options (the command line passes `realtime.options.CLI`)."""
     from realtime import tasks as task_table
     from realtime.data import keypoint_names
     from realtime.stages.motion import rest_bones
 
+    tasks = tuple(task_table.canonical(t) for t in (tasks.split(",") if isinstance(tasks, str) else tasks))  # "depth" too
     vmc = [vmc] if isinstance(vmc, str) else list(vmc or ())
+    name, given = caller.name, caller.given
+    vmc_example = given("vmc", "127.0.0.1:39539" if caller.cli else ["127.0.0.1:39539"])
+    depth_example = given("tasks", "pose,depth")
     if not vmc and (vmc_person is not None or vmc_fingers or vmc_face_only or vmc_bundle != "split"):
-        raise UserError("--vmc-person, --vmc-fingers, --vmc-bundle and --vmc-face-only go with --vmc HOST:PORT; "
-                        "add --vmc 127.0.0.1:39539.")
+        raise UserError(f"{name('vmc_person')}, {name('vmc_fingers')}, {name('vmc_bundle')} and {name('vmc_face_only')} go "
+                        f"with {name('vmc')}; add {vmc_example}.")
     if vmc_bundle not in VMC_BUNDLES:
-        raise UserError(f"--vmc-bundle {vmc_bundle} is not one of {', '.join(VMC_BUNDLES)}; use split (datagrams of at most "
-                        f"{DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
+        raise UserError(f"{caller.said('vmc_bundle', vmc_bundle)} is not one of {', '.join(VMC_BUNDLES)}; use split "
+                        f"(datagrams of at most {DATAGRAM_LIMIT} bytes) or single (one bundle per frame).")
     if (vmc or osc) and not task_table.gives_keypoints(tasks):
-        raise UserError(f"{'--vmc' if vmc else '--osc'} streams keypoints, so it needs the pose task; "
-                        "add it, e.g. --tasks pose,depth.")
+        raise UserError(f"{name('vmc') if vmc else name('osc')} streams keypoints, so it needs the pose task; "
+                        f"add it, e.g. {depth_example}.")
     if vmc and not vmc_face_only and not task_table.gives_3d(tasks):
-        raise UserError("--vmc needs 3D keypoints from the depth (pointmap) task; run with --tasks pose,depth "
-                        "(or --vmc-face-only for head and face alone).")
-    person = parse_vmc_person(vmc_person)
+        raise UserError(f"{name('vmc')} needs 3D keypoints from the depth (pointmap) task; run with {depth_example} "
+                        f"(or {given('vmc_face_only', True)} for head and face alone).")
+    person = parse_vmc_person(vmc_person, caller)
     if face_calibrate < 0:
-        raise UserError(f"--face-calibrate {face_calibrate} is negative; give the seconds of neutral face to learn from, e.g. 2.")
+        raise UserError(f"{caller.said('face_calibrate', face_calibrate)} is negative; give the seconds of neutral face to "
+                        f"learn from, e.g. {given('face_calibrate', 2)}.")
     names = keypoint_names()
     senders: list = []
     rest = rest_bones(names, vmc_fingers) if vmc else None
     for target in vmc:
-        host, port = parse_endpoint(target, "--vmc", DEFAULT_VMC_PORT)
+        host, port = parse_endpoint(target, "vmc", DEFAULT_VMC_PORT, caller)
         if person == "all" and port + MAX_PERFORMERS - 1 > 65535:
-            raise UserError(f"--vmc {target} with --vmc-person all sends person k to port {port}+k, "
+            raise UserError(f"{caller.said('vmc', target)} with {given('vmc_person', 'all')} sends person k to port {port}+k, "
                             f"up to {port + MAX_PERFORMERS - 1}, past the last port 65535; "
                             f"give a port of at most {65536 - MAX_PERFORMERS}.")
         senders.append(VmcSink(host, port, rest=rest, person=person, fingers=vmc_fingers, bundle=vmc_bundle,
                                face_only=vmc_face_only))
     if osc:
-        host, port = parse_endpoint(osc, "--osc")
+        host, port = parse_endpoint(osc, "osc", caller=caller)
         senders.append(OscKeypointSink(host, port, names, three_d=task_table.gives_3d(tasks)))
     if vrchat is not None or vrchat_trackers is not None or vrchat_height is not None or vrchat_person is not None:
-        senders.append(_vrchat_sender(vrchat, vrchat_trackers, vrchat_height, vrchat_person, tasks))
+        senders.append(_vrchat_sender(vrchat, vrchat_trackers, vrchat_height, vrchat_person, tasks, caller))
     return senders
 
 
-def _vrchat_sender(target, trackers, height, person, tasks) -> VrchatSink:
+def _vrchat_sender(target, trackers, height, person, tasks, caller: Caller) -> VrchatSink:
     """The `--vrchat` sender, its options checked."""
     from realtime import tasks as task_table
 
+    name, local = caller.name, caller.given("vrchat", "127.0.0.1:9000")
     if target is None:
-        raise UserError("--vrchat-trackers, --vrchat-height and --vrchat-person go with --vrchat [HOST:PORT]; "
-                        "add --vrchat (VRChat on this machine: 127.0.0.1:9000).")
+        bare = "--vrchat [HOST:PORT]; add --vrchat" if caller.cli else f"vrchat; add {local}"
+        raise UserError(f"{name('vrchat_trackers')}, {name('vrchat_height')} and {name('vrchat_person')} go with "
+                        f"{bare} (VRChat on this machine: 127.0.0.1:9000).")
     if not isinstance(target, str):
-        raise UserError(f"--vrchat {shown(str(target))} is not HOST:PORT; write it like --vrchat 127.0.0.1:9000.")
+        raise UserError(f"{caller.said('vrchat', target)} is not HOST:PORT; write it like {local}.")
     if not task_table.gives_3d(tasks):
-        raise UserError("--vrchat sends trackers from the solved skeleton, which needs 3D keypoints from the depth "
-                        "(pointmap) task; run with --tasks pose,depth.")
-    numbers = parse_trackers(DEFAULT_TRACKERS if trackers is None else trackers)
-    height, person = parse_height(height), parse_person(person)
-    host, port = parse_endpoint(target, "--vrchat", DEFAULT_VRCHAT_PORT)
+        raise UserError(f"{name('vrchat')} sends trackers from the solved skeleton, which needs 3D keypoints from the depth "
+                        f"(pointmap) task; run with {caller.given('tasks', 'pose,depth')}.")
+    numbers = parse_trackers(DEFAULT_TRACKERS if trackers is None else trackers, caller)
+    height, person = parse_height(height, caller), parse_person(person, caller)
+    host, port = parse_endpoint(target, "vrchat", DEFAULT_VRCHAT_PORT, caller)
     return VrchatSink(host, port, trackers=numbers, height=height, person=person)
 
 
