@@ -232,3 +232,14 @@ def test_a_held_foot_settles_level_or_toes_down_even_when_its_first_frame_shows_
     assert ankles[0, 1] == pytest.approx(0.04, abs=1e-6)  # the ankle at the height it was held at
     assert aims[0, 1] <= ankles[0, 1] + 1e-9  # settled flat: the toes not above the ankle
     np.testing.assert_allclose(ankles[0, [0, 2]], [0.0, 0.0], atol=1e-9)  # and not moved along the floor
+
+
+def test_the_motion_stage_takes_pin_gates_and_refuses_anything_else_naming_the_argument():
+    from realtime.rig.lock import LockGates, PinGates
+
+    slow = MotionStage(NAMES, pin_gates=PinGates(settle=0.3))
+    assert slow.pin_gates.settle == 0.3 and slow.lock_gates == LockGates()
+    for name, bad in (("pin_gates", {"settle": 0.3}), ("pin_gates", LockGates()), ("lock_gates", PinGates()),
+                      ("lock_gates", "ease_time=0.2")):
+        with pytest.raises(TypeError, match=f"MotionStage {name} takes a"):
+            MotionStage(NAMES, **{name: bad})

@@ -200,12 +200,12 @@ class PinGates(Gates):
                                          "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
+    rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
 # (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
-REST_EVERY = 0.25  # s of held time between two updates of the resting heights
 
 
 class RestingHeights:
@@ -229,7 +229,7 @@ class RestingHeights:
         self._since_update += seconds
         while self._held - self._samples[0][0] >= self.gates.rest_window:
             self._held -= self._samples.popleft()[0]
-        if self._held >= self.gates.rest_after and (self.heights is None or self._since_update >= REST_EVERY):
+        if self._held >= self.gates.rest_after and (self.heights is None or self._since_update >= self.gates.rest_every):
             values = np.array(self._samples)[:, 1:]
             ankle_rest, toes_rest = np.percentile(values, REST_PERCENTILE, axis=0)
             self.heights = (float(ankle_rest), float(toes_rest))

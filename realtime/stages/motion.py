@@ -81,6 +81,10 @@ class MotionStage:
                  smoothness: float = 0.5, forget_after: float = 5.0,
                  lock_gates: Optional[LockGates] = None, pin_gates: Optional[PinGates] = None):
         self.keypoint_names = list(keypoint_names)
+        for name, given, kind in (("lock_gates", lock_gates, LockGates), ("pin_gates", pin_gates, PinGates)):
+            if given is not None and not isinstance(given, kind):
+                raise TypeError(f"MotionStage {name} takes a {kind.__name__} (any field overridden, e.g. "
+                                f"{kind.__name__}()), got {type(given).__name__}")
         self.lock_gates, self.pin_gates = lock_gates or LockGates(), pin_gates or PinGates()
         index = {n: i for i, n in enumerate(self.keypoint_names)}
         self._feet = np.array([[index[f"{side}_ankle"], index[f"{side}_big_toe"], index[f"{side}_small_toe"]]
