@@ -56,7 +56,7 @@ from bench.corpus import NAMES, Motion, Truth  # noqa: E402
 from realtime.frames import DenseMaps, Frame  # noqa: E402
 from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
-from realtime.rig.solver import Skeleton, forward_kinematics  # noqa: E402
+from realtime.rig.solver import Skeleton, camera_to_rig, forward_kinematics  # noqa: E402
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points  # noqa: E402
 from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage  # noqa: E402
 from tests.ground_synthetic import CENTRE, FOCAL, Walk, camera_pose  # noqa: E402
@@ -215,12 +215,32 @@ def resting_heights(world: np.ndarray, truth: Truth) -> np.ndarray:
     return out
 
 
-def avatar_world(frame: Frame, person) -> tuple[np.ndarray, np.ndarray] | None:
+def _rest_height(bones) -> float:
+    """The motion stage's camera-relative root height at rest: its skeleton's `floor_height` (`LiveSolver`)."""
+    return Skeleton(_BONES, np.asarray(bones.offsets, np.float64), np.zeros((len(_BONES), 3))).floor_height()
+
+
+def camera_origin(person) -> np.ndarray | None:
+    """On a performer's first frame of camera-relative bones: where the motion stage put the root's origin (rig
+    axes of the camera: `LiveSolver` places the root at the hips less it, raised to the rest height), from the hips
+    it solved from (`Person.keypoints3d_smoothed`); None without them. Nothing moves the root off the hips on a
+    performer's first frame (no foot is pinned yet)."""
+    bones, points = person.bones, person.keypoints3d_smoothed
+    if bones is None or points is None:
+        return None
+    hips = camera_to_rig(np.asarray(points, np.float64)[HIPS].mean(axis=0))
+    origin = hips - np.asarray(bones.root_position) + np.array([0.0, _rest_height(bones), 0.0])
+    return origin if np.isfinite(origin).all() else None
+
+
+def avatar_world(frame: Frame, person, origin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The avatar of `person` (its `Person.bones`) in the frame's world: ((2, 2, 3) the feet's ankle and toes heads,
     (3,) the root), by forward kinematics. On frames in the world (`Frame.camera.world`) the bones' root is there
-    already; on a static camera's frames (camera-relative bones) the root is placed at the hips the motion stage
-    solved from (`Person.keypoints3d_smoothed`), in the world of the world stage's camera, the body turned with it
-    (as `realtime.rig.world.bones_to_world`). None before the world is grounded or without bones."""
+    already; on a static camera's frames (camera-relative bones) the root is taken back to the camera with the
+    performer's `origin` (`camera_origin` of its first such frame) and placed in the world of the world stage's
+    camera, the body turned with it (as `realtime.rig.world.bones_to_world`); without `origin`, at the hips the
+    motion stage solved from (`Person.keypoints3d_smoothed`: what the root moves with but for the feet's pins).
+    None before the world is grounded or without bones."""
     bones, camera = person.bones, frame.camera
     if bones is None or camera is None or not camera.grounded:
         return None
@@ -231,10 +251,14 @@ def avatar_world(frame: Frame, person) -> tuple[np.ndarray, np.ndarray] | None:
     heads = heads[0]
     if camera.world:
         return heads[[_FOOT, _TOES]].transpose(1, 0, 2), heads[0]
-    if person.keypoints3d_smoothed is None:
-        return None
     world_from_camera = camera.world_from_camera
-    root = transform_points(world_from_camera, np.asarray(person.keypoints3d_smoothed, np.float64)[HIPS].mean(axis=0))
+    if origin is not None:
+        hips = camera_to_rig(np.asarray(bones.root_position) + origin - np.array([0.0, _rest_height(bones), 0.0]))
+    elif person.keypoints3d_smoothed is not None:
+        hips = np.asarray(person.keypoints3d_smoothed, np.float64)[HIPS].mean(axis=0)
+    else:
+        return None
+    root = transform_points(world_from_camera, hips)
     turn = world_from_camera[:3, :3] @ RIG_FROM_CAMERA
     placed = root + (heads - heads[0]) @ turn.T
     return placed[[_FOOT, _TOES]].transpose(1, 0, 2), root
@@ -245,12 +269,14 @@ def _frame(index: int, timestamp: float, person, maps: DenseMaps | None) -> Fram
     return Frame(index=index, timestamp=timestamp, image=_IMAGE, people=(person,), dense=dense)
 
 
-def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, lag: float = 0.0,
-             contacts: str = "learned") -> Run:
+def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, record: dict | None = None,
+             lag: float = 0.0, contacts: str = "learned") -> Run:
     """`motion` (at its rate) seen from `view` with noise `seed`, through egomotion (static) -> ground -> world ->
     motion; the floor learnt first from WARMUP_DEPTH_FRAMES depth frames of the same motion (another track).
-    truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`); lag: the ground
-    stage's hindsight (s, `--motion-lag`); contacts: the ground stage's decider ("learned" or "rules")."""
+    truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`). record: a dict
+    that gets, per frame of the clip, the frame out of the stages ("frames") and the true keypoints in the camera
+    ("true_camera", (T, K, 3)), for diagnostics (bench/avatar_chain.py). lag: the ground stage's hindsight (s,
+    `--motion-lag`); contacts: the ground stage's decider ("learned" or "rules")."""
     truth = corpus.true_contacts(motion) if truth is None else truth
     truth_walk = seen(motion, view, truth)
     stages = [EgomotionStage(camera="static"), GroundStage(NAMES, lag=lag, contacts=contacts), WorldStage(NAMES, camera="static"),
@@ -261,19 +287,26 @@ def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, l
     feet = np.full((count, 2, 2, 3), np.nan)
     root, true_root = np.full((count, 3), np.nan), np.full((count, 3), np.nan)
     true_hips = truth_walk.camera[:, HIPS].mean(axis=1)
+    origin = None  # the motion stage's root origin of the clip's performer (camera-relative bones)
     for frame in run_frames(stages, motion, truth_walk, seed):
         t = frame.index - WARMUP_DEPTH_FRAMES
         if t < 0:
             continue
+        if record is not None:
+            record.setdefault("frames", []).append(frame)
         out = frame.people[0]
         if out.contacts is not None:
             decided[t], valid[t] = out.contacts, True
-        avatar = avatar_world(frame, out)
+        if origin is None and frame.camera is not None and not frame.camera.world:
+            origin = camera_origin(out)
+        avatar = avatar_world(frame, out, origin)
         if avatar is not None:
             feet[t], root[t] = avatar
             true_root[t] = transform_points(frame.camera.world_from_camera, true_hips[t])
     for stage in stages:
         stage.close()
+    if record is not None:
+        record["true_camera"] = truth_walk.camera
     return Run(motion.name, motion.category, motion.fps, view, seed, motion.times, truth, decided, valid, feet, root,
                true_root, resting_heights(truth_walk.world, truth))
 

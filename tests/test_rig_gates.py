@@ -16,11 +16,11 @@ from realtime.rig.contacts import ContactDetector, ContactGates
 from realtime.rig.floor import Floor, FloorGates, fit_floor
 from realtime.rig.gates import UNITS, Gates
 from realtime.rig.lift import LiftGates
-from realtime.rig.lock import FootLock, LockGates
+from realtime.rig.lock import FootLock, LockGates, PinGates
 from tests.mocap_synthetic import NAMES
 
 RIG = Path(__file__).resolve().parents[1] / "realtime" / "rig"
-GATE_OBJECTS = (ContactGates, FloorGates, LiftGates, LockGates)
+GATE_OBJECTS = (ContactGates, FloorGates, LiftGates, LockGates, PinGates)
 # the gates issue 51 found counted in frames or doing nothing, and the per-frame distances (gone: now s and m/s)
 FRAME_GATES = {"STANCE_FRAMES", "OFF_FRAMES", "EASE_FRAMES", "RELEASE_HOLD", "HOLD_AFTER", "SWING_FRAMES", "SWING_STEP",
                "DRIFT_WEIGHT", "LANDING_AHEAD", "STILL", "STILL_FRAMES", "STILL_STEP_PX"}

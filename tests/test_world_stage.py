@@ -10,6 +10,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from realtime.frames import Camera, DenseMaps, Frame, Person, rounded_camera
+from realtime.rig.bones import bone_table
 from realtime.stages.egomotion import person_mask
 from tests.world_tracks import NAMES, run_chain, write_tracks
 
@@ -61,12 +62,16 @@ def test_a_static_camera_stays_put_and_leaves_the_bones_as_without_the_stage():
     assert all(f.camera.status in ("static", "waiting") and not f.camera.world for f in with_stage)
     assert all(np.array_equal(f.camera.world_from_camera, with_stage[-1].camera.world_from_camera) for f in with_stage
                if f.camera.grounded)
+    # the bones stay camera-relative; only the legs differ: the stage's floor lets the motion stage stand a held foot
+    # on it (realtime.rig.lock.FootPin), the hips lowered for a foot just out of reach at most
+    names = [b.name for b in bone_table()]
+    body = [i for i, name in enumerate(names) if not any(part in name for part in ("Leg", "Foot", "Toes"))]
     for a, b in zip(with_stage, without):
         for p, q in zip(a.people, b.people):
             assert (p.bones is None) == (q.bones is None)
             if p.bones is not None:
-                np.testing.assert_array_equal(p.bones.root_position, q.bones.root_position)
-                np.testing.assert_array_equal(p.bones.rotations, q.bones.rotations)
+                np.testing.assert_allclose(p.bones.root_position, q.bones.root_position, atol=0.01)
+                np.testing.assert_array_equal(p.bones.rotations[body], q.bones.rotations[body])
     assert stages[2].summary_lines()[0].startswith("camera: static")
 
 

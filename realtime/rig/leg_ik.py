@@ -13,11 +13,15 @@ Per foot and contact span (a run of frames with the foot on the floor), on the w
   gets the leg stretched (or folded) to its limit towards it;
 - the heel and toes move rigidly with the ankle (the same translation).
 Frames outside the spans and their windows are left as they are. Pure numpy, any frame of axes.
+
+The same two-bone IK turns a solved skeleton's leg bones (`pin_leg`): the live motion stage pins the avatar's
+feet with it, so the forward kinematics of its bones, not only its keypoints, put a planted foot where it is held.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Sequence
 
 import numpy as np
@@ -61,6 +65,89 @@ def solve_leg(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh, shin
     sin_a = np.sqrt(1.0 - cos_a * cos_a)
     new_knee = hip + thigh[..., None] * (cos_a[..., None] * u + sin_a[..., None] * w)
     return new_knee, hip + d[..., None] * u
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The cross product of two (3,) vectors (np.cross costs ten times this on one pair: the live path)."""
+    (a0, a1, a2), (b0, b1, b2) = a.tolist(), b.tolist()
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
+def _length(a: np.ndarray) -> float:
+    return math.sqrt(float(a @ a))
+
+
+def _skew(k: np.ndarray) -> np.ndarray:
+    (k0, k1, k2) = k.tolist()
+    return np.array([[0.0, -k2, k1], [k2, 0.0, -k0], [-k1, k0, 0.0]])
+
+
+def _about(axis: np.ndarray, angle: float) -> np.ndarray:
+    """(3, 3) the rotation by `angle` (rad) about the unit `axis` (Rodrigues)."""
+    cross = _skew(axis)
+    return np.eye(3) + math.sin(angle) * cross + (1.0 - math.cos(angle)) * (cross @ cross)
+
+
+def turn_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(3,) a, b -> (3, 3) the smallest rotation that turns a's direction onto b's (Rodrigues; identity where either
+    is ~0; half a turn about any perpendicular where they are opposite)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    size_a, size_b = _length(a), _length(b)
+    if size_a < _EPS or size_b < _EPS:
+        return np.eye(3)
+    a, b = a / size_a, b / size_b
+    axis = _cross(a, b)
+    sine, cosine = _length(axis), float(a @ b)
+    if sine < 1e-12:
+        if cosine > 0:
+            return np.eye(3)
+        perpendicular = _cross(a, np.eye(3)[np.argmin(np.abs(a))])
+        perpendicular /= _length(perpendicular)
+        return 2.0 * np.outer(perpendicular, perpendicular) - np.eye(3)
+    cross = _skew(axis / sine)
+    return np.eye(3) + sine * cross + (1.0 - cosine) * (cross @ cross)
+
+
+def pin_leg(hip: np.ndarray, upper: np.ndarray, lower: np.ndarray, foot: np.ndarray, offsets: np.ndarray,
+            ankle: np.ndarray, toes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One leg of a solved skeleton turned so that its forward kinematics reaches a target: hip (3,) the upper leg's
+    head; upper, lower, foot (3, 3) the global rotations of the upper leg, lower leg and foot bones; offsets (3, 3)
+    the rest offsets (in the parent's rest frame) of the lower leg (the knee from the hip), the foot (the ankle from
+    the knee) and the toes (from the ankle); ankle (3,) where the foot bone's head goes, toes (3,) a point the toes
+    bone's head points at from there. -> the three new global rotations and the ankle reached (as `solve_leg`: the
+    target when in reach, else the nearest point the leg reaches on the line from the hip to it).
+
+    The knee bends about the solve's hinge (the upper leg's x axis): it lies in the plane through the hip and the
+    target square to that axis, on the side the rig's knees bend to (the upper leg's +z), never sideways or
+    backwards, whatever the solved bend (a straight leg has no bend plane of its own). The upper leg turns by the
+    smallest rotation onto the knee, then about itself so that its hinge is square to the bend plane; the lower leg
+    and the foot then turn by the smallest rotations, the knee about its hinge."""
+    hip, ankle, toes = (np.asarray(a, dtype=np.float64) for a in (hip, ankle, toes))
+    thigh, shin, sole = upper @ offsets[0], lower @ offsets[1], foot @ offsets[2]
+    thigh_length, shin_length = _length(offsets[0]), _length(offsets[1])
+    to = ankle - hip
+    distance = _length(to)
+    forward = _cross(to, upper[:, 0])  # square to the line and the hinge: where the knee goes
+    size = _length(forward)
+    if distance < _EPS or size < 1e-9 * distance:  # the target on the hinge's line (or at the hip): any plane
+        knee, reached = solve_leg(hip, hip + thigh, ankle, thigh_length, shin_length)
+    else:
+        u, forward = to / distance, forward / size
+        d = min(max(distance, abs(thigh_length - shin_length), _EPS), thigh_length + shin_length)
+        cos_a = min(max((thigh_length ** 2 + d * d - shin_length ** 2) / (2.0 * thigh_length * d), -1.0), 1.0)
+        knee = hip + thigh_length * (cos_a * u + math.sqrt(1.0 - cos_a * cos_a) * forward)
+        reached = hip + d * u
+    first = turn_between(thigh, knee - hip)
+    axis = (knee - hip) / _length(knee - hip)
+    normal = _cross(knee - hip, reached - knee)
+    size = _length(normal)
+    if size > 1e-9:  # the hinge onto the bend plane's normal (the knee bent forward about it), turning about the thigh
+        normal /= size
+        hinge = first @ upper[:, 0]
+        first = _about(axis, math.atan2(float(_cross(hinge, normal) @ axis), float(hinge @ normal))) @ first
+    second = turn_between(first @ shin, reached - knee) @ first
+    third = turn_between(second @ sole, toes - reached) @ second
+    return first @ upper, second @ lower, third @ foot, reached
 
 
 def contact_spans(contact: np.ndarray) -> list[tuple[int, int]]:

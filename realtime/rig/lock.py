@@ -1,8 +1,9 @@
 """Foot locking, per foot, causal (no added latency): a foot in contact stays where it came down.
 
-While in contact the ankle, heel and toes stay where the ankle came in on the frame before the contact began (the
-detector decides from the heel's speed over its last frames, so the foot was already down then; held where the
-contact is decided, it would move by that frame's noise or a depth frame's re-measuring), and the knee follows by
+While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
+frame at 30 fps, interpolated between frames at other rates; the detector decides from the heel's speed over its
+last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
+noise or a depth frame's re-measuring), and the knee follows by
 two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
 the leg's reach (by at most `stretch`) is kept, the shin stretched; further out (a depth carried over from the
 swing) the anchor moves once to where the leg lands.
@@ -17,6 +18,7 @@ not inside the stance; a foot planted again in that wait never swung and stays w
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -25,19 +27,23 @@ import numpy as np
 from realtime.rig.floor import foot_indices
 from realtime.rig.gates import Gates, gate, lasted
 from realtime.rig.leg_ik import SIDES, solve_leg
+from realtime.rig.solver import REACH
 
 
 @dataclass(frozen=True)
 class LockGates(Gates):
     """The foot lock's gates: distances (m), speeds (m/s) and times (s)."""
 
+    anchor_back: float = gate(1 / 30, "s", "a foot in contact is held where its ankle came in this long before the "
+                                           "contact began (at any frame rate the same place on a landing foot)")
     stretch: float = gate(0.15, "m", "an anchor this far out of the leg's reach keeps the ankle (the shin stretched) "
                                      "rather than dragging it with the hips")
     ease_time: float = gate(1 / 6, "s", "a released foot reaches where it is shown this long after the last frame it "
                                         "was held (a smoothstep)")
     hold_after: float = gate(1 / 6, "s", "a foot held this long or longer waits, once released, until it swings")
     release_hold: float = gate(1 / 3, "s", "that wait lasts at most this long")
-    swing_speed: float = gate(0.36, "m/s", "an ankle shown faster than this swings (a swing: 2-4 m/s; a depth frame's "
+    swing_speed: float = gate(0.36, "m/s", "a foot whose ankle and toes are shown faster than this swings (a heel "
+                                           "rising about still toes does not; a swing: 2-4 m/s; a depth frame's "
                                            "re-measuring is one frame's jump, the live filter's tail of it 0.2-0.3 m/s)")
     swing_time: float = gate(1 / 15, "s", "swinging: faster than swing_speed this long in a row")
 
@@ -68,6 +74,7 @@ class FootLock:
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.legs = {side: (index[f"{side}_hip"], index[f"{side}_knee"], index[f"{side}_ankle"]) for side in SIDES}
         self.feet = {side: np.array([index[f"{side}_ankle"], *foot_indices(keypoint_names)[side]]) for side in SIDES}
+        self.toes = {side: np.array([index[f"{side}_big_toe"], index[f"{side}_small_toe"]]) for side in SIDES}
         self.reset()
 
     def reset(self) -> None:
@@ -76,10 +83,29 @@ class FootLock:
         self._anchor: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)
         self._shown: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the last frame's ankle out
         self._came: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the last frame's ankle in
+        self._came_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # and its toes in (their midpoint)
+        self._trail: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle in) of the frames before this
+        # one, as far back as anchor_back reaches
         self._ease: dict[str, Optional[_Ease]] = dict.fromkeys(SIDES)
         self._held: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # when the current contact's hold began
         self._swing: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before a waiting foot
         # was first shown moving faster than swing_speed (in a row)
+        self.share: dict[str, float] = dict.fromkeys(SIDES, 0.0)  # the last frame's hold per foot: 1 held (or waiting
+        # to swing), the share of the held place still applied while it eases out, 0 as shown
+        self.since: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the last frame's current hold: when it began
+
+    def _back(self, side: str, time: float) -> Optional[np.ndarray]:
+        """The ankle as it came in at `time` (s), interpolated between the frames before this one (the oldest kept
+        where `time` is before it, the last where after it); None where no frame before this one was seen."""
+        trail = self._trail[side]
+        if not trail:
+            return None
+        if time <= trail[0][0]:
+            return trail[0][1]
+        for (t0, a0), (t1, a1) in zip(trail, list(trail)[1:]):
+            if time <= t1:
+                return a0 + (time - t0) / (t1 - t0) * (a1 - a0)
+        return trail[-1][1]
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent to it in
@@ -105,8 +131,18 @@ class FootLock:
             hip, knee, ankle = self.legs[side]
             foot = self.feet[side]
             shown, self._shown[side] = self._shown[side], None
-            came = self._came[side]
+            came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
+            back = self._back(side, timestamp - gates.anchor_back)
+            trail = self._trail[side]
+            if self._came[side] is None:
+                trail.clear()
+            else:
+                trail.append((timestamp, self._came[side]))
+                while len(trail) > 1 and trail[1][0] <= timestamp - gates.anchor_back:
+                    trail.popleft()
+            toes = out[self.toes[side]].mean(axis=0)
+            self._came_toes[side] = toes if np.isfinite(toes).all() else None
             ease = self._ease[side]
             if ease is not None and ease.waiting is not None and lasted(timestamp - ease.waiting, gates.release_hold, step):
                 ease.waiting, ease.since = None, previous  # waited long enough: the ease runs from the last frame
@@ -119,15 +155,19 @@ class FootLock:
                 if ease is not None and not (leg_seen and np.isfinite(ease.offset).all()):
                     ease = None  # the leg not seen: the ease ends here rather than resuming later from a stale place
                 moving = (ease is not None and ease.waiting is not None and came is not None
-                          and np.linalg.norm(out[ankle] - came) > gates.swing_speed * step)
+                          and np.linalg.norm(out[ankle] - came) > gates.swing_speed * step
+                          and (came_toes is None or self._came_toes[side] is None
+                               or np.linalg.norm(self._came_toes[side] - came_toes) > gates.swing_speed * step))
                 self._swing[side] = (self._swing[side] if self._swing[side] is not None else previous) if moving else None
                 if moving and lasted(timestamp - self._swing[side], gates.swing_time, step):  # swinging, not one jump
                     ease.waiting, ease.since = None, previous
                 if ease is not None and ease.waiting is None and lasted(timestamp - ease.since, gates.ease_time, step):
                     ease = None  # eased all the way: as shown
+                self.share[side], self.since[side] = 0.0, None
                 if ease is not None:
                     progress = 0.0 if ease.waiting is not None else (timestamp - ease.since) / gates.ease_time
-                    reached = self._reach(out, side, out[ankle] + ease.offset * _still_to_go(progress))
+                    self.share[side] = _still_to_go(progress)
+                    reached = self._reach(out, side, out[ankle] + ease.offset * self.share[side])
                     out[foot] = points3d[foot] + (reached - points3d[ankle])
                 self._ease[side] = ease
                 self._shown[side] = out[ankle].copy()
@@ -136,8 +176,8 @@ class FootLock:
             self._ease[side], self._swing[side] = None, None
             if self._held[side] is None:
                 self._held[side] = timestamp
-            if self._anchor[side] is None:  # where it came in on the last frame (or stays, planted again unswung)
-                self._anchor[side] = (shown if holding else came if came is not None else out[ankle]).copy()
+            if self._anchor[side] is None:  # where it came in anchor_back ago (or stays, planted again unswung)
+                self._anchor[side] = (shown if holding else back if back is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= gates.stretch:
@@ -146,4 +186,221 @@ class FootLock:
                 self._anchor[side] = reached.copy()
             out[foot] = points3d[foot] + (reached - points3d[ankle])
             self._shown[side] = out[ankle].copy()
+            self.share[side], self.since[side] = 1.0, self._held[side]
         return out
+
+
+@dataclass(frozen=True)
+class PinGates(Gates):
+    """The bone pin's gates (`FootPin`): times (s) and heights (m)."""
+
+    settle: float = gate(0.1, "s", "a planted foot reaches the floor and its flat pose this long after its hold began (a "
+                                   "smoothstep; only up and down and its pitch: it does not slide)")
+    rise_speed: float = gate(0.6, "m/s", "a held foot's heel rises (about its toes) at most this fast (a heel-off: 0.3-0.5 "
+                                         "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
+    rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
+    rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
+    rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
+
+
+REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
+# measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
+# (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
+
+
+class RestingHeights:
+    """Where one of a performer's feet rests above the floor when it stands flat (its ankle and its toes), from their
+    heights on the frames it is held: the REST_PERCENTILE of each over the latest `rest_window` seconds of held time,
+    once `rest_after` seconds were held. The avatar's planted foot is put there (`FootPin`). Per foot: a capture's
+    two feet need not rest alike (a floor that is not level across the path, a marker set higher on one foot)."""
+
+    def __init__(self, gates: PinGates = PinGates()):
+        self.gates = gates
+        self._samples: deque = deque()  # (seconds held, ankle height, toes height)
+        self._held = 0.0  # seconds in _samples
+        self._since_update = 0.0
+        self.heights: Optional[tuple[float, float]] = None  # (ankle, toes) m above the floor
+
+    def add(self, seconds: float, ankle: float, toes: float) -> None:
+        if not (np.isfinite(seconds) and seconds > 0 and np.isfinite(ankle) and np.isfinite(toes)):
+            return
+        self._samples.append((seconds, ankle, toes))
+        self._held += seconds
+        self._since_update += seconds
+        while self._held - self._samples[0][0] >= self.gates.rest_window:
+            self._held -= self._samples.popleft()[0]
+        if self._held >= self.gates.rest_after and (self.heights is None or self._since_update >= self.gates.rest_every):
+            values = np.array(self._samples)[:, 1:]
+            ankle_rest, toes_rest = np.percentile(values, REST_PERCENTILE, axis=0)
+            self.heights = (float(ankle_rest), float(toes_rest))
+            self._since_update = 0.0
+
+
+@dataclass
+class _Pin:
+    """One foot's pin: `offset` (3,) the avatar's ankle less the lock's held ankle when the hold began (so nothing
+    jumps), `toes` (3,) its toes less its ankle then, `start` the time, `heading` (3,) the foot's direction along the
+    floor then (None: no floor known, or a foot pointing up or down), `since` the lock's hold it belongs to, `share`
+    the lock's share of it on the last frame; `base` (3,) the pinned ankle as the lock held it on the last frame of
+    the hold (the lock, released, shows the foot's own motion: the heel's rise is taken from it, the place is not),
+    `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
+    it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`), else where the lock held
+    its ankle and toes then (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
+    `rest` is the foot's measured resting heights, not one frame's."""
+
+    offset: np.ndarray
+    toes: np.ndarray
+    start: float
+    heading: Optional[np.ndarray]
+    since: Optional[float]
+    share: float = 1.0
+    base: Optional[np.ndarray] = None
+    rise: float = 0.0
+    last: Optional[float] = None
+    rest: Optional[tuple[float, float]] = None
+    measured: bool = False
+
+
+def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
+    """The unit direction along `heading` pitched down by the angle of sine `sine`."""
+    sine = float(np.clip(sine, -0.99, 0.99))
+    return heading * np.sqrt(1.0 - sine * sine) - sine * up
+
+
+def _reaching(toes: np.ndarray, heading: np.ndarray, up: np.ndarray, length: float, sine: float, hip: np.ndarray,
+              reach: float) -> float:
+    """The pitch (its sine) of a foot rolled about its `toes`, at least `sine`, at which the ankle comes within
+    `reach` of the `hip` (the heel rises as a leg that cannot reach lifts it); the nearest it gets otherwise."""
+    def gap(s: float) -> float:
+        return float(np.linalg.norm(toes - length * _forward(heading, up, s) - hip)) - reach
+
+    if gap(sine) <= 0.0:
+        return sine
+    candidates = np.linspace(sine, 0.99, 12)
+    gaps = np.array([gap(c) for c in candidates])
+    inside = np.flatnonzero(gaps <= 0.0)
+    if len(inside) == 0:
+        return float(candidates[np.argmin(gaps)])
+    low, high = float(candidates[inside[0] - 1]), float(candidates[inside[0]])
+    for _ in range(12):  # bisection: the first pitch that reaches
+        middle = 0.5 * (low + high)
+        low, high = (low, middle) if gap(middle) <= 0.0 else (middle, high)
+    return high
+
+
+def _smoothstep(x: float) -> float:
+    x = min(max(x, 0.0), 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+class FootPin:
+    """The avatar's feet held where the foot lock holds them: the bones' forward kinematics, not only the keypoints.
+
+    The skeleton is solved from the locked keypoints with bone lengths of its own (the robust estimate), so its
+    feet would move with every frame's difference between those lengths and the frame's. Per foot, while the lock
+    (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
+    ankle and the toes go, in the rig axes of the points solved:
+    - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
+      of the leg's reach is moved by the lock): nothing jumps when a hold begins;
+    - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
+      (`RestingHeights`), over `settle` seconds the foot goes down (or up) to them, flat, heading as it came down;
+      shown with its heel raised more than `roll` above flat it rolls about its toes, with its toes raised about
+      its heel, so the point on the floor stays put;
+    - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
+      share.
+    `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
+
+    def __init__(self, *, gates: PinGates = PinGates()):
+        self.gates = gates
+        self.rest = {side: RestingHeights(gates) for side in SIDES}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the holds (the resting heights are the performer's and stay)."""
+        self._pins: dict[str, Optional[_Pin]] = dict.fromkeys(SIDES)
+        self._last: Optional[float] = None
+
+    def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
+              floor: Optional[tuple[np.ndarray, float]]):
+        """This frame's `FeetTargets`. locked, shown: (2, 2, 3) the lock's output and its input (left, right;
+        ankle, toes), rig axes of the points solved; floor: (up (3,), height (m) of the axes' origin above the
+        floor), or None where the floor is not known."""
+        timestamp = float(timestamp)
+        step = 0.0 if self._last is None or timestamp <= self._last else timestamp - self._last
+        self._last = timestamp
+        if floor is not None:
+            up, height = floor
+            for s, side in enumerate(SIDES):  # a held foot's heights: where feet rest
+                if lock.share[side] >= 1.0 and lock.since[side] is not None:
+                    ankle, toes = shown[s] @ up + height
+                    self.rest[side].add(step, ankle, toes)
+
+        def targets(legs) -> Optional[tuple[np.ndarray, np.ndarray]]:
+            return self._targets(timestamp, legs, lock, locked, floor)
+
+        return targets
+
+    def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
+                 floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        ankles, aims = np.full((2, 3), np.nan), np.full((2, 3), np.nan)
+        for s, side in enumerate(SIDES):
+            share, pin = lock.share[side], self._pins[side]
+            free = (legs.ankle[s], legs.toes[s])
+            if share <= 0.0 or not np.isfinite(locked[s, 0]).all() or not np.isfinite(np.concatenate(free)).all():
+                self._pins[side] = None
+                continue
+            if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
+                ankle, toes = free
+                if pin is not None:  # where the last hold's blend has the foot now
+                    placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
+                    ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
+                pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
+                                              self._heading(toes - ankle, floor), lock.since[side])
+                if floor is not None:
+                    pin.measured = self.rest[side].heights is not None
+                    pin.rest = self.rest[side].heights or tuple(float(h) for h in locked[s] @ floor[0] + floor[1])
+            pin.share = share
+            ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
+            ankles[s] = share * ankle + (1.0 - share) * free[0]
+            aims[s] = share * toes + (1.0 - share) * free[1]
+        return (ankles, aims) if np.isfinite(ankles).any() else None
+
+    @staticmethod
+    def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
+        if floor is None:
+            return None
+        up = floor[0]
+        along = foot - (foot @ up) * up
+        length = np.linalg.norm(along)
+        return along / length if length > 0.3 * np.linalg.norm(foot) else None
+
+    def _place(self, pin: _Pin, timestamp: float, legs, s: int, locked_ankle: np.ndarray, floor, holding: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the pinned foot's ankle and toes are this frame (see the class's docstring). holding: the lock holds
+        the foot (not released and waiting for it to swing)."""
+        ankle = locked_ankle + pin.offset
+        toes = ankle + pin.toes
+        rest = pin.rest
+        if floor is None or rest is None or pin.heading is None:
+            return ankle, toes
+        up, height = floor
+        if holding or pin.base is None:
+            pin.base = ankle
+        step = 0.0 if pin.last is None else max(timestamp - pin.last, 0.0)
+        pin.last = timestamp
+        shown = max(float((ankle - pin.base) @ up), 0.0)  # the heel's rise as the released lock shows it
+        limit = self.gates.rise_speed * step
+        pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
+        ankle_rest, toes_rest = rest
+        length = float(legs.foot[s])
+        # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
+        # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
+        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
+        flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
+        toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
+        # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
+        sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
+                              REACH * legs.reach[s])
+        placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
+        weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
+        return ankle + weight * (placed[0] - ankle), toes + weight * (placed[1] - toes)

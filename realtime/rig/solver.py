@@ -29,7 +29,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -44,6 +44,7 @@ from realtime.rig.bones import (
     solver_point_index,
     solver_points,
 )
+from realtime.rig.leg_ik import SIDES, pin_leg
 from realtime.rig.robust import nanmedian
 
 log = logging.getLogger(__name__)
@@ -397,6 +398,26 @@ def forward_kinematics(skeleton: Skeleton, root_position: np.ndarray, rotations:
 
 
 @dataclass(frozen=True)
+class Legs:
+    """A solved frame's legs by forward kinematics, in the rig axes of the points it was solved from (the hips at
+    the hips point, before the root is placed), per side (left, right): hip, knee, ankle and toes (2, 3) the heads of
+    the upper leg, lower leg, foot and toes bones; reach (2,) thigh + shin, foot (2,) the ankle-to-toes length (m)."""
+
+    hip: np.ndarray
+    knee: np.ndarray
+    ankle: np.ndarray
+    toes: np.ndarray
+    reach: np.ndarray
+    foot: np.ndarray
+
+
+# Where the feet of a solved frame go: Legs -> ((2, 3) the ankles' targets, (2, 3) points the toes point at from
+# there), NaN rows for a foot left as solved; or None: both as solved. In the rig axes of the points solved.
+FeetTargets = Callable[[Legs], Optional[tuple[np.ndarray, np.ndarray]]]
+REACH = 0.999  # a pinned leg reaches at most this share of thigh + shin (a straight knee has no bend plane)
+
+
+@dataclass(frozen=True)
 class LivePose:
     """One solved frame: root_position (3,) rig metres, rotations (B, 4) local quaternions
     x, y, z, w, held (B,) bool, and the skeleton as estimated so far."""
@@ -431,6 +452,8 @@ class LiveSolver:
         self._origin: Optional[np.ndarray] = None
         self._root = np.zeros(3)
         self._last_quat: Optional[np.ndarray] = None
+        index = {b.name: i for i, b in enumerate(self.bones)}
+        self._legs = np.array([[index[f"{side}{part}"] for part in ("UpperLeg", "LowerLeg", "Foot", "Toes")] for side in SIDES])
 
     def reset(self) -> None:
         """Forget the person (a new person is followed): continuity and root placement restart."""
@@ -449,10 +472,13 @@ class LiveSolver:
             return self._default
         return self._skeleton
 
-    def update(self, points3d: np.ndarray, *, absolute_root: bool = False) -> LivePose:
+    def update(self, points3d: np.ndarray, *, absolute_root: bool = False, feet: Optional[FeetTargets] = None) -> LivePose:
         """points3d: (K, 3) camera frame metres, NaN where unknown. absolute_root: the root is the
         hips where they are (rig axes of `points3d`: a world frame given in camera axes, x, -y, -z of
-        the world), not placed from the first hips above the rest hip height."""
+        the world), not placed from the first hips above the rest hip height. feet: where the feet go
+        (`FeetTargets`, given the solved frame's `Legs`): each foot given is pinned there by turning its
+        leg's bones (`realtime.rig.leg_ik.pin_leg`), the hips moved just enough for a target out of the
+        leg's reach; the rotation state the next frame continues from stays the solve's."""
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
         points = solver_points(rig, self._point_index)
         primary, secondary, quality = measure(points, self._plan)
@@ -468,15 +494,54 @@ class LiveSolver:
             self._since_refresh = 0
         hips = heads[0]
         root_held = not np.isfinite(hips).all()
+        shift = np.zeros(3)
+        if feet is not None and not root_held:
+            locals_, shift = self._pin(hips, globals_, locals_, feet)
         if not root_held:
             if absolute_root:
-                self._root = hips.copy()
+                self._root = hips + shift
             else:
                 if self._origin is None:
                     self._origin = hips.copy()
-                self._root = hips - self._origin + self._floor
+                self._root = hips - self._origin + self._floor + shift
         quat = Rotation.from_matrix(locals_).as_quat()
         if self._last_quat is not None:
             quat[np.sum(quat * self._last_quat, axis=-1) < 0] *= -1.0
         self._last_quat = quat
         return LivePose(self._skeleton, self._root.copy(), quat, held, root_held)
+
+    def _pin(self, hips: np.ndarray, globals_: np.ndarray, locals_: np.ndarray, feet: FeetTargets
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """The solved frame's leg bones turned so that the feet reach `feet`'s targets (see `update`): the new
+        local rotations (B, 3, 3) and the hips' shift (3,)."""
+        offsets = self._skeleton.offsets
+        legs = self._legs  # (2, 4) upper leg, lower leg, foot, toes
+        hip = hips + np.einsum("ij,sj->si", globals_[0], offsets[legs[:, 0]])
+        knee = hip + np.einsum("sij,sj->si", globals_[legs[:, 0]], offsets[legs[:, 1]])
+        ankle = knee + np.einsum("sij,sj->si", globals_[legs[:, 1]], offsets[legs[:, 2]])
+        toes = ankle + np.einsum("sij,sj->si", globals_[legs[:, 2]], offsets[legs[:, 3]])
+        reach = np.linalg.norm(offsets[legs[:, 1]], axis=1) + np.linalg.norm(offsets[legs[:, 2]], axis=1)
+        targets = feet(Legs(hip, knee, ankle, toes, reach, np.linalg.norm(offsets[legs[:, 3]], axis=1)))
+        if targets is None:
+            return locals_, np.zeros(3)
+        ankles, aims = (np.asarray(a, dtype=np.float64) for a in targets)
+        pinned = np.isfinite(ankles).all(axis=1) & np.isfinite(aims).all(axis=1)
+        shift = np.zeros(3)
+        for _ in range(3):  # the hips move towards a target out of reach (both legs: a few rounds)
+            for side in np.flatnonzero(pinned):
+                to = ankles[side] - (hip[side] + shift)
+                distance = np.linalg.norm(to)
+                if distance > REACH * reach[side]:
+                    shift += (distance - REACH * reach[side]) * to / distance
+        if not pinned.any():
+            return locals_, shift
+        globals_, locals_ = globals_.copy(), locals_.copy()
+        for side in np.flatnonzero(pinned):
+            upper, lower, foot, toe = legs[side]
+            globals_[upper], globals_[lower], globals_[foot], _ = pin_leg(
+                hip[side] + shift, globals_[upper], globals_[lower], globals_[foot], offsets[[lower, foot, toe]],
+                ankles[side], aims[side])
+            locals_[upper] = globals_[0].T @ globals_[upper]
+            locals_[lower] = globals_[upper].T @ globals_[lower]
+            locals_[foot] = globals_[lower].T @ globals_[foot]
+        return locals_, shift

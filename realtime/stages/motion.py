@@ -18,8 +18,8 @@ import numpy as np
 
 from realtime.frames import Bones, Frame, Person, rounded_bones
 from realtime.rig.bones import bone_table
-from realtime.rig.lock import FootLock, LockGates
-from realtime.rig.solver import LiveSolver
+from realtime.rig.lock import FootLock, FootPin, LockGates, PinGates
+from realtime.rig.solver import LiveSolver, camera_to_rig
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points
 
 
@@ -60,9 +60,10 @@ def rest_bones(keypoint_names: Sequence[str], fingers: bool = False):
 class _Performer:
     """One tracked person's motion state."""
 
-    def __init__(self, keypoint_names: list[str], fingers: bool, lock_gates: LockGates):
+    def __init__(self, keypoint_names: list[str], fingers: bool, lock_gates: LockGates, pin_gates: PinGates):
         self.solver = LiveSolver(keypoint_names, fingers=fingers)
         self.lock = FootLock(keypoint_names, gates=lock_gates)
+        self.pin = FootPin(gates=pin_gates)
         self.last_seen = -np.inf
         self.last_frame = -1  # the stage's count of frames processed when the person was last solved
 
@@ -78,9 +79,16 @@ class MotionStage:
 
     def __init__(self, keypoint_names: Sequence[str], *, fingers: bool = False, smooth: Optional[str] = "one_euro",
                  smoothness: float = 0.5, forget_after: float = 5.0,
-                 lock_gates: Optional[LockGates] = None):
+                 lock_gates: Optional[LockGates] = None, pin_gates: Optional[PinGates] = None):
         self.keypoint_names = list(keypoint_names)
-        self.lock_gates = lock_gates or LockGates()
+        for name, given, kind in (("lock_gates", lock_gates, LockGates), ("pin_gates", pin_gates, PinGates)):
+            if given is not None and not isinstance(given, kind):
+                raise TypeError(f"MotionStage {name} takes a {kind.__name__} (any field overridden, e.g. "
+                                f"{kind.__name__}()), got {type(given).__name__}")
+        self.lock_gates, self.pin_gates = lock_gates or LockGates(), pin_gates or PinGates()
+        index = {n: i for i, n in enumerate(self.keypoint_names)}
+        self._feet = np.array([[index[f"{side}_ankle"], index[f"{side}_big_toe"], index[f"{side}_small_toe"]]
+                               for side in ("left", "right")])
         self.fingers = fingers
         self.bone_names = tuple(b.name for b in bone_table(fingers))
         self.filter = Filter3D(smooth, smoothness, len(self.keypoint_names))
@@ -106,12 +114,14 @@ class MotionStage:
     def _solve(self, frame: Frame, person: Person) -> Person:
         performer = self._performers.get(person.track_id)
         if performer is None:
-            performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers, self.lock_gates)
+            performer = self._performers[person.track_id] = _Performer(self.keypoint_names, self.fingers, self.lock_gates,
+                                                                       self.pin_gates)
         performer.last_seen = frame.timestamp
         if performer.last_frame != self._frames - 1:
             performer.lock.reset()  # not on the last frame processed: the feet it showed are stale
+            performer.pin.reset()
         performer.last_frame = self._frames
-        smoothed = None
+        smoothed, feet = None, None
         points = np.full((len(self.keypoint_names), 3), np.nan)
         world = None  # (4, 4) the world in camera axes (x, -y, -z of the world) from the camera, when in the world
         if self._in_world:
@@ -121,12 +131,35 @@ class MotionStage:
             points = person.keypoints3d if world is None else transform_points(world, person.keypoints3d)
             points = self.filter(frame.timestamp, person.track_id, points, person.keypoint_scores)
             smoothed = (points if world is None else transform_points(np.linalg.inv(world), points)).astype(np.float32)
-            if person.contacts is not None:  # a foot on the floor stays where it landed
+            if person.contacts is not None:  # a foot on the floor stays where it landed, the avatar's too
+                shown = points
                 points = performer.lock.apply(frame.timestamp, points, person.contacts)
-        pose = performer.solver.update(points, absolute_root=world is not None)
+                feet = performer.pin.frame(frame.timestamp, performer.lock, self._rig_feet(points), self._rig_feet(shown),
+                                           self._floor(frame))
+            else:
+                performer.pin.reset()
+        pose = performer.solver.update(points, absolute_root=world is not None, feet=feet)
         bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
                               pose.root_held)
         return person.replace(keypoints3d_smoothed=smoothed, bones=bones)
+
+    def _rig_feet(self, points: np.ndarray) -> np.ndarray:
+        """(K, 3) points as solved -> (2, 2, 3) left and right, ankle and toes (the big and small toe's midpoint), in
+        the solver's rig axes."""
+        feet = camera_to_rig(points[self._feet])
+        return np.stack([feet[:, 0], 0.5 * (feet[:, 1] + feet[:, 2])], axis=1)
+
+    def _floor(self, frame: Frame) -> Optional[tuple[np.ndarray, float]]:
+        """The floor in the solver's rig axes, (up (3,), the height of their origin above it), or None while unknown:
+        in the world it is y = 0; camera-relative it is the world stage's floor (`Frame.camera`, once grounded) in
+        the camera's rig axes (x, -y, -z)."""
+        if self._in_world:
+            return np.array([0.0, 1.0, 0.0]), 0.0
+        camera = frame.camera
+        if camera is None or not camera.grounded:
+            return None
+        world_from_camera = camera.world_from_camera
+        return RIG_FROM_CAMERA @ world_from_camera[1, :3], float(world_from_camera[1, 3])
 
     def close(self) -> None:
         self._performers.clear()

@@ -1,0 +1,245 @@
+"""The avatar's feet (realtime/rig/leg_ik.py `pin_leg`, realtime/rig/solver.py `LiveSolver.update(feet=...)`,
+realtime/rig/lock.py `FootPin`, realtime/stages/motion.py): the forward kinematics of `Person.bones`, not only the
+keypoints, holds a planted foot still while the body sways and its lengths jitter, puts it on the floor at its
+measured resting heights, and does so alike at 30 and 60 fps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from realtime.frames import Frame, Person, rounded_camera
+from realtime.rig.bones import bone_table
+from realtime.rig.leg_ik import pin_leg, turn_between
+from realtime.rig.solver import LiveSolver, Skeleton, forward_kinematics
+from realtime.stages.motion import MotionStage
+from tests.ground_synthetic import camera_pose, walk
+from tests.mocap_synthetic import NAMES
+
+BONES = bone_table()
+INDEX = {b.name: i for i, b in enumerate(BONES)}
+FEET = [INDEX["leftFoot"], INDEX["rightFoot"]]
+TOES = [INDEX["leftToes"], INDEX["rightToes"]]
+_IMAGE = np.zeros((2, 2, 3), np.uint8)
+
+
+def _rotation(rng) -> np.ndarray:
+    return Rotation.random(random_state=int(rng.integers(1 << 30))).as_matrix()
+
+
+def test_turn_between_is_the_smallest_rotation_onto_a_direction():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a, b = rng.normal(size=3), rng.normal(size=3)
+        turn = turn_between(a, b)
+        np.testing.assert_allclose(turn @ turn.T, np.eye(3), atol=1e-12)
+        assert np.linalg.det(turn) == pytest.approx(1.0)
+        np.testing.assert_allclose(turn @ a / np.linalg.norm(a), b / np.linalg.norm(b), atol=1e-12)
+        np.testing.assert_allclose(turn @ np.cross(a, b), np.cross(a, b), atol=1e-12)  # about their common normal
+    np.testing.assert_allclose(turn_between([1.0, 0, 0], [2.0, 0, 0]), np.eye(3))
+    opposite = turn_between([0.0, 1, 0], [0.0, -3, 0])
+    np.testing.assert_allclose(opposite @ [0.0, 1, 0], [0.0, -1, 0], atol=1e-12)
+    np.testing.assert_allclose(opposite @ opposite.T, np.eye(3), atol=1e-12)
+
+
+def _about_x(angle: float) -> np.ndarray:
+    return Rotation.from_rotvec([angle, 0.0, 0.0]).as_matrix()
+
+
+def test_a_pinned_leg_reaches_its_target_with_its_own_bone_lengths_bending_its_knee_about_its_hinge():
+    rng = np.random.default_rng(1)
+    offsets = np.array([[0.0, -0.44, 0.01], [0.0, -0.42, -0.01], [0.0, -0.07, 0.15]])  # knee, ankle, toes
+    for bend in [0.0] * 20 + list(rng.uniform(0.05, 1.5, 80)):  # straight legs too: no bend plane of their own
+        hip = rng.normal(size=3)
+        upper, foot = _rotation(rng), _rotation(rng)
+        lower = upper @ _about_x(bend)  # a rig's knee: a hinge about the upper leg's x, bent forward
+        reach = rng.uniform(0.1, 0.85)
+        ankle = hip + reach * (direction := rng.normal(size=3)) / np.linalg.norm(direction)
+        toes = ankle + rng.normal(size=3)
+        new_upper, new_lower, new_foot, reached = pin_leg(hip, upper, lower, foot, offsets, ankle, toes)
+        for turned in (new_upper, new_lower, new_foot):
+            np.testing.assert_allclose(turned @ turned.T, np.eye(3), atol=1e-9)
+        new_knee = hip + new_upper @ offsets[0]
+        fk_ankle = new_knee + new_lower @ offsets[1]
+        np.testing.assert_allclose(fk_ankle, ankle, atol=1e-9)  # forward kinematics puts the ankle there
+        np.testing.assert_allclose(reached, ankle, atol=1e-9)
+        aim = new_foot @ offsets[2]
+        np.testing.assert_allclose(aim / np.linalg.norm(aim), (toes - ankle) / np.linalg.norm(toes - ankle), atol=1e-9)
+        knee = Rotation.from_matrix(new_upper.T @ new_lower).as_rotvec()  # the knee's local rotation
+        assert abs(knee[1]) < 1e-6 and abs(knee[2]) < 1e-6, knee  # about the hinge only, never sideways
+        assert knee[0] > 0.0  # forward, as the rig's knees bend
+    far = hip + 2.0 * (ankle - hip) / np.linalg.norm(ankle - hip)
+    *_, reached = pin_leg(hip, upper, lower, foot, offsets, far, far + 1.0)
+    assert np.linalg.norm(reached - hip) == pytest.approx(np.linalg.norm(offsets[0]) + np.linalg.norm(offsets[1]))
+
+
+def _heads(pose) -> np.ndarray:
+    heads, _ = forward_kinematics(pose.skeleton, pose.root_position[None], pose.rotations[None])
+    return heads[0]
+
+
+def test_the_live_solver_puts_the_bones_feet_on_the_targets_moving_the_hips_only_out_of_reach():
+    body = walk(2).camera[0]
+    solver = LiveSolver(NAMES)
+    free = solver.update(body, absolute_root=True)
+    seen = {}
+
+    def aim(legs, shift):
+        seen["legs"] = legs
+        ankles = legs.ankle + shift
+        return ankles, ankles + [[0.0, -0.05, 0.15], [0.0, -0.05, 0.15]]
+
+    for shift in (np.array([0.0, 0.02, 0.03]), np.array([0.0, -0.3, 0.0])):  # in reach; 30 cm below: out of it
+        pose = solver.update(body, absolute_root=True, feet=lambda legs, s=shift: aim(legs, s))
+        heads = _heads(pose)  # the root is the hips (absolute_root): the axes the targets were given in
+        moved = pose.root_position - free.root_position
+        if shift[1] > -0.1:
+            np.testing.assert_allclose(moved, 0.0, atol=1e-9)  # the hips stay
+            np.testing.assert_allclose(heads[FEET], seen["legs"].ankle + shift, atol=1e-6)
+        else:
+            assert moved[1] < -0.2  # the hips came down to reach
+            np.testing.assert_allclose(heads[FEET], seen["legs"].ankle + shift, atol=2e-3)
+        direction = heads[TOES] - heads[FEET]
+        np.testing.assert_allclose(direction / np.linalg.norm(direction, axis=1, keepdims=True),
+                                   np.tile([0.0, -0.05, 0.15] / np.linalg.norm([0.0, -0.05, 0.15]), (2, 1)), atol=1e-6)
+
+
+# ---- the motion stage on the synthetic walker, in the world (y up, the floor at 0) ----
+
+def _run(fps: float, seconds: float = 4.0, noise: float = 0.01, jitter: float = 0.005, seed: int = 0,
+         contacts: np.ndarray | None = None):
+    """The walker at `fps` through the motion stage in the world, its 3D with `noise` (m) on each point and `jitter`
+    (share) of scale on each frame, contacts the truth (or `contacts` (T, 2), given per frame): times, the contacts
+    given, the avatar's ankles and toes in the
+    world (T, 2, 3) each, the ankles the stage was shown (`keypoints3d_smoothed`, the live filter's) in the world
+    (T, 2, 3), and the walk."""
+    seen = walk(int(round(seconds * fps)), fps=fps)
+    rotation, centre = camera_pose()
+    world_from_camera = np.eye(4)
+    world_from_camera[:3, :3], world_from_camera[:3, 3] = rotation.T, centre
+    camera = rounded_camera(world_from_camera, None, "static", True, True)
+    rng = np.random.default_rng(seed)
+    stage = MotionStage(NAMES)
+    ankles, toes, shown = [], [], []
+    left, right = NAMES.index("left_ankle"), NAMES.index("right_ankle")
+    contacts = seen.contacts if contacts is None else contacts
+    for t, time in enumerate(seen.times):
+        points = seen.camera[t] * (1.0 + rng.normal(0.0, jitter)) + rng.normal(0.0, noise, seen.camera[t].shape)
+        person = Person(box=np.zeros(4, np.float32), track_id=1, keypoints=np.zeros((len(NAMES), 2), np.float32),
+                        keypoints3d=points.astype(np.float32), contacts=contacts[t].copy())
+        out = stage.process(Frame(index=t, timestamp=float(time), image=_IMAGE, people=(person,), camera=camera))
+        bones = out.people[0].bones
+        skeleton = Skeleton(BONES, bones.offsets, np.zeros((len(BONES), 3)))
+        heads = forward_kinematics(skeleton, bones.root_position[None], bones.rotations[None])[0][0]
+        ankles.append(heads[FEET])
+        toes.append(heads[TOES])
+        smoothed = out.people[0].keypoints3d_smoothed[[left, right]].astype(np.float64)
+        shown.append(smoothed @ world_from_camera[:3, :3].T + world_from_camera[:3, 3])
+    return seen.times, contacts, np.array(ankles), np.array(toes), np.array(shown), seen
+
+
+def _stances(contacts: np.ndarray, times: np.ndarray, settle: float = 0.15):
+    """(side, frames) of each stance, from `settle` seconds after its touchdown to its last frame."""
+    for side in range(2):
+        edges = np.diff(np.concatenate([[0], contacts[:, side].astype(int), [0]]))
+        for first, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            frames = np.arange(first, end)
+            frames = frames[times[frames] >= times[first] + settle]
+            if len(frames) > 3:
+                yield side, frames
+
+
+def test_a_planted_foot_of_the_avatar_stays_put_while_the_body_sways_and_its_measured_lengths_jitter():
+    times, contacts, ankles, _, shown, _ = _run(30.0)
+    steps, filtered = [], []
+    for side, frames in _stances(contacts, times, settle=0.0):
+        steps.append(np.linalg.norm(np.diff(ankles[frames, side][:, [0, 2]], axis=0), axis=1))
+        filtered.append(np.linalg.norm(np.diff(shown[frames, side][:, [0, 2]], axis=0), axis=1))
+    steps, filtered = 1000 * np.concatenate(steps), 1000 * np.concatenate(filtered)  # mm per 1/30 s
+    assert len(steps) > 100
+    assert steps.mean() <= 2.0 and np.percentile(steps, 95) <= 5.0, (steps.mean(), np.percentile(steps, 95))
+    assert filtered.mean() > 3 * max(steps.mean(), 1.0)  # what the stage was shown moves: the hold is the avatar's
+
+
+def test_the_avatar_stands_its_planted_feet_on_the_floor_at_their_resting_heights():
+    times, contacts, ankles, toes, _, seen = _run(30.0, seconds=5.0)
+    left_ankle = NAMES.index("left_ankle")
+    toe_points = [NAMES.index("left_big_toe"), NAMES.index("left_small_toe")]
+    flat = seen.contacts[:, 0]
+    ankle_rest = float(np.median(seen.world[flat, left_ankle, 1]))
+    toes_rest = float(np.median(seen.world[flat][:, toe_points, 1].mean(axis=1)))
+    late = times > 2.0  # the resting heights measured by now
+    held = [(side, frames[late[frames]]) for side, frames in _stances(contacts, times) if side == 0]
+    heights = np.concatenate([ankles[frames, 0, 1] for _, frames in held])
+    toe_heights = np.concatenate([toes[frames, 0, 1] for _, frames in held])
+    assert len(heights) > 20
+    # the floor is y = 0: the ankle and the toes where the walker's rest (within 1 cm), never through the floor
+    assert abs(np.median(heights) - ankle_rest) <= 0.01, (np.median(heights), ankle_rest)
+    assert abs(np.median(toe_heights) - toes_rest) <= 0.01, (np.median(toe_heights), toes_rest)
+    assert heights.min() > ankle_rest - 0.02 and toe_heights.min() > toes_rest - 0.02
+
+
+def test_the_avatars_feet_do_at_60_fps_what_they_do_at_30():
+    # both rates told the same contacts in seconds (each 60 fps frame the 30 fps frame at or before it): a touchdown
+    # sampled half a frame apart would catch a landing foot 1/60 s apart, which is the detector's to agree on
+    contacts30 = walk(90, fps=30.0).contacts
+    runs = {30.0: _run(30.0, seconds=3.0, noise=0.0, jitter=0.0, contacts=contacts30),
+            60.0: _run(60.0, seconds=3.0, noise=0.0, jitter=0.0, contacts=np.repeat(contacts30, 2, axis=0))}
+    times30, held, ankles30, toes30, _, _ = runs[30.0]
+    times60, _, ankles60, toes60, _, _ = runs[60.0]
+    common = np.searchsorted(times60, times30)  # every 1/30 s
+    np.testing.assert_allclose(times60[common], times30, atol=1e-9)
+    # a held foot at the same place and settled alike, in seconds: within millimetres at every common timestamp
+    # (in the swing the lock's ease starts on a frame, 1/60 s apart, and the foot moves metres a second)
+    held = held & (times30 > 0.5)[:, None]  # after the live filter's start
+    assert held.sum() > 80
+    assert np.abs(ankles60[common][held] - ankles30[held]).max() < 0.01
+    assert np.abs(toes60[common][held] - toes30[held]).max() < 0.01
+    assert np.abs(ankles60[common][held][:, 1] - ankles30[held][:, 1]).mean() < 0.002
+
+
+def test_the_cost_bench_times_the_pin_on_the_live_path_and_refuses_bad_options(capsys):
+    from bench import feet_cost
+
+    spent = feet_cost.run(seconds=1.0, fps=30.0, seed=0)
+    assert set(spent) == {"pin frame", "pin IK", "motion stage"}
+    assert all(np.isfinite(v) and v > 0 for v in spent.values())  # the pin ran within the stage's frames
+    assert spent["motion stage"] > spent["pin IK"]
+    for bad in (["--seconds", "nan"], ["--fps", "0"], ["--repeat", "0"], ["--seconds", "1e9"]):
+        with pytest.raises(SystemExit) as stopped:
+            feet_cost.main(bad)
+        assert stopped.value.code == 2
+    assert "--seconds" in capsys.readouterr().err
+
+
+def test_a_held_foot_settles_level_or_toes_down_even_when_its_first_frame_shows_the_toes_up():
+    from realtime.rig.lock import FootLock, FootPin
+    from realtime.rig.solver import Legs
+
+    lock, pin = FootLock(NAMES), FootPin()
+    body = walk(2).camera[0]
+    up = np.array([0.0, 1.0, 0.0])
+    # rig axes, the floor at y = 0: the left foot held with its toes shown 8 cm above its ankle (one frame's depth
+    # error), before any resting heights were measured; the right foot free
+    feet = np.array([[[0.0, 0.04, 0.0], [0.0, 0.12, 0.15]], [[0.3, 0.3, 0.0], [0.3, 0.3, 0.15]]])
+    legs = Legs(hip=np.array([[0.0, 0.85, 0.0], [0.3, 0.85, 0.0]]), knee=np.array([[0.0, 0.45, 0.05], [0.3, 0.6, 0.05]]),
+                ankle=feet[:, 0], toes=feet[:, 1], reach=np.array([0.85, 0.85]), foot=np.array([0.17, 0.17]))
+    for t in np.arange(10) / 30.0:
+        lock.apply(t, body, np.array([True, False]))
+        ankles, aims = pin.frame(t, lock, feet, feet, (up, 0.0))(legs)
+    assert np.isnan(ankles[1]).all()  # the free foot is left as solved
+    assert ankles[0, 1] == pytest.approx(0.04, abs=1e-6)  # the ankle at the height it was held at
+    assert aims[0, 1] <= ankles[0, 1] + 1e-9  # settled flat: the toes not above the ankle
+    np.testing.assert_allclose(ankles[0, [0, 2]], [0.0, 0.0], atol=1e-9)  # and not moved along the floor
+
+
+def test_the_motion_stage_takes_pin_gates_and_refuses_anything_else_naming_the_argument():
+    from realtime.rig.lock import LockGates, PinGates
+
+    slow = MotionStage(NAMES, pin_gates=PinGates(settle=0.3))
+    assert slow.pin_gates.settle == 0.3 and slow.lock_gates == LockGates()
+    for name, bad in (("pin_gates", {"settle": 0.3}), ("pin_gates", LockGates()), ("lock_gates", PinGates()),
+                      ("lock_gates", "ease_time=0.2")):
+        with pytest.raises(TypeError, match=f"MotionStage {name} takes a"):
+            MotionStage(NAMES, **{name: bad})
