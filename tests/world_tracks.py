@@ -43,12 +43,13 @@ def scene_frames(path: str, frames: int, seed: int = 0, motions=None):
 
 
 def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True,
-              hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None):
+              hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None, contacts: str = "learned"):
     """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only).
     background_scale False: the ground stage not shown the egomotion's `Odometry.pointmap_scale`; hold 'camera':
     not shown the egomotion's odometry at all (its lifter holds planted feet in the camera frame); `motions`: the
-    performers (`scene_frames`); `cost`: filled with each stage's seconds per frame, by stage name."""
-    stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES)]
+    performers (`scene_frames`); `cost`: filled with each stage's seconds per frame, by stage name; `contacts`: the
+    ground stage's decider ("learned" or "rules")."""
+    stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES, contacts=contacts)]
               + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
     out, truth = [], None
     for truth, frame in scene_frames(path, frames, seed, motions):  # noqa: B007 (the last truth is returned)
