@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SMOOTHERS = ("one_euro", "kalman", "none")
+CONTACT_DECIDERS = ("rules", "learned")  # how the ground stage decides foot contacts
 CAMERAS = ("auto", "static", "moving")
 # The names standard output goes by: `-`, and the device files that are it.
 STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
@@ -232,6 +233,10 @@ def check_options(options: RunOptions, caller: Caller = PYTHON) -> RunOptions:
     check.number("smoothness", smoothing.smoothness, low=0.0, high=1.0, example=0.5)
     check.number("face_calibrate", smoothing.face_calibrate, low=0.0, low_ok=False, example=2.0)
     check.number("motion_lag", smoothing.motion_lag, low=0.0, high=MAX_MOTION_LAG_MS, example=100)
+    check.choice("contacts", smoothing.contacts, CONTACT_DECIDERS)
+    if smoothing.motion_lag > 0 and smoothing.contacts != "learned":
+        raise UserError(f"{caller.given('motion_lag', smoothing.motion_lag)} lets the learned contact model see ahead, and "
+                        f"contacts are decided by rules; add {caller.given('contacts', 'learned')}.")
 
     if not isinstance(src.webcam_size, (tuple, list)) or len(src.webcam_size) != 2:
         raise UserError(f"{caller.given('webcam_size', src.webcam_size)} is not (HEIGHT, WIDTH); give e.g. "
@@ -422,7 +427,8 @@ class Builder:
         if task_table.gives_3d(models):
             fingers = any(getattr(s, "fingers", False) for s in self.options.live_outputs.senders)  # what VMC senders send
             # egomotion before ground: the lifter holds planted feet in the world when the camera moves
-            stages += [EgomotionStage(camera=camera), GroundStage(names, lag=smoothing.motion_lag / 1000.0),
+            ground = GroundStage(names, contacts=smoothing.contacts, lag=smoothing.motion_lag / 1000.0)
+            stages += [EgomotionStage(camera=camera), ground,
                        WorldStage(names, camera=camera),
                        MotionStage(names, fingers=fingers, smooth=smoothing.smooth, smoothness=smoothing.smoothness)]
         return stages

@@ -290,7 +290,11 @@ def _add_smoothing_options(p) -> None:
                    "start from which each person's face baseline is learned (default 2)")
     d.add_argument("--motion-lag", type=lag_ms, default=0.0, metavar="MS", help="foot contacts (and the feet's lock) decided "
                    "seeing up to MS milliseconds ahead: every frame leaves that much later (0 to 1000, default 0: at once; "
-                   "100 for a file; see bench/RESULTS.md for quality against lag)")
+                   "100 for a file; see bench/RESULTS.md for quality against lag); needs --contacts learned")
+    d.add_argument("--contacts", choices=("rules", "learned"), default="rules", help="how foot contacts are decided: rules "
+                   "(default: hand-set gates on the feet's heights and speeds) or learned (a small temporal network trained on "
+                   "motion capture, bench/train_contacts.py: more true contacts found, but today the avatar's feet slide more "
+                   "on some motions, see bench/RESULTS.md)")
 
 
 def _add_source_options(p, *, live: bool = True):
@@ -368,7 +372,7 @@ def _smoothing_options(args):
     from realtime.options import SmoothingOptions
 
     return SmoothingOptions(smooth=args.smooth, smoothness=args.smoothness, face_calibrate=args.face_calibrate,
-                            motion_lag=args.motion_lag)
+                            motion_lag=args.motion_lag, contacts=args.contacts)
 
 
 def _source_options(args):

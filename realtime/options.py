@@ -81,6 +81,7 @@ class SmoothingOptions:
     smoothness: float = 0.5  # 0 = raw, 1 = strongest
     face_calibrate: float = 2.0  # seconds of each person's first face from which its neutral is learned
     motion_lag: float = 0.0  # ms of hindsight for foot contacts (the ground stage's fixed lag); 0: decided at once
+    contacts: str = "rules"  # foot contacts decided by "rules" (hand-set gates) or "learned" (the contact model)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,10 @@ HOSTILE = [
     ({"motion_lag": 1e9}, ["--motion-lag", "1e9"], "motion_lag=1000000000.0", "--motion-lag"),
     ({"motion_lag": "100"}, ["--motion-lag", "100ms"], "motion_lag='100'", "--motion-lag"),
     ({"smooth": "median"}, ["--smooth", "median"], "smooth='median'", "--smooth"),
+    ({"contacts": "neural"}, ["--contacts", "neural"], "contacts='neural'", "--contacts"),
+    ({"contacts": ["learned"]}, ["--contacts", "LEARNED"], "contacts=['learned']", "--contacts"),
+    ({"motion_lag": 100}, ["--motion-lag", "100"], "motion_lag=100 lets the learned contact model see ahead",
+     "--motion-lag 100.0 lets the learned contact model see ahead"),  # rules decide by default: no hindsight to give
     ({"dtype": "fp64"}, ["--dtype", "fp64"], "dtype='fp64'", "--dtype"),
     ({"input_size": (20, 20)}, ["--input-size", "20x20"], "input_size=(20, 20)", "--input-size 20x20"),
     ({"input_size": (10**9, 768)}, ["--input-size", f"{10**9}x768"], "input_size=(1000000000, 768)", "--input-size"),

@@ -56,7 +56,7 @@ def test_a_motion_lag_holds_frames_in_the_run_and_lets_every_one_go_in_order(tmp
         tracks = tmp_path / f"t{lag:g}.jsonl"
         options = RunOptions(source=str(src),
                              models=ModelOptions(device="cpu", input_hw=(128, 96), pointmap_hw=(256, 128), dense_every=3),
-                             smoothing=SmoothingOptions(motion_lag=lag),
+                             smoothing=SmoothingOptions(motion_lag=lag, contacts="learned"),
                              outputs=OutputOptions(tracks=str(tracks), output_dir=str(tmp_path), progress=False))
         summary = run(options, models=models, box_finder=whole_frame_boxes)
         assert summary.result.exit_code == 0, summary.result.message

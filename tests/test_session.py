@@ -275,7 +275,7 @@ def test_a_session_with_a_motion_lag_streams_every_frame_after_the_lag(clip, mod
                      box_finder=whole_frame_boxes, **lag) as session:
             return list(session.stream(str(clip)))
 
-    held, plain = frames(motion_lag=150), frames()
+    held, plain = frames(motion_lag=150, contacts="learned"), frames(contacts="learned")
     assert [f.index for f in held] == [f.index for f in plain] == list(range(FRAMES))
     for a, b in zip(held, plain):
         assert [p.track_id for p in a.people] == [p.track_id for p in b.people]
@@ -283,7 +283,7 @@ def test_a_session_with_a_motion_lag_streams_every_frame_after_the_lag(clip, mod
             assert (p.keypoints3d is None) == (q.keypoints3d is None)
             assert p.keypoints3d is None or np.array_equal(p.keypoints3d, q.keypoints3d, equal_nan=True)
     with Session(tasks=("pose", "depth"), device="cpu", input_size="128x96", pointmap_hw=(256, 128), models=models,
-                 box_finder=whole_frame_boxes, motion_lag=100) as session:
+                 box_finder=whole_frame_boxes, motion_lag=100, contacts="learned") as session:
         with pytest.raises(UserError, match="motion_lag=100.*stream"):
             session.process(np.zeros((120, 160, 3), np.uint8), 0.0)
 

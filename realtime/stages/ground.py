@@ -36,9 +36,9 @@ class GroundStage:
     before this one) says the camera moves (`Frame.odometry.moving`), that hold is in the world: the
     lifter gets the camera's motion since the person's last frame, so a dolly's motion along the line
     of sight does not carry a planted foot with it.
-    `Person.contacts`: the learned contact model (`realtime.rig.contact_model.LearnedContacts`; `contacts="rules"`:
-    the rule-based `ContactDetector`) on those points against the camera's floor, one for
-    everyone (`FloorEstimator` on the depth frames); None until the floor is known. The floor's tilt
+    `Person.contacts`: the rule-based `ContactDetector` (`contacts="learned"`: the learned contact model,
+    `realtime.rig.contact_model.LearnedContacts`, the only one that uses `lag`) on those points against the
+    camera's floor, one for everyone (`FloorEstimator` on the depth frames); None until the floor is known. The floor's tilt
     comes from the pointmap's background where it shows the floor the people stand on
     (`realtime.rig.floor_scene.ScenePlanes`, on frames with a pointmap of their own, the people
     masked as for egomotion), its height from the feet; without a pointmap, or too little floor in
@@ -61,7 +61,7 @@ class GroundStage:
     def __init__(self, keypoint_names: Sequence[str], *, forget_after: float = 5.0, stabilise_scale: bool = True,
                  scene_floor: bool = True, contact_gates: Optional[ContactGates] = None,
                  floor_gates: Optional[FloorGates] = None, lift_gates: Optional[LiftGates] = None,
-                 contacts: str = "learned", contact_model: Optional[ContactNet] = None, lag: float = 0.0):
+                 contacts: str = "rules", contact_model: Optional[ContactNet] = None, lag: float = 0.0):
         if contacts not in ("learned", "rules"):
             raise ValueError(f"GroundStage's contacts is 'learned' or 'rules', got {contacts!r}")
         if isinstance(lag, bool) or not isinstance(lag, (int, float)) or not math.isfinite(lag) or not 0 <= lag <= self.MAX_LAG:
