@@ -270,7 +270,7 @@ def _frame(index: int, timestamp: float, person, maps: DenseMaps | None) -> Fram
 
 
 def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, record: dict | None = None,
-             lag: float = 0.0, contacts: str = "learned") -> Run:
+             lag: float = 0.0, contacts: str = "rules") -> Run:
     """`motion` (at its rate) seen from `view` with noise `seed`, through egomotion (static) -> ground -> world ->
     motion; the floor learnt first from WARMUP_DEPTH_FRAMES depth frames of the same motion (another track).
     truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`). record: a dict
@@ -464,7 +464,7 @@ def select(args) -> list[Motion]:
 
 
 def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=None, lag: float = 0.0,
-            contacts: str = "learned") -> dict:
+            contacts: str = "rules") -> dict:
     """Every motion at every rate, view and seed: {(clip, view, fps): Pool} and the runs' count and seconds; progress
     to `log` (default: stderr). lag, contacts: `run_clip`'s."""
     log = log or sys.stderr
@@ -548,11 +548,14 @@ def main(argv=None) -> int:
                         help=f"the first {FAST_SECONDS:g} s of each clip and the first seed only (a quick check)")
     parser.add_argument("--motion-lag", type=float, default=0.0, metavar="MS",
                         help="the ground stage's hindsight, as sapiens-rt run --motion-lag (default 0)")
-    parser.add_argument("--contacts", choices=("learned", "rules"), default="learned",
-                        help="the ground stage's contact decision: the learned model (default) or the rule-based detector")
+    parser.add_argument("--contacts", choices=("learned", "rules"), default="rules",
+                        help="the ground stage's contact decision, as sapiens-rt run --contacts: the rule-based detector "
+                        "(default) or the learned model")
     args = parser.parse_args(argv)
     if not (np.isfinite(args.motion_lag) and 0 <= args.motion_lag <= 1000):
         parser.error(f"--motion-lag must be milliseconds from 0 to 1000, got {args.motion_lag:g}")
+    if args.motion_lag > 0 and args.contacts != "learned":
+        parser.error("--motion-lag gives the learned contact model hindsight; add --contacts learned")
     bad = [f for f in args.fps if not (np.isfinite(f) and 1.0 <= f <= 240.0)]
     if bad:
         parser.error(f"--fps must be between 1 and 240 frames per second, got {bad[0]:g}")

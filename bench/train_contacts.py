@@ -1,6 +1,6 @@
 """Train the foot-contact model (`realtime.rig.contact_model`) on the motion corpus; write its weights.
 
-    python bench/train_contacts.py --corpus /work/shared/mocap          # -> realtime/data/contact_model.npz
+    python bench/train_contacts.py --corpus MOCAP_DIR          # -> realtime/data/contact_model.npz
 
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`; nor any --extra folder, which this script does not read). Each at 24, 30 and 60 fps, seen
