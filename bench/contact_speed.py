@@ -34,7 +34,7 @@ def recorded_frames(name: str, fps: float = 30.0) -> list[tuple[float, np.ndarra
     """(timestamp, (K, 3) points, floor) of each frame of clip `name` the ground stage decided contacts on."""
     motion = corpus.resample(corpus.project_motions([name])[0], fps)
     walk = motion_bench.seen(motion, "side", corpus.true_contacts(motion))
-    ground = GroundStage(NAMES)
+    ground = GroundStage(NAMES, contacts="learned")
     stages = [EgomotionStage(camera="static"), ground]
     frames = [(f.timestamp, f.people[0].keypoints3d.astype(np.float64), ground.floor)
               for f in motion_bench.run_frames(stages, motion, walk, 0) if f.people[0].contacts is not None]

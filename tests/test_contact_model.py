@@ -34,7 +34,7 @@ def runs(clip):
     for lag in (0.0, 0.1):
         for fps in (24.0, 30.0, 60.0):
             at_rate = corpus.resample(clip, fps)
-            out[lag, fps] = bench.run_clip(at_rate, "side", 0, truth.at(at_rate.times), lag=lag)
+            out[lag, fps] = bench.run_clip(at_rate, "side", 0, truth.at(at_rate.times), lag=lag, contacts="learned")
     return out
 
 

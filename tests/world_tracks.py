@@ -43,7 +43,7 @@ def scene_frames(path: str, frames: int, seed: int = 0, motions=None):
 
 
 def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, background_scale: bool = True,
-              hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None, contacts: str = "learned"):
+              hold: str = "world", seed: int = 0, motions=None, cost: dict | None = None, contacts: str = "rules"):
     """The scene through egomotion -> ground -> world -> motion (world False: ground -> motion only).
     background_scale False: the ground stage not shown the egomotion's `Odometry.pointmap_scale`; hold 'camera':
     not shown the egomotion's odometry at all (its lifter holds planted feet in the camera frame); `motions`: the
