@@ -94,6 +94,7 @@ OTHER_MEANINGS = {
     ("head", "realtime/sinks/vrchat.py"): "the VRM head bone and VRChat's head tracker",
     ("head", "realtime/export/curves.py"): "the curves sidecar's key",
     ("contacts", "realtime/export/curves.py"): "the curves sidecar's key",
+    ("contacts", "realtime/build.py"): "the run option contacts= (rules or learned)",
 }
 
 
