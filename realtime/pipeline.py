@@ -87,12 +87,19 @@ def holds_frames(stage) -> bool:
     return callable(getattr(stage, "push", None)) and callable(getattr(stage, "flush", None))
 
 
+def _through_one(stage, frames: list[Frame]) -> list[Frame]:
+    """`frames` through one stage: the frames that leave it, in order."""
+    if holds_frames(stage):
+        return [out for frame in frames for out in stage.push(frame)]
+    return [stage.process(frame) for frame in frames]
+
+
 def through(stages: Sequence, frame: Frame) -> list[Frame]:
     """One frame through `stages` on the calling thread: the frames that leave the last one (the frame itself, or,
     behind a stage that holds frames, none or the frames that stage let go), in order."""
     frames = [frame]
     for stage in stages:
-        frames = [out for f in frames for out in (stage.push(f) if holds_frames(stage) else [stage.process(f)])]
+        frames = _through_one(stage, frames)
     return frames
 
 
@@ -100,9 +107,8 @@ def flush_through(stages: Sequence) -> list[Frame]:
     """The frames `stages` still hold (the end of a source), each through the stages after its own, in order."""
     frames: list[Frame] = []
     for stage in stages:
-        held = holds_frames(stage)
-        frames = [out for f in frames for out in (stage.push(f) if held else [stage.process(f)])]
-        if held:
+        frames = _through_one(stage, frames)
+        if holds_frames(stage):
             frames += stage.flush()
     return frames
 
