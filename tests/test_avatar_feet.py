@@ -243,3 +243,126 @@ def test_the_motion_stage_takes_pin_gates_and_refuses_anything_else_naming_the_a
                       ("lock_gates", "ease_time=0.2")):
         with pytest.raises(TypeError, match=f"MotionStage {name} takes a"):
             MotionStage(NAMES, **{name: bad})
+
+
+# ---- a foot held on its toes (FootPin with a stand-in for the lock's hold: its share and its hold's start) ----
+
+_UP = np.array([0.0, 1.0, 0.0])
+_LENGTH = 0.16  # m, ankle to toes
+_REST = (0.08, 0.02)  # m, the ankle's and the toes' heights when the foot rests flat: a flat pitch of 22 degrees
+
+
+class _Hold:
+    """What FootPin reads of a FootLock: per foot its share (1 held) and when its current hold began (None: none)."""
+
+    def __init__(self):
+        self.share = {"left": 0.0, "right": 0.0}
+        self.since = {"left": None, "right": None}
+
+
+def _foot(toes: np.ndarray, raised_degrees: float) -> np.ndarray:
+    """(2, 3) ankle and toes of a foot pointing along +z with its toes at `toes`, its heel `raised_degrees` above
+    flat (rig axes, y up, the floor at y = 0)."""
+    pitch = np.arcsin((_REST[0] - _REST[1]) / _LENGTH) + np.radians(raised_degrees)
+    return np.array([toes + _LENGTH * np.array([0.0, np.sin(pitch), -np.cos(pitch)]), toes])
+
+
+def _pitch(ankle: np.ndarray, toes: np.ndarray) -> np.ndarray:
+    """The foot's pitch (degrees, heel over toes), per (..., 3) ankle and toes."""
+    foot = ankle - toes
+    return np.degrees(np.arcsin(foot[..., 1] / np.linalg.norm(foot, axis=-1)))
+
+
+def _pin_frames(plan, seed: int = 0):
+    """FootPin driven by `plan`: per frame (time, share, since, shown (2, 2, 3)) for both feet (left, right); the
+    lock's held feet are the shown ones when each hold began, the avatar's solved feet the shown ones. -> per frame
+    the avatar's feet (ankles, toes) (2, 3) each: the pin's targets, the solved (shown) foot where it gives none."""
+    from realtime.rig.lock import FootPin
+    from realtime.rig.solver import Legs
+
+    rng = np.random.default_rng(seed)
+    pin, hold = FootPin(), _Hold()
+    held = [None, None]
+    out = []
+    for time, shares, sinces, shown in plan:
+        shown = shown + rng.normal(0.0, 0.002, shown.shape)  # the measurement's noise
+        for s, side in enumerate(("left", "right")):
+            if sinces[s] is not None and sinces[s] != hold.since[side]:
+                held[s] = shown[s].copy()
+            hold.share[side], hold.since[side] = shares[s], sinces[s]
+        locked = np.array([held[s] if held[s] is not None and shares[s] > 0 else shown[s] for s in range(2)])
+        hips = shown[:, 0] + [0.0, 0.7, -0.1]
+        legs = Legs(hip=hips, knee=0.5 * (hips + shown[:, 0]) + [0.0, 0.0, 0.05], ankle=shown[:, 0], toes=shown[:, 1],
+                    reach=np.array([0.85, 0.85]), foot=np.array([_LENGTH, _LENGTH]))
+        targets = pin.frame(time, hold, locked, shown, (_UP, 0.0))(legs)
+        ankles, aims = (np.full((2, 3), np.nan), np.full((2, 3), np.nan)) if targets is None else targets
+        free = ~np.isfinite(ankles).all(axis=1)  # left as solved: the avatar's foot as shown
+        ankles[free], aims[free] = shown[free, 0], shown[free, 1]
+        out.append((ankles, aims))
+    return np.array([a for a, _ in out]), np.array([t for _, t in out])
+
+
+def test_a_foot_held_on_its_toes_pivots_about_them_its_heel_following_the_measured_pitch_without_a_jump():
+    fps = 30.0
+    right = _foot(np.array([0.3, 0.02, 0.0]), 0.0)  # the right foot stands flat throughout, held
+    plan = []
+    for k in range(int(2.6 * fps)):
+        time = k / fps
+        if time < 1.0:  # the left foot flat on the floor, held: its resting heights are measured
+            left, share, since = _foot(np.array([0.0, 0.02, 0.0]), 0.0), 1.0, 0.0
+        elif time < 1.3:  # released, it swings forward
+            left, share, since = _foot(np.array([0.0, 0.08, 0.5 * (time - 1.0) / 0.3]), 20.0), 0.0, None
+        elif time < 2.2:  # planted on its toes, the heel 20 degrees up, rising to 40 and down to 25 while held
+            raised = 20.0 + 20.0 * np.sin(np.pi * min((time - 1.3) / 0.6, 1.0)) + (5.0 if time > 1.9 else 0.0)
+            left, share, since = _foot(np.array([0.0, 0.02, 0.5]), raised), 1.0, 1.3
+        else:  # released: the lock eases it out over 1/6 s while the foot lifts
+            progress = min((time - 2.2 + 1 / fps) * 6.0, 1.0)
+            left = _foot(np.array([0.0, 0.02 + 0.3 * (time - 2.2), 0.5 + 0.5 * (time - 2.2)]), 25.0)
+            share, since = 1.0 - progress * progress * (3.0 - 2.0 * progress), None
+        plan.append((time, (share, 1.0), (since, 0.0), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    shown = np.array([p[3][0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    hold = (times >= 1.3) & (times < 2.2)
+    first = np.flatnonzero(hold)[0]
+    planted = toes[first, 0]  # where the avatar's toes came down (its solve: as shown)
+    np.testing.assert_allclose(planted, shown[first, 1], atol=0.01)
+    # the toes stay where they were planted, on the floor where the foot's toes rest, through the hold
+    along = np.linalg.norm((toes[hold, 0] - planted)[:, [0, 2]], axis=1)
+    assert along.max() < 0.003, along.max()
+    assert np.abs(toes[hold, 0, 1] - _REST[1]).max() < 0.008
+    # the heel follows the measured pitch (within the measurement's noise), after the first 0.1 s of the hold
+    settled = hold & (times >= 1.4)
+    error = np.abs(_pitch(ankles[settled, 0], toes[settled, 0]) - _pitch(shown[settled, 0], shown[settled, 1]))
+    assert error.max() < 6.0, error.max()
+    assert _pitch(ankles[settled, 0], toes[settled, 0]).max() > _pitch(*_foot(np.zeros(3), 0.0)) + 25.0  # not flat
+    # no jump entering or leaving the hold: the pin's feet move no more in a frame than the measured foot
+    for edge in (first, np.flatnonzero(hold)[-1] + 1):
+        window = slice(edge - 1, edge + 6)
+        for avatar, measured in ((ankles[window, 0], shown[window, 0]), (toes[window, 0], shown[window, 1])):
+            steps = np.linalg.norm(np.diff(avatar, axis=0), axis=1)
+            allowed = np.linalg.norm(np.diff(measured, axis=0), axis=1) + 0.01
+            assert (steps <= allowed).all(), (edge, steps, allowed)
+
+
+def test_a_foot_planted_flat_is_still_settled_flat_and_a_first_hold_takes_the_other_feet_resting_heights():
+    fps = 30.0
+    plan = []
+    for k in range(int(2.0 * fps)):
+        time = k / fps
+        right = _foot(np.array([0.3, 0.02, 0.0]), 0.0)  # held flat from the start: its resting heights are measured
+        if time < 1.0:
+            left, share, since = _foot(np.array([0.0, 0.3, 0.2]), 0.0), 0.0, None  # in the air, never held yet
+        else:  # its first hold, the lock's ankle 6 cm up (a landing caught a frame early), the foot level
+            left, share, since = _foot(np.array([0.0, 0.08, 0.5]), 0.0), 1.0, 1.0
+            left[0, 1] = left[1, 1] = 0.14
+        plan.append((time, (share, 1.0), (since, 0.0), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    late = times >= 1.2
+    # the left foot settles onto the floor at the right foot's resting heights, not where its first frame was held
+    assert np.abs(ankles[late, 0, 1] - _REST[0]).max() < 0.01, ankles[late, 0, 1]
+    assert np.abs(toes[late, 0, 1] - _REST[1]).max() < 0.01
+    # the right foot, planted flat, stays flat at its resting heights (its heel never rolled by the noise)
+    assert np.abs(ankles[times >= 0.6, 1, 1] - _REST[0]).max() < 0.005
+    assert np.abs(_pitch(ankles[times >= 0.6, 1], toes[times >= 0.6, 1]) - _pitch(*_foot(np.zeros(3), 0.0))).max() < 2.0

@@ -201,6 +201,8 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
+    heel_noise: float = gate(0.015, "m", "a held foot's heel shown this much or less above flat (its ankle over its toes, "
+                                         "against their resting heights) is taken as flat: the measurement's noise")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -246,7 +248,8 @@ class _Pin:
     `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
     it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`), else where the lock held
     its ankle and toes then (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
-    `rest` is the foot's measured resting heights, not one frame's."""
+    `rest` is the foot's measured resting heights, not one frame's; `on_toes`: the hold began with the heel shown
+    raised (the foot rolls about its toes where they were planted, not about a flat foot's)."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -259,6 +262,7 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
+    on_toes: bool = False
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -336,11 +340,28 @@ class FootPin:
                     self.rest[side].add(step, ankle, toes)
 
         def targets(legs) -> Optional[tuple[np.ndarray, np.ndarray]]:
-            return self._targets(timestamp, legs, lock, locked, floor)
+            return self._targets(timestamp, legs, lock, locked, shown, floor)
 
         return targets
 
-    def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
+    def _rest(self, side: str) -> Optional[tuple[float, float]]:
+        """A foot's measured resting heights; the other foot's while its own are not measured yet (the same
+        performer's feet rest alike within a centimetre or two; one frame's heights can be a landing foot's in the
+        air); None while neither is."""
+        other = SIDES[1 - SIDES.index(side)]
+        return self.rest[side].heights or self.rest[other].heights
+
+    def _raised(self, shown: np.ndarray, rest: tuple[float, float], up: np.ndarray) -> float:
+        """How far (m) the measured foot's heel is raised above flat: its ankle's height over its toes (shown (2, 3)
+        ankle, toes) against the resting heights'; 0 up to the measurement's noise (`heel_noise`), as measured from
+        twice that, rising from 0 to it between (no step)."""
+        if not np.isfinite(shown).all():
+            return 0.0
+        over = float((shown[0] - shown[1]) @ up) - (rest[0] - rest[1])
+        noise = self.gates.heel_noise
+        return over if over >= 2.0 * noise else max(2.0 * (over - noise), 0.0)
+
+    def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
         ankles, aims = np.full((2, 3), np.nan), np.full((2, 3), np.nan)
         for s, side in enumerate(SIDES):
@@ -352,15 +373,18 @@ class FootPin:
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 ankle, toes = free
                 if pin is not None:  # where the last hold's blend has the foot now
-                    placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
+                    placed = self._place(pin, timestamp, legs, s, locked[s, 0], shown[s], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
                 pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
                                               self._heading(toes - ankle, floor), lock.since[side])
                 if floor is not None:
-                    pin.measured = self.rest[side].heights is not None
-                    pin.rest = self.rest[side].heights or tuple(float(h) for h in locked[s] @ floor[0] + floor[1])
+                    measured = self._rest(side)
+                    pin.measured = measured is not None
+                    pin.rest = measured or tuple(float(h) for h in locked[s] @ floor[0] + floor[1])
+                    # planted on its toes (a measured heel raised): it rolls about them where they came down
+                    pin.on_toes = pin.measured and self._raised(shown[s], pin.rest, floor[0]) > 0.0
             pin.share = share
-            ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
+            ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], shown[s], floor, lock.since[side] is not None)
             ankles[s] = share * ankle + (1.0 - share) * free[0]
             aims[s] = share * toes + (1.0 - share) * free[1]
         return (ankles, aims) if np.isfinite(ankles).any() else None
@@ -374,10 +398,10 @@ class FootPin:
         length = np.linalg.norm(along)
         return along / length if length > 0.3 * np.linalg.norm(foot) else None
 
-    def _place(self, pin: _Pin, timestamp: float, legs, s: int, locked_ankle: np.ndarray, floor, holding: bool
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """Where the pinned foot's ankle and toes are this frame (see the class's docstring). holding: the lock holds
-        the foot (not released and waiting for it to swing)."""
+    def _place(self, pin: _Pin, timestamp: float, legs, s: int, locked_ankle: np.ndarray, shown: np.ndarray, floor,
+               holding: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Where the pinned foot's ankle and toes are this frame (see the class's docstring). shown: (2, 3) the
+        measured ankle and toes; holding: the lock holds the foot (not released and waiting for it to swing)."""
         ankle = locked_ankle + pin.offset
         toes = ankle + pin.toes
         rest = pin.rest
@@ -386,21 +410,29 @@ class FootPin:
         up, height = floor
         if holding or pin.base is None:
             pin.base = ankle
+        # the heel's rise: as the released lock shows it; on a foot planted on its toes also as the measured foot's
+        # pitch shows it (on a flat foot's hold the measured pitch's noise would roll it: bench/RESULTS.md, issue 51,
+        # "a foot held on its toes"); no faster than rise_speed
+        raised = max(float((ankle - pin.base) @ up), self._raised(shown, rest, up) if pin.on_toes else 0.0, 0.0)
+        if pin.last is None:
+            pin.rise = raised if pin.on_toes else 0.0
         step = 0.0 if pin.last is None else max(timestamp - pin.last, 0.0)
         pin.last = timestamp
-        shown = max(float((ankle - pin.base) @ up), 0.0)  # the heel's rise as the released lock shows it
         limit = self.gates.rise_speed * step
-        pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
+        pin.rise = float(np.clip(raised, pin.rise - limit, pin.rise + limit))
         ankle_rest, toes_rest = rest
         length = float(legs.foot[s])
         # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
         # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
         sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
-        flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
-        toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
-        # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
-        sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
+        if pin.on_toes:  # the toes stay where they were planted, on the floor
+            planted = toes - (toes @ up + height - toes_rest) * up
+        else:  # the ankle comes down onto the floor, the foot flat; the toes where that puts them
+            flat = pin.base - (pin.base @ up + height - ankle_rest) * up
+            planted = flat + length * _forward(pin.heading, up, sin_flat)
+        # the heel up about the planted toes as shown, and further while the leg cannot reach
+        sin_pitch = _reaching(planted, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
                               REACH * legs.reach[s])
-        placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
+        placed = (planted - length * _forward(pin.heading, up, sin_pitch), planted)
         weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
         return ankle + weight * (placed[0] - ankle), toes + weight * (placed[1] - toes)
