@@ -291,7 +291,7 @@ def _pin_frames(plan, seed: int = 0):
                 held[s] = shown[s].copy()
             hold.share[side], hold.since[side] = shares[s], sinces[s]
         locked = np.array([held[s] if held[s] is not None and shares[s] > 0 else shown[s] for s in range(2)])
-        hips = shown[:, 0] + [0.0, 0.7, -0.1]
+        hips = shown[:, 0] * [1.0, 0.0, 1.0] + [0.0, 0.8, -0.1]  # 80 cm over the floor: the feet on it in reach
         legs = Legs(hip=hips, knee=0.5 * (hips + shown[:, 0]) + [0.0, 0.0, 0.05], ankle=shown[:, 0], toes=shown[:, 1],
                     reach=np.array([0.85, 0.85]), foot=np.array([_LENGTH, _LENGTH]))
         targets = pin.frame(time, hold, locked, shown, (_UP, 0.0))(legs)
@@ -366,3 +366,21 @@ def test_a_foot_planted_flat_is_still_settled_flat_and_a_first_hold_takes_the_ot
     # the right foot, planted flat, stays flat at its resting heights (its heel never rolled by the noise)
     assert np.abs(ankles[times >= 0.6, 1, 1] - _REST[0]).max() < 0.005
     assert np.abs(_pitch(ankles[times >= 0.6, 1], toes[times >= 0.6, 1]) - _pitch(*_foot(np.zeros(3), 0.0))).max() < 2.0
+
+
+def test_a_first_hold_before_any_resting_heights_are_measured_does_not_keep_a_foot_in_the_air():
+    fps = 30.0
+    plan = []
+    for k in range(int(1.0 * fps)):
+        time = k / fps
+        left = _foot(np.array([0.0, 0.14, 0.5]), 0.0)  # held from 0.2 s where a landing decided early caught it
+        left[:, 1] += 0.1  # its ankle 26 cm up, no foot's resting heights measured yet
+        right = _foot(np.array([0.3, 0.3, 0.0]), 0.0)  # in the air, never held
+        held = time >= 0.2
+        plan.append((time, (1.0 if held else 0.0, 0.0), (0.2 if held else None, None), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    late = times >= 0.4
+    assert ankles[late, 0, 1].max() <= 0.105, ankles[late, 0, 1]  # 10 cm up at most: an ankle rests 5-9 cm up
+    assert toes[late, 0, 1].max() <= ankles[late, 0, 1].min() + 0.005  # level or toes down, not pitched up
+    assert np.abs(ankles[late, 0][:, [0, 2]] - ankles[late][0, 0, [0, 2]]).max() < 1e-9  # not moved along the floor

@@ -201,8 +201,12 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
-    heel_noise: float = gate(0.015, "m", "a held foot's heel shown this much or less above flat (its ankle over its toes, "
-                                         "against their resting heights) is taken as flat: the measurement's noise")
+    heel_noise: float = gate(0.03, "m", "a held foot's heel shown this much or less above flat (its ankle over its toes, "
+                                        "against their resting heights) is taken as flat: the measurement's noise (on "
+                                        "flat held feet of the corpus's walks up to 2 cm, crouching more)")
+    first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
+                                        "hold puts its ankle at most this high above the floor (a landing decided a frame "
+                                        "early holds a foot still in the air; an ankle rests 5-9 cm up)")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -246,10 +250,11 @@ class _Pin:
     the lock's share of it on the last frame; `base` (3,) the pinned ankle as the lock held it on the last frame of
     the hold (the lock, released, shows the foot's own motion: the heel's rise is taken from it, the place is not),
     `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
-    it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`), else where the lock held
-    its ankle and toes then (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
-    `rest` is the foot's measured resting heights, not one frame's; `on_toes`: the hold began with the heel shown
-    raised (the foot rolls about its toes where they were planted, not about a flat foot's)."""
+    it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`; the other foot's while its
+    own are not), else where the lock held its ankle and toes then, the ankle at most `first_ankle` up (kept for the
+    hold: an estimate refreshed within it would move the foot); `measured`: `rest` is measured resting heights, not
+    one frame's; `on_toes`: the hold began with the measured heel raised above flat by more than `heel_noise` (the
+    foot rolls about its toes where they were planted, its heel following the measured pitch)."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -307,9 +312,13 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`), over `settle` seconds the foot goes down (or up) to them, flat, heading as it came down;
-      shown with its heel raised more than `roll` above flat it rolls about its toes, with its toes raised about
-      its heel, so the point on the floor stays put;
+      (`RestingHeights`), over `settle` seconds a foot planted flat goes down (or up) to them, flat, heading as it
+      came down; its heel rises about its toes where a leg out of reach lifts it, and as the released lock shows it;
+    - a foot planted on its toes (the measured heel raised above flat by more than `heel_noise`: a stance on the
+      ball of the foot, a landing toes first, a hold that begins at heel-off) keeps its toes where they were planted
+      (only brought down to the floor at their resting height) and rolls about them: its heel follows the measured
+      pitch, at most `rise_speed`, down to flat; it is not settled flat (which pulled the heel down, the hips with it,
+      and moved the toes along the floor when the hold began);
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
       share.
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
@@ -354,12 +363,12 @@ class FootPin:
     def _raised(self, shown: np.ndarray, rest: tuple[float, float], up: np.ndarray) -> float:
         """How far (m) the measured foot's heel is raised above flat: its ankle's height over its toes (shown (2, 3)
         ankle, toes) against the resting heights'; 0 up to the measurement's noise (`heel_noise`), as measured from
-        twice that, rising from 0 to it between (no step)."""
+        1.5 times that, rising from 0 to it between (no step)."""
         if not np.isfinite(shown).all():
             return 0.0
         over = float((shown[0] - shown[1]) @ up) - (rest[0] - rest[1])
         noise = self.gates.heel_noise
-        return over if over >= 2.0 * noise else max(2.0 * (over - noise), 0.0)
+        return over if over >= 1.5 * noise else max(3.0 * (over - noise), 0.0)
 
     def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -380,7 +389,11 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    pin.rest = measured or tuple(float(h) for h in locked[s] @ floor[0] + floor[1])
+                    if measured is None:  # one frame's heights, the ankle no higher than first_ankle
+                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
+                        down = max(ankle_height - self.gates.first_ankle, 0.0)
+                        measured = (ankle_height - down, toes_height - down)
+                    pin.rest = measured
                     # planted on its toes (a measured heel raised): it rolls about them where they came down
                     pin.on_toes = pin.measured and self._raised(shown[s], pin.rest, floor[0]) > 0.0
             pin.share = share
