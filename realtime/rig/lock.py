@@ -201,9 +201,12 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
-    heel_noise: float = gate(0.03, "m", "a held foot's heel shown this much or less above flat (its ankle over its toes, "
-                                        "against their resting heights) is taken as flat: the measurement's noise (on "
-                                        "flat held feet of the corpus's walks up to 2 cm, crouching more)")
+    toes_stance: float = gate(0.08, "m", "a foot whose measured heel is this much or more above flat (its ankle over its "
+                                         "toes, against their resting heights) when its hold begins is planted on its "
+                                         "toes (less: crouching and stylised walks' flat feet, measured raised 3-6 cm, "
+                                         "were rolled)")
+    heel_noise: float = gate(0.03, "m", "a foot planted on its toes is flat again once its measured heel is this close "
+                                        "to flat (the measurement's noise on flat held feet of the walks: up to 2 cm)")
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
@@ -253,8 +256,9 @@ class _Pin:
     it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`; the other foot's while its
     own are not), else where the lock held its ankle and toes then, the ankle at most `first_ankle` up (kept for the
     hold: an estimate refreshed within it would move the foot); `measured`: `rest` is measured resting heights, not
-    one frame's; `on_toes`: the hold began with the measured heel raised above flat by more than `heel_noise` (the
-    foot rolls about its toes where they were planted, its heel following the measured pitch)."""
+    one frame's; `on_toes`: the hold began with the measured heel raised `toes_stance` or more above flat (the foot
+    rolls about its toes where they were planted); `following`: its heel follows the measured pitch (from such a
+    start until the measured heel comes down within `heel_noise` of flat)."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -268,6 +272,7 @@ class _Pin:
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
     on_toes: bool = False
+    following: bool = False
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -314,11 +319,11 @@ class FootPin:
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`), over `settle` seconds a foot planted flat goes down (or up) to them, flat, heading as it
       came down; its heel rises about its toes where a leg out of reach lifts it, and as the released lock shows it;
-    - a foot planted on its toes (the measured heel raised above flat by more than `heel_noise`: a stance on the
-      ball of the foot, a landing toes first, a hold that begins at heel-off) keeps its toes where they were planted
-      (only brought down to the floor at their resting height) and rolls about them: its heel follows the measured
-      pitch, at most `rise_speed`, down to flat; it is not settled flat (which pulled the heel down, the hips with it,
-      and moved the toes along the floor when the hold began);
+    - a foot planted on its toes (its measured heel `toes_stance` or more above flat: a stance on the ball of the
+      foot, a landing toes first, a hold that begins at heel-off) keeps its toes where they were planted (only
+      brought down to the floor at their resting height) and rolls about them: its heel follows the measured pitch,
+      at most `rise_speed`, until it comes within `heel_noise` of flat; it is not settled flat (which pulled the heel
+      down, the hips with it, and moved the toes along the floor when the hold began);
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
       share.
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
@@ -360,15 +365,13 @@ class FootPin:
         other = SIDES[1 - SIDES.index(side)]
         return self.rest[side].heights or self.rest[other].heights
 
-    def _raised(self, shown: np.ndarray, rest: tuple[float, float], up: np.ndarray) -> float:
+    @staticmethod
+    def _raised(shown: np.ndarray, rest: tuple[float, float], up: np.ndarray) -> float:
         """How far (m) the measured foot's heel is raised above flat: its ankle's height over its toes (shown (2, 3)
-        ankle, toes) against the resting heights'; 0 up to the measurement's noise (`heel_noise`), as measured from
-        1.5 times that, rising from 0 to it between (no step)."""
+        ankle, toes) against the resting heights' (0 where not seen)."""
         if not np.isfinite(shown).all():
             return 0.0
-        over = float((shown[0] - shown[1]) @ up) - (rest[0] - rest[1])
-        noise = self.gates.heel_noise
-        return over if over >= 1.5 * noise else max(3.0 * (over - noise), 0.0)
+        return float((shown[0] - shown[1]) @ up) - (rest[0] - rest[1])
 
     def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -395,7 +398,8 @@ class FootPin:
                         measured = (ankle_height - down, toes_height - down)
                     pin.rest = measured
                     # planted on its toes (a measured heel raised): it rolls about them where they came down
-                    pin.on_toes = pin.measured and self._raised(shown[s], pin.rest, floor[0]) > 0.0
+                    pin.on_toes = pin.following = (pin.measured and
+                                                   self._raised(shown[s], pin.rest, floor[0]) >= self.gates.toes_stance)
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], shown[s], floor, lock.since[side] is not None)
             ankles[s] = share * ankle + (1.0 - share) * free[0]
@@ -424,9 +428,12 @@ class FootPin:
         if holding or pin.base is None:
             pin.base = ankle
         # the heel's rise: as the released lock shows it; on a foot planted on its toes also as the measured foot's
-        # pitch shows it (on a flat foot's hold the measured pitch's noise would roll it: bench/RESULTS.md, issue 51,
-        # "a foot held on its toes"); no faster than rise_speed
-        raised = max(float((ankle - pin.base) @ up), self._raised(shown, rest, up) if pin.on_toes else 0.0, 0.0)
+        # pitch shows it, until the heel comes down (within heel_noise of flat: from then on the measured pitch's
+        # noise would roll a flat foot, bench/RESULTS.md, issue 51, "a foot held on its toes"); no faster than
+        # rise_speed
+        measured = self._raised(shown, rest, up) if pin.following else 0.0
+        pin.following = pin.following and measured > self.gates.heel_noise
+        raised = max(float((ankle - pin.base) @ up), measured if pin.following else 0.0, 0.0)
         if pin.last is None:
             pin.rise = raised if pin.on_toes else 0.0
         step = 0.0 if pin.last is None else max(timestamp - pin.last, 0.0)
