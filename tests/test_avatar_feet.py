@@ -341,7 +341,9 @@ def test_a_foot_held_on_its_toes_pivots_about_them_its_heel_following_the_measur
         window = slice(edge - 1, edge + 6)
         for avatar, measured in ((ankles[window, 0], shown[window, 0]), (toes[window, 0], shown[window, 1])):
             steps = np.linalg.norm(np.diff(avatar, axis=0), axis=1)
-            allowed = np.linalg.norm(np.diff(measured, axis=0), axis=1) + 0.01
+            # the measured foot's own step and 2 cm (the measured pitch's noise moves a steep foot's heel; settled
+            # flat, this heel would come down 8 cm in 0.1 s: 4 cm a frame)
+            allowed = np.linalg.norm(np.diff(measured, axis=0), axis=1) + 0.02
             assert (steps <= allowed).all(), (edge, steps, allowed)
 
 
