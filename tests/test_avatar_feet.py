@@ -376,7 +376,7 @@ def test_a_first_hold_before_any_resting_heights_are_measured_does_not_keep_a_fo
     for k in range(int(1.0 * fps)):
         time = k / fps
         left = _foot(np.array([0.0, 0.14, 0.5]), 0.0)  # held from 0.2 s where a landing decided early caught it
-        left[:, 1] += 0.1  # its ankle 26 cm up, no foot's resting heights measured yet
+        left[:, 1] += 0.1  # its ankle 30 cm up, no foot's resting heights measured yet
         right = _foot(np.array([0.3, 0.3, 0.0]), 0.0)  # in the air, never held
         held = time >= 0.2
         plan.append((time, (1.0 if held else 0.0, 0.0), (0.2 if held else None, None), np.array([left, right])))
