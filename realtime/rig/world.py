@@ -14,7 +14,10 @@ first fit; until then a provisional frame stands in (up = the scene's floor norm
 up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
 stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
 its height; without it, the feet's fit (across a straight walk the body's up: its lean tilts the
-world). `HeightEstimator` gives a performer's standing height (metres, with a confidence).
+world). The height is frozen with the frame, so it is taken only from feet on a steady scale: a
+person's first depth frames (`add(..., settled=False)`: the ground stage's scale is not steady yet,
+and a frame scaled about the camera by 2 % puts feet 4 m out 2-4 cm higher or lower) count for the
+tilt only. `HeightEstimator` gives a performer's standing height (metres, with a confidence).
 """
 
 from __future__ import annotations
@@ -96,8 +99,10 @@ class WorldAnchor:
         """The floor in the odometry frame (None before the first fit)."""
         return self.floors.floor
 
-    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None) -> bool:
-        """True when this call fixed the world frame."""
+    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None,
+            settled: bool = True) -> bool:
+        """True when this call fixed the world frame. settled: False for a person's depth frames before the ground
+        stage's scale is steady (their feet count for the floor's tilt, not its height)."""
         points = transform_points(odometry_from_camera, points3d)
         hips = points[self._hips].mean(axis=0)
         if self._origin is None and np.isfinite(hips).all():
@@ -106,7 +111,7 @@ class WorldAnchor:
             return False
         if floor_up is not None:
             self._scene_up = odometry_from_camera[:3, :3] @ np.asarray(floor_up, np.float64)
-        self.floors.add(points, self._scene_up)
+        self.floors.add(points, self._scene_up, height=settled)
         floor = self.floors.floor
         if floor is not None and self._origin is not None:  # the floor may have come first (hips not yet seen)
             self._frame = world_frame(floor.normal, floor.point, self._origin)
