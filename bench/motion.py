@@ -68,7 +68,7 @@ from tests.ground_synthetic import CENTRE, FOCAL, Walk, camera_pose  # noqa: E40
 
 TOLERANCE = 0.067  # s: a decision this close to a true touchdown or lift-off counts neither way (2 frames at 30 fps)
 DEPTH_PERIOD = rig_bench.DEPTH_EVERY / rig_bench.FPS  # s: the pointmap (and 3D keypoints) every this often
-WARMUP_DEPTH_FRAMES = 36  # depth frames before the clip: past the floor's first fit (30)
+WARMUP_DEPTH_FRAMES = 46  # depth frames before the clip: past the world floor's first fit (the 40th: 30 after the first 10)
 SLIDE_PER = 1 / 30  # s: slide is reported per this much time
 JITTER_WINDOW = 0.2  # s: root jitter is the root's distance from a quadratic through it over this span
 FLOAT_PERCENTILE = 95

@@ -8,9 +8,7 @@ stands in for it there. Given the floor's normal from elsewhere (the scene, `rea
 height is fitted.
 
 `FloorEstimator` refits as depth frames come in: each foot's centre (mean of heel and toes) for the tilt, its
-lowest point for the height (the sole's level: a planted foot's centre sits 2-4 cm above it). A sample can count for
-the tilt only (`add(..., height=False)`): points scaled about the camera by an unknown factor (a pointmap scale not
-yet steady) lie on a plane of the same tilt, but centimetres higher or lower.
+lowest point for the height (the sole's level: a planted foot's centre sits 2-4 cm above it).
 Its window sizes count samples (one person's feet on one depth frame), not time: a fit needs enough feet.
 """
 
@@ -149,11 +147,9 @@ class FloorEstimator:
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self.floor: Optional[Floor] = None
 
-    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None, height: bool = True) -> bool:
+    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None) -> bool:
         """One depth frame's (K, 3) camera metres of one person; True when the floor was (re)fitted. normal: (3,) the
-        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body). height: False
-        when these points' scale is not to be trusted yet: their feet count for the tilt, not for the floor's height
-        (no fit before some sample has counted for it)."""
+        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body)."""
         centres = foot_centres(points3d, self.feet)
         if not np.isfinite(centres).all(axis=1).any():
             return False
@@ -162,17 +158,13 @@ class FloorEstimator:
         if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
             self._up += body_up / np.linalg.norm(body_up)
         up = self._up if np.linalg.norm(self._up) > 0 else np.array([0.0, -1.0, 0.0])
-        if height:
-            self._soles.append(lowest_points(points3d, self.feet, up if normal is None else np.asarray(normal, np.float64)))
+        self._soles.append(lowest_points(points3d, self.feet, up if normal is None else np.asarray(normal, np.float64)))
         self._since_fit += 1
         if len(self._candidates) < self.min_samples or (self.floor is not None and self._since_fit < self.refit_every):
             return False
-        soles = np.concatenate(self._soles) if self._soles else np.zeros((0, 3))
-        if np.isfinite(soles).all(axis=1).sum() < 3:  # no height yet (every sample so far was for the tilt only)
-            return False
         # the tilt from the centres (from the lowest points it jumps between heel and toe), the height from the soles
         tilt = None if normal is not None else fit_floor(np.concatenate(self._candidates), up, gates=self.gates).normal
-        soles = fit_floor(soles, up, normal=normal if tilt is None else tilt, gates=self.gates)
+        soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt, gates=self.gates)
         self.floor = soles if tilt is None else Floor(tilt, soles.point)  # the fitted tilt to the bit
         self._since_fit = 0
         return True

@@ -8,11 +8,12 @@ Per frame: the egomotion stage's camera (`realtime.stages.egomotion`: its pose i
 frame, intrinsics, status, and whether it moves); the ground stage's 3D keypoints of each person's
 depth frames fix the world (`realtime.rig.world.WorldAnchor`: the floor in the odometry frame,
 origin under the first person's start), its up the ground stage's scene floor (`Frame.floor_up`,
-from the pointmap's background) when it has one, else the feet's fit; its height from each person's
-depth frames after their first SCALE_SETTLE (the ground stage's scale of a new track is not steady
-before then). `--camera`:
+from the pointmap's background) when it has one, else the feet's fit; its height fitted once more
+from each person's depth frames after their first SCALE_SETTLE (the ground stage's scale of a new
+track is not steady before then), unless people are in the world by then. `--camera`:
 - `static`: no egomotion; the world is the static camera's floor frame (the camera's pose in it is
-  constant); people stay camera-relative (`Camera.world` False), as without this stage.
+  constant once that height is in); people stay camera-relative (`Camera.world` False), as without
+  this stage.
 - `moving`: egomotion, and people in the world as soon as the floor is known.
 - `auto` (default): egomotion; people in the world once the camera is seen to move (the egomotion
   stage's `Odometry.moving`: its pose more than `MOVED_M` or `MOVED_DEG` from where it started) and the
@@ -78,6 +79,7 @@ class WorldStage:
         in_world = self.moved and world.grounded
         if in_world and self.moved_at is None:
             self.moved_at = frame.index
+            self.anchor.freeze()  # people's world coordinates from here on: the world stays put
             log.info("the camera moves: people in the world frame from frame %d", frame.index)
         people = tuple(self._person(frame, p, world_from_camera, world.grounded, in_world, depth_frame) for p in frame.people)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
