@@ -67,6 +67,23 @@ def test_a_world_with_people_in_it_stays_put():
     assert _offset(anchor.frame, truth) < -0.015
 
 
+def test_feet_unseen_or_settled_from_the_start_leave_the_first_fit_as_it_was():
+    truth = walk(300)
+    rng = np.random.default_rng(0)
+    noisy = [truth.camera[t] + rng.normal(0, 0.015, truth.camera[t].shape) for t in range(0, 300, 5)]
+    plain, mixed = WorldAnchor(NAMES), WorldAnchor(NAMES)
+    for k, points in enumerate(noisy):
+        plain.add(np.eye(4), points, truth.up)  # settled from the start: the first fit stands, to the bit
+        footless = points.copy()
+        footless[SOLES] = np.nan
+        mixed.add(np.eye(4), footless, truth.up, settled=False)  # no feet: no sample of the floor, settled or not
+        mixed.add(np.eye(4), points, truth.up)
+        if k == 29:
+            first = plain.frame
+    assert plain.final and plain.frame is first
+    np.testing.assert_array_equal(mixed.frame.world_from_odometry, plain.frame.world_from_odometry)
+
+
 def _world_floor_above_the_feet(settle: int, monkeypatch) -> float:
     """A held-out walk of the project's clips (cmu_35_05's first 2 s, 30 fps, seen from the side) through the run's
     stages with bench/motion.py's camera, noise (seed 0) and warm-up: how far the world's floor is above where the

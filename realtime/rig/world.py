@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.rig.floor import Floor, FloorEstimator, fit_floor, lowest_points
+from realtime.rig.floor import Floor, FloorEstimator, fit_floor, foot_centres, lowest_points
 
 RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
 EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
@@ -97,6 +97,7 @@ class WorldAnchor:
         self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
         self._settled: list[np.ndarray] = []  # the first settled samples' (K, 3) odometry-frame points
+        self._unsettled = 0  # samples before the first fit that were not settled
         self.final = False  # the height is refitted from settled samples, or frozen: the frame changes no more
 
     @property
@@ -111,13 +112,16 @@ class WorldAnchor:
     def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None,
             settled: bool = True) -> bool:
         """True when this call fixed the world frame. settled: False for a person's depth frames before the ground
-        stage's scale is steady (their feet count for the floor's tilt, not its height)."""
+        stage's scale is steady (the floor's height is fitted once more without them)."""
         points = transform_points(odometry_from_camera, points3d)
         hips = points[self._hips].mean(axis=0)
         if self._origin is None and np.isfinite(hips).all():
             self._origin = hips
-        if settled and not self.final and len(self._settled) < self.floors.min_samples:
+        feet = np.isfinite(foot_centres(points, self.floors.feet)).all(axis=1).any()  # a sample of the floor at all
+        if feet and settled and not self.final and len(self._settled) < self.floors.min_samples:
             self._settled.append(points)
+        if feet and not settled and self._frame is None:
+            self._unsettled += 1
         if self._frame is not None:
             self._refit_height()
             return False
@@ -135,6 +139,9 @@ class WorldAnchor:
         """Once `min_samples` settled samples are in (and the frame is not final): the floor's height from their feet's
         lowest points alone, along the frame's up; the frame moved to it, once."""
         if self.final or len(self._settled) < self.floors.min_samples:
+            return
+        if not self._unsettled:  # the first fit had settled feet only: it stands
+            self.final, self._settled = True, []
             return
         up = self._frame.world_from_odometry[1, :3]
         soles = np.concatenate([lowest_points(points, self.floors.feet, up) for points in self._settled])
