@@ -201,12 +201,6 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
-    toes_stance: float = gate(0.08, "m", "a foot whose measured heel is this much or more above flat (its ankle over its "
-                                         "toes, against their resting heights) when its hold begins is planted on its "
-                                         "toes (less: crouching and stylised walks' flat feet, measured raised 3-6 cm, "
-                                         "were rolled)")
-    heel_noise: float = gate(0.03, "m", "a foot planted on its toes is flat again once its measured heel is this close "
-                                        "to flat (the measurement's noise on flat held feet of the walks: up to 2 cm)")
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
@@ -256,9 +250,7 @@ class _Pin:
     it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`; the other foot's while its
     own are not), else where the lock held its ankle and toes then, the ankle at most `first_ankle` up (kept for the
     hold: an estimate refreshed within it would move the foot); `measured`: `rest` is measured resting heights, not
-    one frame's; `on_toes`: the hold began with the measured heel raised `toes_stance` or more above flat (the foot
-    rolls about its toes where they were planted); `following`: its heel follows the measured pitch (from such a
-    start until the measured heel comes down within `heel_noise` of flat)."""
+    one frame's."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -271,8 +263,6 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
-    on_toes: bool = False
-    following: bool = False
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -317,13 +307,10 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`), over `settle` seconds a foot planted flat goes down (or up) to them, flat, heading as it
-      came down; its heel rises about its toes where a leg out of reach lifts it, and as the released lock shows it;
-    - a foot planted on its toes (its measured heel `toes_stance` or more above flat: a stance on the ball of the
-      foot, a landing toes first, a hold that begins at heel-off) keeps its toes where they were planted (only
-      brought down to the floor at their resting height) and rolls about them: its heel follows the measured pitch,
-      at most `rise_speed`, until it comes within `heel_noise` of flat; it is not settled flat (which pulled the heel
-      down, the hips with it, and moved the toes along the floor when the hold began);
+      (`RestingHeights`; a foot not measured yet takes the other foot's), over `settle` seconds the foot goes down
+      (or up) to them, flat, heading as it came down; its heel rises about its toes where a leg out of reach lifts
+      it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
+      the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
       share.
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
@@ -354,7 +341,7 @@ class FootPin:
                     self.rest[side].add(step, ankle, toes)
 
         def targets(legs) -> Optional[tuple[np.ndarray, np.ndarray]]:
-            return self._targets(timestamp, legs, lock, locked, shown, floor)
+            return self._targets(timestamp, legs, lock, locked, floor)
 
         return targets
 
@@ -365,15 +352,7 @@ class FootPin:
         other = SIDES[1 - SIDES.index(side)]
         return self.rest[side].heights or self.rest[other].heights
 
-    @staticmethod
-    def _raised(shown: np.ndarray, rest: tuple[float, float], up: np.ndarray) -> float:
-        """How far (m) the measured foot's heel is raised above flat: its ankle's height over its toes (shown (2, 3)
-        ankle, toes) against the resting heights' (0 where not seen)."""
-        if not np.isfinite(shown).all():
-            return 0.0
-        return float((shown[0] - shown[1]) @ up) - (rest[0] - rest[1])
-
-    def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
+    def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
         ankles, aims = np.full((2, 3), np.nan), np.full((2, 3), np.nan)
         for s, side in enumerate(SIDES):
@@ -385,7 +364,7 @@ class FootPin:
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 ankle, toes = free
                 if pin is not None:  # where the last hold's blend has the foot now
-                    placed = self._place(pin, timestamp, legs, s, locked[s, 0], shown[s], floor, False)
+                    placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
                 pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
                                               self._heading(toes - ankle, floor), lock.since[side])
@@ -397,11 +376,8 @@ class FootPin:
                         down = max(ankle_height - self.gates.first_ankle, 0.0)
                         measured = (ankle_height - down, toes_height - down)
                     pin.rest = measured
-                    # planted on its toes (a measured heel raised): it rolls about them where they came down
-                    pin.on_toes = pin.following = (pin.measured and
-                                                   self._raised(shown[s], pin.rest, floor[0]) >= self.gates.toes_stance)
             pin.share = share
-            ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], shown[s], floor, lock.since[side] is not None)
+            ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankles[s] = share * ankle + (1.0 - share) * free[0]
             aims[s] = share * toes + (1.0 - share) * free[1]
         return (ankles, aims) if np.isfinite(ankles).any() else None
@@ -415,10 +391,10 @@ class FootPin:
         length = np.linalg.norm(along)
         return along / length if length > 0.3 * np.linalg.norm(foot) else None
 
-    def _place(self, pin: _Pin, timestamp: float, legs, s: int, locked_ankle: np.ndarray, shown: np.ndarray, floor,
-               holding: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Where the pinned foot's ankle and toes are this frame (see the class's docstring). shown: (2, 3) the
-        measured ankle and toes; holding: the lock holds the foot (not released and waiting for it to swing)."""
+    def _place(self, pin: _Pin, timestamp: float, legs, s: int, locked_ankle: np.ndarray, floor, holding: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the pinned foot's ankle and toes are this frame (see the class's docstring). holding: the lock holds
+        the foot (not released and waiting for it to swing)."""
         ankle = locked_ankle + pin.offset
         toes = ankle + pin.toes
         rest = pin.rest
@@ -427,32 +403,21 @@ class FootPin:
         up, height = floor
         if holding or pin.base is None:
             pin.base = ankle
-        # the heel's rise: as the released lock shows it; on a foot planted on its toes also as the measured foot's
-        # pitch shows it, until the heel comes down (within heel_noise of flat: from then on the measured pitch's
-        # noise would roll a flat foot, bench/RESULTS.md, issue 51, "a foot held on its toes"); no faster than
-        # rise_speed
-        measured = self._raised(shown, rest, up) if pin.following else 0.0
-        pin.following = pin.following and measured > self.gates.heel_noise
-        raised = max(float((ankle - pin.base) @ up), measured if pin.following else 0.0, 0.0)
-        if pin.last is None:
-            pin.rise = raised if pin.on_toes else 0.0
         step = 0.0 if pin.last is None else max(timestamp - pin.last, 0.0)
         pin.last = timestamp
+        shown = max(float((ankle - pin.base) @ up), 0.0)  # the heel's rise as the released lock shows it
         limit = self.gates.rise_speed * step
-        pin.rise = float(np.clip(raised, pin.rise - limit, pin.rise + limit))
+        pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
         ankle_rest, toes_rest = rest
         length = float(legs.foot[s])
         # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
         # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
         sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
-        if pin.on_toes:  # the toes stay where they were planted, on the floor
-            planted = toes - (toes @ up + height - toes_rest) * up
-        else:  # the ankle comes down onto the floor, the foot flat; the toes where that puts them
-            flat = pin.base - (pin.base @ up + height - ankle_rest) * up
-            planted = flat + length * _forward(pin.heading, up, sin_flat)
-        # the heel up about the planted toes as shown, and further while the leg cannot reach
-        sin_pitch = _reaching(planted, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
+        flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
+        toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
+        # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
+        sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
                               REACH * legs.reach[s])
-        placed = (planted - length * _forward(pin.heading, up, sin_pitch), planted)
+        placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
         weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
         return ankle + weight * (placed[0] - ankle), toes + weight * (placed[1] - toes)
