@@ -128,6 +128,11 @@ class ContactNet:
         """(N, W, C) features -> (N,) probability that the foot is on the floor."""
         return 1.0 / (1.0 + np.exp(np.minimum(np.maximum(-self.logits(x), -60.0), 60.0)))
 
+    @cached_property
+    def live(self) -> "_LiveNet":
+        """The weights as `LearnedContacts` runs them (`_LiveNet`)."""
+        return _LiveNet(self)
+
 
 @lru_cache(maxsize=None)
 def default_model() -> ContactNet:
@@ -256,6 +261,146 @@ def _filled(raw: np.ndarray) -> np.ndarray:
     return out
 
 
+# The live path (`LearnedContacts`): what `frame_sample`, `windows` and `ContactNet.probabilities` give, to float
+# rounding, in about a third of the numpy calls (on arrays this small each call's overhead, not its arithmetic, is
+# the cost). A kept frame is one row: its sample with RAW's columns reordered so that each group read is one slice
+# (`_LIVE`), its time, and the sample's change per second to the next frame (0 on the newest), so that a grid point's
+# sample is one gathered row. The grid's samples go through one matrix (`_projection`) to what the features are made
+# of; both feet's features are one table (`_TABLE`) whose normalisation and per-foot columns are folded into the
+# first convolution's weights (`_LiveNet`).
+_LIVE = np.r_[_POINTS.reshape(-1), _CAMERA:RAW, _HEIGHTS, _ANGLES, _UP:_UP + 3]  # 15 + 3 + 5 + 4 + 3
+_TIME, _SLOPE = RAW, RAW + 1  # a kept row: its sample (`_LIVE`'s order), its time, its slope
+_ROW = 2 * RAW + 1
+_FEET = np.array([[0, 1, 2, 3, 4, 5, 18, 19], [6, 7, 8, 9, 10, 11, 20, 21]])  # each foot's heel, toes, their heights
+# the live table's columns in `windows`' table: heights, angles, up speeds, speeds along and across the line of sight
+# of each point side by side, known
+_TABLE = np.r_[0:_P, 4 * _P:4 * _P + 4, _P:2 * _P, np.c_[3 * _P:4 * _P, 2 * _P:3 * _P].reshape(-1), 4 * _P + 4]
+# (13, 12) from `_Index`'s points: the heels, the toes (the mean of the big and the small), the hips' middle (as
+# `_POINTS`), then the angles' u (hip - knee, knee - ankle) and v (ankle - knee, toes - ankle) in `_ANGLES`' order
+_LINEAR = np.zeros((13, 12))
+for _row, _terms in enumerate(([(0, 1)], [(2, .5), (3, .5)], [(1, 1)], [(4, .5), (5, .5)], [(10, .5), (11, .5)],
+                               [(10, 1), (8, -1)], [(8, 1), (6, -1)], [(11, 1), (9, -1)], [(9, 1), (7, -1)],
+                               [(6, 1), (8, -1)], [(2, .5), (3, .5), (6, -1)], [(7, 1), (9, -1)], [(4, .5), (5, .5), (7, -1)])):
+    for _column, _weight in _terms:
+        _LINEAR[_row, _column] = _weight
+
+
+def _live_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """(`frame_sample` in `_LIVE`'s order, whether a value of it is missing (NaN, inf)): where every point is known,
+    near and the floor has a direction, its few numbers in plain Python (cheaper than numpy calls on arrays of 3)."""
+    p = np.asarray(points, np.float64)[index.rows]
+    if np.abs(p).max() <= FARTHEST:  # False for NaN, inf or absurd: the reference marks those unknown
+        nx, ny, nz = np.asarray(floor.normal, np.float64).tolist()
+        norm = math.sqrt(nx * nx + ny * ny + nz * nz)
+        if 0 < norm < math.inf:
+            nx, ny, nz = nx / norm, ny / norm, nz / norm
+            px, py, pz = np.asarray(floor.point, np.float64).tolist()
+            q = (_LINEAR @ p).tolist()  # the five points, then the angles' u and v
+            out = [c for point in q[:5] for c in point]
+            out += [0.0, 0.0, 0.0] if camera is None else np.asarray(camera, np.float64).tolist()
+            out += [(x - px) * nx + (y - py) * ny + (z - pz) * nz for x, y, z in q[:5]]  # heights above the floor
+            for (ux, uy, uz), (vx, vy, vz) in zip(q[5:9], q[9:]):
+                length = math.sqrt((ux * ux + uy * uy + uz * uz) * (vx * vx + vy * vy + vz * vz))
+                out.append(math.acos(min(max((ux * vx + uy * vy + uz * vz) / length, -1.0), 1.0)) if length > 0 else math.nan)
+            out += [nx, ny, nz]
+            return np.array(out), not math.isfinite(sum(out))
+    sample = frame_sample(points, floor, index, camera)[_LIVE]
+    return sample, not np.isfinite(sample).all()
+
+
+def _kept_rows(times: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """(T, _ROW) the kept rows of frames at `times` (T,) s with `samples` (T, RAW) (`_LIVE`'s order)."""
+    rows = np.zeros((len(times), _ROW))
+    rows[:, :RAW], rows[:, _TIME] = samples, times
+    rows[:-1, _SLOPE:] = np.diff(samples, axis=0) / np.diff(times)[:, None]
+    return rows
+
+
+@lru_cache(maxsize=64)
+def _projection(x: float, y: float, z: float, step: float) -> np.ndarray:
+    """(RAW, 34) a grid point's sample (`_LIVE`'s order) -> what its table is made of, for the floor's up (x, y, z) at
+    the frame decided: the five points' positions along the floor over `step` (10: complex numbers of two unit vectors
+    along the floor, real and imaginary parts side by side: their differences are the motion along the floor),
+    their lines of sight along the floor, conjugated (10: the conjugate times the motion, over the sight's length, is
+    the speed along the line of sight, its real part, and across it, its imaginary part), their heights along the up
+    over `step` (5), then the heights above the floor and the angles (9). NaN where the up has no direction."""
+    norm = math.sqrt(x * x + y * y + z * z)
+    n = np.array([x, y, z]) / norm if 0 < norm < math.inf else np.full(3, np.nan)
+    # two unit vectors orthogonal to n and each other (Duff et al. 2017, "Building an Orthonormal Basis, Revisited")
+    sign = math.copysign(1.0, n[2])
+    a = -1.0 / (sign + n[2])
+    b = n[0] * n[1] * a
+    e1 = np.array([1.0 + sign * n[0] * n[0] * a, sign * b, -sign * n[0]])
+    e2 = np.array([b, sign + n[1] * n[1] * a, -n[1]])
+    out = np.zeros((RAW, 34))
+    for point in range(5):
+        xyz = slice(3 * point, 3 * point + 3)
+        out[xyz, 2 * point], out[xyz, 2 * point + 1] = e1 / step, e2 / step
+        out[xyz, 10 + 2 * point], out[xyz, 11 + 2 * point] = e1, -e2
+        out[15:18, 10 + 2 * point], out[15:18, 11 + 2 * point] = -e1, e2  # the camera's centre
+        out[xyz, 20 + point] = n / step
+    out[18:27, 25:] = np.eye(9)
+    out.flags.writeable = False
+    return out
+
+
+class _LiveNet:
+    """`ContactNet` as the live path runs it: the features' normalisation folded into the first convolution's
+    weights; each foot's patches of the first convolution gathered from the window's one table (`_TABLE`) at once."""
+
+    def __init__(self, net: ContactNet):
+        h2, width = len(net.b2), net.width
+        w1 = net.w1.astype(np.float64) / net.scale.astype(np.float64)[:, None]  # (H1, C, 3) over the raw features
+        self.k1 = w1.transpose(2, 1, 0).reshape(-1, len(net.b1)).astype(np.float32)  # (3 * C, H1): time, then feature
+        self.b1 = (net.b1 - np.einsum("oct,c->o", w1, net.mean.astype(np.float64))).astype(np.float32)
+        self.k2 = net.w2.transpose(2, 1, 0).reshape(-1, h2).astype(np.float32)  # (3 * H1, H2)
+        self.b2 = net.b2.astype(np.float32)
+        self.k3, self.b3 = net.w3.reshape(h2, -1).T.reshape(-1).astype(np.float32), float(net.b3)  # torch flattens (H2, W2)
+        # the first convolution's patches in a window's table (W, 25) flattened: per foot (left, right), output time,
+        # tap, feature; the second's (dilation 2) in the first's outputs: output time, tap
+        time = np.arange(width - 2)[:, None, None] + np.arange(3)[:, None]
+        self.first = (time * len(_TABLE) + np.argsort(_TABLE)[_COLUMNS][:, None, None]).reshape(-1)
+        self.second = (np.arange(width - 6)[:, None] + 2 * np.arange(3)).reshape(-1)
+        self.width = width
+        self.offsets, self.step, self.past = net.offsets, net.step, net.past
+
+    def probabilities(self, times: np.ndarray, rows: np.ndarray, centres: np.ndarray, future: np.ndarray) -> list:
+        """[[left, right], ...] probabilities of contact at `centres` (M,) s, each seeing `future` (M,) grid steps (at
+        most the net's), from the kept `rows` (T, _ROW) of frames at `times` (T,) (no value missing): `windows`'
+        grid, its points before the frames and after the last one seen repeating the nearest, and its mask."""
+        m, first = len(centres), float(times[0])
+        grid = centres[:, None] + self.offsets  # (M, W + 1)
+        last = (centres + future * self.step)[:, None]
+        known = (grid[:, 1:, None] >= first - 1e-6) & (grid[:, 1:, None] <= last[..., None] + 1e-6)
+        grid = np.minimum(np.maximum(grid, first), last)
+        before = rows.take(times.searchsorted(grid, side="right") - 1, axis=0)  # the frame at or before each point
+        samples = before[..., :RAW] + before[..., _SLOPE:] * (grid - before[..., _TIME])[..., None]
+        ups = samples[:, self.past + 1, RAW - 3:].tolist()  # the floor's up at each frame decided
+        if ups.count(ups[0]) == m:
+            x = (samples.reshape(-1, RAW) @ _projection(*ups[0], self.step)).reshape(m, len(self.offsets), -1)
+        else:
+            x = samples @ np.array([_projection(*up, self.step) for up in ups])  # (M, W + 1, 34)
+        velocity = x[:, 1:, :25] - x[:, :-1, :25]  # along the floor (complex), [unused], up
+        sight = x[:, 1:, 10:20].view(np.complex128)
+        speeds = velocity[..., :10].view(np.complex128) * sight
+        speeds /= np.maximum(np.abs(sight), 1e-9)  # along the line of sight (real), across it (imaginary)
+        table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), known), axis=2,
+                               dtype=np.float32)  # (M, W, 25): `_TABLE`
+        return [[1.0 / (1.0 + math.exp(min(max(-x, -60.0), 60.0))) for x in feet] for feet in self.logits(table).tolist()]
+
+    def logits(self, table: np.ndarray) -> np.ndarray:
+        """(M, W, 25) live tables -> (M, 2) logits of contact (left, right): `ContactNet.logits` of both feet (each
+        product one matrix product over all the patches)."""
+        m = len(table)
+        h = table.reshape(m, -1).take(self.first, axis=1).reshape(m * 2 * (self.width - 2), -1) @ self.k1
+        h += self.b1
+        np.maximum(h, 0.0, out=h)
+        h = h.reshape(m * 2, self.width - 2, -1).take(self.second, axis=1).reshape(m * 2 * (self.width - 6), -1) @ self.k2
+        h += self.b2
+        np.maximum(h, 0.0, out=h)
+        return (h.reshape(m * 2, -1) @ self.k3 + self.b3).reshape(m, 2)
+
+
 class LearnedContacts:
     """One person's foot contacts from `ContactNet` (see the module's docstring): the calls of
     `realtime.rig.contacts.ContactDetector` (`update`, `state`, `floor`), and `decide` for hindsight.
@@ -275,19 +420,24 @@ class LearnedContacts:
         self._start()
 
     def _start(self) -> None:
-        self._times = np.zeros(64)  # the frames kept, times (s) and raw samples, in [_first, _end)
-        self._raw = np.zeros((64, RAW))
+        # the frames kept, in [_first, _end): times (s), rows (`_LIVE`), each foot's heel and toes known, a value
+        # missing (NaN, inf); after _end: zeros (no slope yet), True, False
+        self._times, self._rows = np.zeros(64), np.zeros((64, _ROW))
+        self._feet, self._missing = np.ones((64, 2), bool), np.zeros(64, bool)
         self._first = self._end = 0
+        self._kept_missing = 0  # frames kept with a value missing
         self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight ...
-        self._now = np.zeros(2, bool)  # ... as an array
-        self._decided = np.zeros(2, bool)  # the last decision with hindsight (its hysteresis) ...
-        self._decided_at = -np.inf  # ... and the time of its frame
+        self._now = [False, False]  # ... as a list
+        self._decided = [False, False]  # the last decision with hindsight (its hysteresis) ...
+        self._decided_at = -math.inf  # ... and the time of its frame
         self._ready: dict[float, np.ndarray] = {}  # frame time -> its decision with hindsight, made by `update`
 
     @property
     def last_sample(self) -> Optional[tuple[float, np.ndarray]]:
-        """(time s, raw sample) of the newest frame, or None."""
-        return (float(self._times[self._end - 1]), self._raw[self._end - 1].copy()) if self._end > self._first else None
+        """(time s, raw sample (see RAW)) of the newest frame, or None."""
+        if self._end == self._first:
+            return None
+        return float(self._times[self._end - 1]), self._rows[self._end - 1, :RAW][np.argsort(_LIVE)]
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None,
                hindsight: Sequence[float] = ()) -> np.ndarray:
@@ -300,63 +450,93 @@ class LearnedContacts:
             raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
         if self._end > self._first and timestamp <= self._times[self._end - 1]:
             self._start()
-        self._append(timestamp, frame_sample(points3d, self.floor, self.index, camera))
-        times = self._times[self._first:self._end]
-        centres = np.array([timestamp, *hindsight])
-        if len(centres) == 1:
-            future = np.zeros(1, int)
-        else:
-            future = np.minimum(self.future, np.floor((timestamp - centres) / self.net.step + 1e-6)).astype(int)
-            future[0] = 0
-        p = self._probabilities(centres, future)
-        now = self._hysteresis(p[0], self._now, timestamp, times)
-        self._now = now
-        self.state = {SIDES[0]: bool(now[0]), SIDES[1]: bool(now[1])}
+        self._append(timestamp, *self._sample(points3d, camera))
+        centres, future = [timestamp], [0]
+        for centre in hindsight:
+            centres.append(float(centre))
+            future.append(max(0, min(self.future, math.floor((timestamp - centres[-1]) / self.net.step + 1e-6))))
+        p = self._probabilities(np.array(centres), np.array(future))
+        self._now = self._hysteresis(p[0], self._now, self._end - 1)
+        self.state = {SIDES[0]: self._now[0], SIDES[1]: self._now[1]}
         for centre, q in zip(centres[1:], p[1:]):
-            self._ready[float(centre)] = self._lagged(float(centre), q, times)
-        return now
+            self._ready[centre] = self._lagged(centre, q)
+        return np.array(self._now)
 
     def decide(self, timestamp: float) -> np.ndarray:
         """(2,) bool contact of the frame at `timestamp` (given to `update`, still kept) seeing `future` grid steps
         after it (fewer where the frames kept end sooner): as `update`'s hindsight made it, or made now. Frames are
         decided in time order (the hysteresis)."""
-        ready = self._ready.pop(float(timestamp), None)
+        timestamp = float(timestamp)
+        ready = self._ready.pop(timestamp, None)
         if ready is not None:
-            return ready.copy()
-        times = self._times[self._first:self._end]
-        future = int(min(self.future, np.floor((times[-1] - timestamp) / self.net.step + 1e-6)))
-        p = self._probabilities(np.array([timestamp]), np.array([max(future, 0)]))[0]
-        return self._lagged(float(timestamp), p, times).copy()
+            return ready
+        future = min(self.future, math.floor((self._times[self._end - 1] - timestamp) / self.net.step + 1e-6))
+        return self._lagged(timestamp, self._probabilities(np.array([timestamp]), np.array([max(future, 0)]))[0])
 
-    def _append(self, timestamp: float, sample: np.ndarray) -> None:
-        if self._end == len(self._times):  # full: the frames kept to the front, or a larger buffer
-            count = self._end - self._first
+    def _sample(self, points3d: np.ndarray, camera: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
+        """The frame's raw sample in `_LIVE`'s order, and whether a value of it is missing."""
+        return _live_sample(points3d, self.floor, self.index, camera)
+
+    def _append(self, timestamp: float, sample: np.ndarray, missing: bool) -> None:
+        if self._end == len(self._times):  # full: the frames kept to the front, or larger buffers
+            count, kept = self._end - self._first, slice(self._first, self._end)
             size = len(self._times) * (2 if count > len(self._times) // 2 else 1)
-            times, raw = np.zeros(size), np.zeros((size, RAW))
-            times[:count], raw[:count] = self._times[self._first:self._end], self._raw[self._first:self._end]
-            self._times, self._raw, self._first, self._end = times, raw, 0, count
-        self._times[self._end], self._raw[self._end] = timestamp, sample
+            for name, fill in (("_times", 0), ("_rows", 0), ("_feet", True), ("_missing", False)):
+                old = getattr(self, name)
+                new = np.full((size, *old.shape[1:]), fill, old.dtype)
+                new[:count] = old[kept]
+                setattr(self, name, new)
+            self._first, self._end = 0, count
+        end = self._end
+        if end > self._first:  # the previous frame's slope to this one
+            slope = self._rows[end - 1, _SLOPE:]
+            np.subtract(sample, self._rows[end - 1, :RAW], out=slope)
+            slope /= timestamp - self._times[end - 1]
+        self._times[end] = self._rows[end, _TIME] = timestamp
+        self._rows[end, :RAW] = sample
+        if missing:
+            self._missing[end], self._feet[end] = True, np.isfinite(sample[_FEET]).all(axis=1)
+            self._kept_missing += 1
         self._end += 1
         while timestamp - self._times[self._first] > self.keep:
+            self._kept_missing -= bool(self._missing[self._first])
             self._first += 1
 
-    def _probabilities(self, centres: np.ndarray, future: np.ndarray) -> np.ndarray:
-        """(M, 2) the model's probability of contact of each foot at `centres` seeing `future` steps."""
-        x = windows(self._times[self._first:self._end], self._raw[self._first:self._end], centres, future, self.net)
-        return self.net.probabilities(x.reshape(-1, *x.shape[2:])).reshape(-1, 2)
+    def _probabilities(self, centres: np.ndarray, future: np.ndarray) -> list:
+        """[[left, right], ...] the model's probability of contact of each foot at `centres` seeing `future` steps."""
+        times, rows = self._times[self._first:self._end], self._rows[self._first:self._end]
+        if self._kept_missing:  # filled from the nearest frames kept, as `windows` fills them
+            rows = _kept_rows(times, _filled(rows[:, :RAW]))
+        return self.net.live.probabilities(times, rows, centres, future)
 
-    def _lagged(self, timestamp: float, p: np.ndarray, times: np.ndarray) -> np.ndarray:
-        before = self._decided if timestamp > self._decided_at else np.zeros(2, bool)
-        self._decided = self._hysteresis(p, before, timestamp, times)
+    def _lagged(self, timestamp: float, p: Sequence[float]) -> np.ndarray:
+        """The decision with hindsight of the frame at `timestamp` (its hysteresis from the last one before it)."""
+        frame = self._first + min(int(self._times[self._first:self._end].searchsorted(timestamp)), self._end - self._first - 1)
+        self._decided = self._hysteresis(p, self._decided if timestamp > self._decided_at else [False, False], frame)
         self._decided_at = timestamp
-        return self._decided
+        return np.array(self._decided)
 
-    def _hysteresis(self, p: np.ndarray, before: np.ndarray, timestamp: float, times: np.ndarray) -> np.ndarray:
+    def _hysteresis(self, p: Sequence[float], before: Sequence[bool], frame: int) -> list:
         """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
-        or toes are unknown on the frame is off."""
-        out = np.where(before, p >= self.net.off, p >= self.net.on)
-        sample = self._raw[self._first + min(int(times.searchsorted(timestamp)), len(times) - 1)]
-        return out & np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
+        or toes are unknown on the frame (a kept row) is off."""
+        on, off = self.net.on, self.net.off
+        feet = self._feet[frame].tolist()
+        return [bool(feet[i] and (p[i] >= off if before[i] else p[i] >= on)) for i in (0, 1)]
+
+
+class BatchContacts(LearnedContacts):
+    """`LearnedContacts` deciding from `frame_sample`, `windows` and `ContactNet.probabilities` over the frames kept:
+    the path the live one replaced (the same bookkeeping and hysteresis), the reference it is tested against
+    (tests/test_contact_model.py) and timed against (bench/contact_speed.py)."""
+
+    def _sample(self, points3d: np.ndarray, camera: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
+        sample = frame_sample(points3d, self.floor, self.index, camera)
+        return sample[_LIVE], not np.isfinite(sample).all()
+
+    def _probabilities(self, centres: np.ndarray, future: np.ndarray) -> list:
+        raw = self._rows[self._first:self._end, :RAW][:, np.argsort(_LIVE)]
+        x = windows(self._times[self._first:self._end], raw, centres, future, self.net)
+        return self.net.probabilities(x.reshape(-1, *x.shape[2:])).reshape(-1, 2).tolist()
 
 
 def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: Sequence[str], *,
