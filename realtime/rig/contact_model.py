@@ -13,7 +13,10 @@ The weights (`realtime/data/contact_model.npz`, < 20 kB) come from `bench/train_
 clips, the command and the data); its grid, window, feature normalisation and decision thresholds travel with them.
 `ContactNet` runs it in numpy. `LearnedContacts` keeps one person's recent frames and decides each foot with
 hysteresis in probability (`on` to plant, `off` to release): `update` with no hindsight (what the lifter holds
-on the next frame), `decide` for a frame already seen with up to `future` grid steps after it (a fixed lag).
+on the next frame), `decide` for a frame already seen with up to `future` grid steps after it (a fixed lag). It runs
+the model on a live path (`_live_sample`, `_LiveNet`): the same features and weights in fewer numpy calls (their
+overhead, not arithmetic, is the cost on arrays this small), tested to give the probabilities of `frame_sample`,
+`windows` and `ContactNet.probabilities` (kept as the reference, for training, and as `BatchContacts`).
 """
 
 from __future__ import annotations
