@@ -459,7 +459,7 @@ class LearnedContacts:
             centres.append(float(centre))
             future.append(max(0, min(self.future, math.floor((timestamp - centres[-1]) / self.net.step + 1e-6))))
         p = self._probabilities(np.array(centres), np.array(future))
-        self._now = self._hysteresis(p[0], self._now, self._end - 1)
+        self._now = self._hysteresis(p[0], self._now, timestamp)
         self.state = {SIDES[0]: self._now[0], SIDES[1]: self._now[1]}
         for centre, q in zip(centres[1:], p[1:]):
             self._ready[centre] = self._lagged(centre, q)
@@ -514,17 +514,20 @@ class LearnedContacts:
 
     def _lagged(self, timestamp: float, p: Sequence[float]) -> np.ndarray:
         """The decision with hindsight of the frame at `timestamp` (its hysteresis from the last one before it)."""
-        frame = self._first + min(int(self._times[self._first:self._end].searchsorted(timestamp)), self._end - self._first - 1)
-        self._decided = self._hysteresis(p, self._decided if timestamp > self._decided_at else [False, False], frame)
+        self._decided = self._hysteresis(p, self._decided if timestamp > self._decided_at else [False, False], timestamp)
         self._decided_at = timestamp
         return np.array(self._decided)
 
-    def _hysteresis(self, p: Sequence[float], before: Sequence[bool], frame: int) -> list:
+    def _hysteresis(self, p: Sequence[float], before: Sequence[bool], timestamp: float) -> list:
         """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
-        or toes are unknown on the frame (a kept row) is off."""
+        or toes are unknown on the frame at `timestamp` (kept) is off."""
         on, off = self.net.on, self.net.off
-        feet = self._feet[frame].tolist()
-        return [bool(feet[i] and (p[i] >= off if before[i] else p[i] >= on)) for i in (0, 1)]
+        out = [bool(p[0] >= off if before[0] else p[0] >= on), bool(p[1] >= off if before[1] else p[1] >= on)]
+        if self._kept_missing:
+            kept = self._times[self._first:self._end]
+            feet = self._feet[self._first + min(int(kept.searchsorted(timestamp)), len(kept) - 1)]
+            out = [out[0] and bool(feet[0]), out[1] and bool(feet[1])]
+        return out
 
 
 class BatchContacts(LearnedContacts):
