@@ -319,6 +319,25 @@ def _kept_rows(times: np.ndarray, samples: np.ndarray) -> np.ndarray:
     return rows
 
 
+def _projection_terms() -> tuple[np.ndarray, ...]:
+    """`_projection`'s non-zero entries: (the term of [e1 / step, e2 / step, e1, -e2, n / step, 1] (16) each is,
+    times its weight, at its flat index)."""
+    out = np.zeros((16, RAW, 34))
+    for point in range(5):
+        for axis in range(3):
+            row = 3 * point + axis
+            out[axis, row, 2 * point] = out[3 + axis, row, 2 * point + 1] = 1.0  # motion along the floor, over step
+            out[6 + axis, row, 10 + 2 * point] = out[9 + axis, row, 11 + 2 * point] = 1.0  # sight: the point ...
+            out[6 + axis, 15 + axis, 10 + 2 * point] = out[9 + axis, 15 + axis, 11 + 2 * point] = -1.0  # ... - camera
+            out[12 + axis, row, 20 + point] = 1.0  # height along the up, over step
+    out[15, 18:27, 25:] = np.eye(9)  # the heights above the floor and the angles as they are
+    term, at = np.nonzero(out.reshape(16, -1))  # one term at each index
+    return term, out.reshape(16, -1)[term, at], at
+
+
+_PROJECTION_TERM, _PROJECTION_WEIGHT, _PROJECTION_AT = _projection_terms()
+
+
 @lru_cache(maxsize=64)
 def _projection(x: float, y: float, z: float, step: float) -> np.ndarray:
     """(RAW, 34) a grid point's sample (`_LIVE`'s order) -> what its table is made of, for the floor's up (x, y, z) at
@@ -328,23 +347,17 @@ def _projection(x: float, y: float, z: float, step: float) -> np.ndarray:
     the speed along the line of sight, its real part, and across it, its imaginary part), their heights along the up
     over `step` (5), then the heights above the floor and the angles (9). NaN where the up has no direction."""
     norm = math.sqrt(x * x + y * y + z * z)
-    n = np.array([x, y, z]) / norm if 0 < norm < math.inf else np.full(3, np.nan)
-    # two unit vectors orthogonal to n and each other (Duff et al. 2017, "Building an Orthonormal Basis, Revisited")
-    sign = math.copysign(1.0, n[2])
-    a = -1.0 / (sign + n[2])
-    b = n[0] * n[1] * a
-    e1 = np.array([1.0 + sign * n[0] * n[0] * a, sign * b, -sign * n[0]])
-    e2 = np.array([b, sign + n[1] * n[1] * a, -n[1]])
-    out = np.zeros((RAW, 34))
-    for point in range(5):
-        xyz = slice(3 * point, 3 * point + 3)
-        out[xyz, 2 * point], out[xyz, 2 * point + 1] = e1 / step, e2 / step
-        out[xyz, 10 + 2 * point], out[xyz, 11 + 2 * point] = e1, -e2
-        out[15:18, 10 + 2 * point], out[15:18, 11 + 2 * point] = -e1, e2  # the camera's centre
-        out[xyz, 20 + point] = n / step
-    out[18:27, 25:] = np.eye(9)
+    x, y, z = (x / norm, y / norm, z / norm) if 0 < norm < math.inf else (math.nan,) * 3
+    # two unit vectors orthogonal to the up and each other (Duff et al. 2017, "Building an Orthonormal Basis, Revisited")
+    sign = math.copysign(1.0, z)
+    a = -1.0 / (sign + z)
+    b = x * y * a
+    e1, e2 = (1.0 + sign * x * x * a, sign * b, -sign * x), (b, sign + y * y * a, -y)
+    terms = [c / step for c in e1 + e2] + list(e1) + [-c for c in e2] + [x / step, y / step, z / step, 1.0]
+    out = np.zeros(RAW * 34)
+    out[_PROJECTION_AT] = np.array(terms)[_PROJECTION_TERM] * _PROJECTION_WEIGHT
     out.flags.writeable = False
-    return out
+    return out.reshape(RAW, 34)
 
 
 class _LiveNet:
