@@ -362,23 +362,35 @@ def _projection(x: float, y: float, z: float, step: float) -> np.ndarray:
 
 class _LiveNet:
     """`ContactNet` as the live path runs it: the features' normalisation folded into the first convolution's
-    weights; each foot's patches of the first convolution gathered from the window's one table (`_TABLE`) at once."""
+    weights; each foot's patches of the first convolution gathered from the window's one table (`_TABLE`, then a
+    column of ones) at once; each layer's bias a weight of a constant 1 in its input (the table's ones, then an output
+    of each layer that is always 1), so that a layer is one product and a ReLU."""
 
     def __init__(self, net: ContactNet):
-        h2, width = len(net.b2), net.width
+        h1, h2, channels, width = len(net.b1), len(net.b2), len(net.mean), net.width
         w1 = net.w1.astype(np.float64) / net.scale.astype(np.float64)[:, None]  # (H1, C, 3) over the raw features
-        self.k1 = w1.transpose(2, 1, 0).reshape(-1, len(net.b1)).astype(np.float32)  # (3 * C, H1): time, then feature
-        self.b1 = (net.b1 - np.einsum("oct,c->o", w1, net.mean.astype(np.float64))).astype(np.float32)
-        self.k2 = net.w2.transpose(2, 1, 0).reshape(-1, h2).astype(np.float32)  # (3 * H1, H2)
-        self.b2 = net.b2.astype(np.float32)
-        self.k3, self.b3 = net.w3.reshape(h2, -1).T.reshape(-1).astype(np.float32), float(net.b3)  # torch flattens (H2, W2)
-        # the first convolution's patches in a window's table (W, 25) flattened: per foot (left, right), output time,
-        # tap, feature; the second's (dilation 2) in the first's outputs: output time, tap
+        k1 = np.zeros((3 * channels + 1, h1 + 1))
+        k1[:-1, :h1] = w1.transpose(2, 1, 0).reshape(-1, h1)  # tap, then feature
+        k1[-1] = *(net.b1 - np.einsum("oct,c->o", w1, net.mean.astype(np.float64))), 1.0
+        k2 = np.zeros((3, h1 + 1, h2 + 1))
+        k2[:, :h1, :h2] = net.w2.transpose(2, 1, 0)
+        k2[0, h1] = *net.b2, 1.0
+        k3 = np.zeros((width - 6, h2 + 1))
+        k3[:, :h2] = net.w3.reshape(h2, -1).T  # torch flattens (H2, W2)
+        k3[0, h2] = net.b3
+        self.k1, self.k2 = k1.astype(np.float32), k2.reshape(-1, h2 + 1).astype(np.float32)
+        self.k3 = k3.reshape(-1).astype(np.float32)
+        # the first convolution's patches in a window's table (W, 26) flattened: per foot (left, right) and output time,
+        # each tap's features, then the ones; the second's (dilation 2) in the first's outputs: output time, tap
+        columns = len(_TABLE) + 1
         time = np.arange(width - 2)[:, None, None] + np.arange(3)[:, None]
-        self.first = (time * len(_TABLE) + np.argsort(_TABLE)[_COLUMNS][:, None, None]).reshape(-1)
+        first = np.broadcast_to(time * columns + np.argsort(_TABLE)[_COLUMNS][:, None, None], (2, width - 2, 3, channels))
+        ones = np.broadcast_to(np.arange(width - 2)[:, None] * columns + columns - 1, (2, width - 2, 1))
+        self.first = np.concatenate((first.reshape(2, width - 2, -1), ones), axis=2).reshape(-1)
         self.second = (np.arange(width - 6)[:, None] + 2 * np.arange(3)).reshape(-1)
         self.width = width
         self.offsets, self.step, self.past = net.offsets, net.step, net.past
+        self._ones: dict[int, np.ndarray] = {}  # windows -> the table's column of ones
 
     def probabilities(self, times: np.ndarray, rows: np.ndarray, centres: np.ndarray, future: np.ndarray) -> list:
         """[[left, right], ...] probabilities of contact at `centres` (M,) s, each seeing `future` (M,) grid steps (at
@@ -400,21 +412,21 @@ class _LiveNet:
         sight = x[:, 1:, 10:20].view(np.complex128)
         speeds = velocity[..., :10].view(np.complex128) * sight
         speeds /= np.maximum(np.abs(sight), 1e-9)  # along the line of sight (real), across it (imaginary)
-        table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), known), axis=2,
-                               dtype=np.float32)  # (M, W, 25): `_TABLE`
+        ones = self._ones.get(m)
+        if ones is None:
+            ones = self._ones[m] = np.ones((m, len(self.offsets) - 1, 1), np.float32)
+        table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), known, ones), axis=2,
+                               dtype=np.float32)  # (M, W, 26): `_TABLE`, ones
         return [[1.0 / (1.0 + math.exp(min(max(-x, -60.0), 60.0))) for x in feet] for feet in self.logits(table).tolist()]
 
     def logits(self, table: np.ndarray) -> np.ndarray:
-        """(M, W, 25) live tables -> (M, 2) logits of contact (left, right): `ContactNet.logits` of both feet (each
-        product one matrix product over all the patches)."""
+        """(M, W, 26) live tables -> (M, 2) logits of contact (left, right): `ContactNet.logits` of both feet."""
         m = len(table)
         h = table.reshape(m, -1).take(self.first, axis=1).reshape(m * 2 * (self.width - 2), -1) @ self.k1
-        h += self.b1
         np.maximum(h, 0.0, out=h)
         h = h.reshape(m * 2, self.width - 2, -1).take(self.second, axis=1).reshape(m * 2 * (self.width - 6), -1) @ self.k2
-        h += self.b2
         np.maximum(h, 0.0, out=h)
-        return (h.reshape(m * 2, -1) @ self.k3 + self.b3).reshape(m, 2)
+        return (h.reshape(m * 2, -1) @ self.k3).reshape(m, 2)
 
 
 class LearnedContacts:
