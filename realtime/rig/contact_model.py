@@ -265,12 +265,11 @@ def _filled(raw: np.ndarray) -> np.ndarray:
 
 
 # The live path (`LearnedContacts`): what `frame_sample`, `windows` and `ContactNet.probabilities` give, to float
-# rounding, in about a third of the numpy calls (on arrays this small each call's overhead, not its arithmetic, is
-# the cost). A kept frame is one row: its sample with RAW's columns reordered so that each group read is one slice
-# (`_LIVE`), its time, and the sample's change per second to the next frame (0 on the newest), so that a grid point's
-# sample is one gathered row. The grid's samples go through one matrix (`_projection`) to what the features are made
-# of; both feet's features are one table (`_TABLE`) whose normalisation and per-foot columns are folded into the
-# first convolution's weights (`_LiveNet`).
+# rounding, in fewer numpy calls (on arrays this small each call's overhead is most of the cost). A kept frame is one
+# row: its sample with RAW's columns reordered so that each group read is one slice (`_LIVE`), its time, and the
+# sample's change per second to the next frame (0 on the newest), so that a grid point's sample is one gathered row.
+# The grid's samples go through one matrix (`_projection`) to what the features are made of; both feet's features
+# are one table (`_TABLE`) from which `_LiveNet` gathers each foot's patches.
 _LIVE = np.r_[_POINTS.reshape(-1), _CAMERA:RAW, _HEIGHTS, _ANGLES, _UP:_UP + 3]  # 15 + 3 + 5 + 4 + 3
 _TIME, _SLOPE = RAW, RAW + 1  # a kept row: its sample (`_LIVE`'s order), its time, its slope
 _ROW = 2 * RAW + 1
