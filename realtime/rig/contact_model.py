@@ -389,17 +389,33 @@ class _LiveNet:
         self.second = (np.arange(width - 6)[:, None] + 2 * np.arange(3)).reshape(-1)
         self.width = width
         self.offsets, self.step, self.past = net.offsets, net.step, net.past
-        self._ones: dict[int, np.ndarray] = {}  # windows -> the table's column of ones
+        self._offsets = net.offsets.tolist()
+        # the table's last two columns, known and ones, where the grid's points from k0 to k1 (both included) are known:
+        # [k0, k1] -> (W, 2)
+        points = len(net.offsets)
+        self._tails = np.zeros((points + 1, points, width, 2), np.float32)
+        self._tails[..., 1] = 1.0
+        for k0 in range(points + 1):
+            for k1 in range(points):
+                self._tails[k0, k1, max(k0 - 1, 0):k1, 0] = 1.0  # the table's point j is the grid's j + 1
 
     def probabilities(self, times: np.ndarray, rows: np.ndarray, centres: np.ndarray, future: np.ndarray) -> list:
         """[[left, right], ...] probabilities of contact at `centres` (M,) s, each seeing `future` (M,) grid steps (at
         most the net's), from the kept `rows` (T, _ROW) of frames at `times` (T,) (no value missing): `windows`'
         grid, its points before the frames and after the last one seen repeating the nearest, and its mask."""
         m, first = len(centres), float(times[0])
+        # known: the grid's points from the first at or after the frames' first (within 1e-6 s) to the last seen
+        starts, ends, lasts = [], [], []
+        for centre, steps in zip(centres.tolist(), future.tolist()):
+            start = 0
+            while start < len(self._offsets) and centre + self._offsets[start] < first - 1e-6:
+                start += 1
+            starts.append(start)
+            ends.append(self.past + 1 + steps)
+            lasts.append(centre + steps * self.step)
+        tails = self._tails[starts[0], ends[0]][None] if m == 1 else self._tails[starts, ends]  # (M, W, 2)
         grid = centres[:, None] + self.offsets  # (M, W + 1)
-        last = (centres + future * self.step)[:, None]
-        known = (grid[:, 1:, None] >= first - 1e-6) & (grid[:, 1:, None] <= last[..., None] + 1e-6)
-        grid = np.minimum(np.maximum(grid, first), last)
+        grid = np.minimum(np.maximum(grid, first), lasts[0] if m == 1 else np.array(lasts)[:, None])
         before = rows.take(times.searchsorted(grid, side="right") - 1, axis=0)  # the frame at or before each point
         samples = before[..., :RAW] + before[..., _SLOPE:] * (grid - before[..., _TIME])[..., None]
         ups = samples[:, self.past + 1, RAW - 3:].tolist()  # the floor's up at each frame decided
@@ -411,10 +427,7 @@ class _LiveNet:
         sight = x[:, 1:, 10:20].view(np.complex128)
         speeds = velocity[..., :10].view(np.complex128) * sight
         speeds /= np.maximum(np.abs(sight), 1e-9)  # along the line of sight (real), across it (imaginary)
-        ones = self._ones.get(m)
-        if ones is None:
-            ones = self._ones[m] = np.ones((m, len(self.offsets) - 1, 1), np.float32)
-        table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), known, ones), axis=2,
+        table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), tails), axis=2,
                                dtype=np.float32)  # (M, W, 26): `_TABLE`, ones
         return [[1.0 / (1.0 + math.exp(min(max(-x, -60.0), 60.0))) for x in feet] for feet in self.logits(table).tolist()]
 
