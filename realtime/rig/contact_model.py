@@ -429,7 +429,8 @@ class _LiveNet:
         speeds /= np.maximum(np.abs(sight), 1e-9)  # along the line of sight (real), across it (imaginary)
         table = np.concatenate((x[:, 1:, 25:], velocity[..., 20:], np.abs(speeds.view(np.float64)), tails), axis=2,
                                dtype=np.float32)  # (M, W, 26): `_TABLE`, ones
-        return [[1.0 / (1.0 + math.exp(min(max(-x, -60.0), 60.0))) for x in feet] for feet in self.logits(table).tolist()]
+        return [[1.0 / (1.0 + math.exp(min(max(-logit, -60.0), 60.0))) for logit in feet]
+                for feet in self.logits(table).tolist()]
 
     def logits(self, table: np.ndarray) -> np.ndarray:
         """(M, W, 26) live tables -> (M, 2) logits of contact (left, right): `ContactNet.logits` of both feet."""
@@ -570,7 +571,7 @@ class LearnedContacts:
 class BatchContacts(LearnedContacts):
     """`LearnedContacts` deciding from `frame_sample`, `windows` and `ContactNet.probabilities` over the frames kept:
     the path the live one replaced (the same bookkeeping and hysteresis), the reference it is tested against
-    (tests/test_contact_model.py) and timed against (bench/contact_speed.py)."""
+    (tests/test_contact_live.py) and timed against (bench/contact_speed.py)."""
 
     def _sample(self, points3d: np.ndarray, camera: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
         sample = frame_sample(points3d, self.floor, self.index, camera)
