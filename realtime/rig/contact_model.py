@@ -290,7 +290,7 @@ for _row, _terms in enumerate(([(0, 1)], [(2, .5), (3, .5)], [(1, 1)], [(4, .5),
 def _live_sample(points: np.ndarray, floor: Floor, index: _Index, camera: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
     """(`frame_sample` in `_LIVE`'s order, whether a value of it is missing (NaN, inf)): where every point is known,
     near and the floor has a direction, its few numbers in plain Python (cheaper than numpy calls on arrays of 3)."""
-    p = np.asarray(points, np.float64)[index.rows]
+    p = np.asarray(points, np.float64).take(index.rows, axis=0)
     if np.abs(p).max() <= FARTHEST:  # False for NaN, inf or absurd: the reference marks those unknown
         nx, ny, nz = np.asarray(floor.normal, np.float64).tolist()
         norm = math.sqrt(nx * nx + ny * ny + nz * nz)
