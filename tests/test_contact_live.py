@@ -178,3 +178,14 @@ def test_offline_hindsight_decides_as_the_reference(monkeypatch):
     reference = hindsight_contacts(times, truth.world, WALKER, camera=centre)
     assert np.array_equal(live, reference)
     assert live.any() and not live.all()
+
+
+def test_the_speed_bench_runs_both_paths_and_finds_them_alike(capsys):
+    from bench import contact_speed
+
+    assert contact_speed.main(["--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("decisions alike") == 3 and "DIFFERENT" not in out and "load average" in out
+    with pytest.raises(SystemExit) as stop:
+        contact_speed.main(["--repeats", "0"])
+    assert stop.value.code == 2
