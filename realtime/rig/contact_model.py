@@ -390,6 +390,8 @@ class _LiveNet:
         self.width = width
         self.offsets, self.step, self.past = net.offsets, net.step, net.past
         self._offsets = net.offsets.tolist()
+        # [f] -> the grid's offsets seeing f steps after the frame decided: those after it held at the last seen
+        self._seen = np.minimum(net.offsets, net.step * np.arange(net.future + 1)[:, None])
         # the table's last two columns, known and ones, where the grid's points from k0 to k1 (both included) are known:
         # [k0, k1] -> (W, 2)
         points = len(net.offsets)
@@ -414,8 +416,10 @@ class _LiveNet:
             ends.append(self.past + 1 + steps)
             lasts.append(centre + steps * self.step)
         tails = self._tails[starts[0], ends[0]][None] if m == 1 else self._tails[starts, ends]  # (M, W, 2)
-        grid = centres[:, None] + self.offsets  # (M, W + 1)
-        grid = np.minimum(np.maximum(grid, first), lasts[0] if m == 1 else np.array(lasts)[:, None])
+        if min(centres.tolist()) + self._offsets[0] >= first:  # no point before the first frame: `windows`' grid
+            grid = centres[:, None] + (self._seen[future[0]] if m == 1 else self._seen[future])  # (M, W + 1)
+        else:  # the points before the first frame held at it
+            grid = np.minimum(np.maximum(centres[:, None] + self.offsets, first), np.array(lasts)[:, None])
         before = rows.take(times.searchsorted(grid, side="right") - 1, axis=0)  # the frame at or before each point
         samples = before[..., :RAW] + before[..., _SLOPE:] * (grid - before[..., _TIME])[..., None]
         ups = samples[:, self.past + 1, RAW - 3:].tolist()  # the floor's up at each frame decided
