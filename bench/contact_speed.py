@@ -29,7 +29,8 @@ from bench import corpus  # noqa: E402
 from bench import motion as motion_bench  # noqa: E402
 from bench.corpus import NAMES  # noqa: E402
 from realtime.rig import contact_model  # noqa: E402
-from realtime.rig.contact_model import BatchContacts, LearnedContacts, default_model  # noqa: E402
+from realtime.rig.contact_model import default_model  # noqa: E402
+from realtime.rig.learned_contacts import BatchContacts, LearnedContacts  # noqa: E402
 from realtime.stages import EgomotionStage, GroundStage  # noqa: E402
 
 LAGS_MS = (0, 100, 200)

@@ -14,21 +14,18 @@ import pytest
 
 from bench.contact_speed import recorded_frames
 from bench.corpus import NAMES
-from realtime.rig import contact_model
-from realtime.rig.contact_model import (
-    _COLUMNS,
+from realtime.rig import learned_contacts
+from realtime.rig.contact_model import _COLUMNS, ContactNet, _Index, default_model, frame_sample
+from realtime.rig.floor import Floor
+from realtime.rig.learned_contacts import (
     _LIVE,
     _TABLE,
     BatchContacts,
-    ContactNet,
     LearnedContacts,
-    _Index,
+    _live_net,
     _live_sample,
-    default_model,
-    frame_sample,
     hindsight_contacts,
 )
-from realtime.rig.floor import Floor
 
 CLIP = "cmu_05_01"  # held out of the model's fit
 TOLERANCE = 1e-5
@@ -140,7 +137,7 @@ def test_the_live_networks_logits_are_the_models_on_each_foot():
     table[..., 24] = rng.random((5, net.width)) > 0.2
     expected = np.stack([net.logits(table[:, :, _COLUMNS[side]]) for side in range(2)], axis=1)
     live = np.concatenate((table[:, :, _TABLE], np.ones((5, net.width, 1), np.float32)), axis=2)  # then its ones
-    np.testing.assert_allclose(net.live.logits(live), expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(_live_net(net).logits(live), expected, rtol=1e-5, atol=1e-4)
 
 
 def test_the_live_sample_is_frame_samples(frames):
@@ -174,7 +171,7 @@ def test_offline_hindsight_decides_as_the_reference(monkeypatch):
     times = truth.times + np.where(np.arange(len(truth.times)) % 11 == 5, 0.006, 0.0)  # uneven steps
     centre = np.tile(camera_pose()[1], (len(times), 1)) + np.linspace(0, 0.5, len(times))[:, None] * [1.0, 0.0, 0.0]
     live = hindsight_contacts(times, truth.world, WALKER, camera=centre)
-    monkeypatch.setattr(contact_model, "LearnedContacts", BatchContacts)
+    monkeypatch.setattr(learned_contacts, "LearnedContacts", BatchContacts)
     reference = hindsight_contacts(times, truth.world, WALKER, camera=centre)
     assert np.array_equal(live, reference)
     assert live.any() and not live.all()

@@ -14,8 +14,9 @@ import pytest
 from bench import corpus
 from bench import motion as bench
 from realtime.frames import Frame
-from realtime.rig.contact_model import FEATURES, ContactNet, LearnedContacts, default_model, windows
+from realtime.rig.contact_model import FEATURES, ContactNet, default_model, windows
 from realtime.rig.floor import Floor
+from realtime.rig.learned_contacts import LearnedContacts
 from realtime.stages import GroundStage
 
 CLIP = "cmu_05_01"  # a walk of a subject held out of the model's fit (bench.corpus.HELD_OUT)
