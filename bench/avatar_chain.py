@@ -14,7 +14,7 @@ every point on the way, so the first link that goes wrong shows:
 Per link, on the frames of true contact (the ankle while the heel is down, the toes while the toes are): the slide
 along the floor (mm per 1/30 s), and the error against the truth there, along the floor and in height (mm, mean;
 the height's spread too); on the frames a foot is held (`Person.contacts`): the float and penetration (cm, 95th
-percentile, bench/motion.py's `elevations`). Then the avatar against the locked points on held frames (how far the
+percentile, bench/motion.py's `elevations` and `sinking`). Then the avatar against the locked points on held frames (how far the
 bones' ankle is from the point it was solved to reach, and how much that gap moves per 1/30 s), and the root: the
 avatar's root and the filtered hips against the true hips (RMS jitter off a 0.2 s quadratic, and the mean offset,
 mm; along the line of sight too).
@@ -118,7 +118,7 @@ def summarise(results: list[dict]) -> list[str]:
     lines = [f"{'link':9s} {'slide':>6s} {'xz err':>7s} {'y err':>6s} {'y sd':>5s} {'float':>6s} {'pen':>5s}",
              f"{'':9s} {'mm/30':>6s} {'mm':>7s} {'mm':>6s} {'mm':>5s} {'cm p95':>6s} {'cm':>5s}"]
     for name in LINKS:
-        slides, horizontal, vertical, heights = [], [], [], []
+        slides, horizontal, vertical, heights, sunk = [], [], [], [], []
         for result in results:
             run, feet, truth_feet = result["run"], result["links"][name], result["links"]["truth"]
             for side in range(2):
@@ -129,11 +129,13 @@ def summarise(results: list[dict]) -> list[str]:
                     vertical.append(error[:, 1])
             held = run.decided & run.valid[:, None] & np.isfinite(feet[..., 1]).all(axis=2)
             heights.append(motion_bench.elevations(feet, run.rest)[held])
+            sunk.append(motion_bench.sinking(feet, run.rest, run.true_heights)[held])
         heights_all = np.concatenate(heights) if heights else np.zeros(0)
         vertical_all = np.concatenate(vertical)
         vertical_all = vertical_all[np.isfinite(vertical_all)]
         floating = 100 * np.percentile(np.maximum(heights_all, 0), 95) if len(heights_all) else float("nan")
-        sinking = 100 * np.percentile(np.maximum(-heights_all, 0), 95) if len(heights_all) else float("nan")
+        sunk_all = np.concatenate(sunk) if sunk else np.zeros(0)
+        sinking = 100 * np.percentile(sunk_all, 95) if len(sunk_all) else float("nan")
         lines.append(f"{name:9s} {_mean(slides):6.2f} {1000 * _mean(horizontal):7.1f} {1000 * _mean(vertical):6.1f} "
                      f"{1000 * (vertical_all.std() if len(vertical_all) else np.nan):5.1f} {floating:6.2f} {sinking:5.2f}")
     gaps, moves = [], []

@@ -22,7 +22,11 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
   floor between two frames of true contact, mm per 1/30 s (so frame rates compare): the ankle (the foot bone's
   head) while the heel is down, the toes (the toes bone's head) while the toes are; the mean;
 - float and penetration: on the frames a foot is held, the avatar's foot above (below) where it rests on the floor
-  (the lower of its ankle and toes against their true resting heights), the 95th percentile, cm;
+  (the lower of its ankle and toes against their true resting heights), the 95th percentile, cm. The heights are
+  above the floor as the world stage defines it, where the planted feet's lowest keypoints stand (`planted_level`:
+  1-2.5 cm above the corpus's y = 0, its lowest foot point's 2nd percentile); below is measured against the lower of
+  the resting height and where the true point is on that frame (`sinking`), so the clean motion scores 0 (a flat
+  foot's true ankle and toes wander 1-2 cm about their resting heights during a stance);
 - airborne held: frames a foot is held while no foot is truly near the floor (both feet in the air), outside the
   tolerance of that foot's own touchdown and lift-off; of the airborne frames;
 - root jitter: the avatar's root in the world less the true hips there, off a quadratic through it over 0.2 s,
@@ -57,6 +61,7 @@ from realtime.frames import DenseMaps, Frame  # noqa: E402
 from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
 from realtime.rig.contact_model import ContactNet  # noqa: E402
+from realtime.rig.leg_ik import FOOT_POINTS  # noqa: E402
 from realtime.rig.solver import Skeleton, camera_to_rig, forward_kinematics  # noqa: E402
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points  # noqa: E402
 from realtime.stages import EgomotionStage, GroundStage, MotionStage, WorldStage  # noqa: E402
@@ -64,7 +69,7 @@ from tests.ground_synthetic import CENTRE, FOCAL, Walk, camera_pose  # noqa: E40
 
 TOLERANCE = 0.067  # s: a decision this close to a true touchdown or lift-off counts neither way (2 frames at 30 fps)
 DEPTH_PERIOD = rig_bench.DEPTH_EVERY / rig_bench.FPS  # s: the pointmap (and 3D keypoints) every this often
-WARMUP_DEPTH_FRAMES = 36  # depth frames before the clip: past the floor's first fit (30)
+WARMUP_DEPTH_FRAMES = 46  # depth frames before the clip: past the world floor's first fit (the 40th: 30 after the first 10)
 SLIDE_PER = 1 / 30  # s: slide is reported per this much time
 JITTER_WINDOW = 0.2  # s: root jitter is the root's distance from a quadratic through it over this span
 FLOAT_PERCENTILE = 95
@@ -159,6 +164,14 @@ def elevations(feet: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return np.min(feet[..., 1] - rest[None], axis=2)
 
 
+def sinking(feet: np.ndarray, rest: np.ndarray, true_heights: np.ndarray) -> np.ndarray:
+    """(T, 2) how far each foot is below where it rests (0 where it is not): the most any of its points is below both
+    its resting height and the true point's height on that frame (`feet` (T, 2, P, 3) world, y up; `rest` (2, P) m;
+    `true_heights` (T, 2, P) m, the true points' heights on the same floor). The true foot itself never sinks: a
+    stance's ankle and toes wander about their resting heights, and an avatar that follows them is not in the floor."""
+    return np.maximum(np.max(np.minimum(rest[None], true_heights) - feet[..., 1], axis=2), 0.0)
+
+
 # ---- a run through the stages ----
 
 @dataclass
@@ -178,7 +191,8 @@ class Run:
     feet: np.ndarray
     root: np.ndarray
     true_root: np.ndarray  # (T, 3) the true hips in the same world (the world stage's camera on the true camera)
-    rest: np.ndarray  # (2, 2) the true ankle's and toes' heights when the foot rests flat, m
+    rest: np.ndarray  # (2, 2) the true ankle's and toes' heights when the foot rests flat, m above `planted_level`
+    true_heights: np.ndarray  # (T, 2, 2) the true ankle's and toes' heights on every frame, m above `planted_level`
 
 
 def seen(motion: Motion, view: str, truth: Truth) -> Walk:
@@ -202,17 +216,34 @@ def seen(motion: Motion, view: str, truth: Truth) -> Walk:
     return Walk(world, camera, pixels, truth.contact, rotation @ np.array([0.0, 1.0, 0.0]), motion.times)
 
 
+def planted_level(world: np.ndarray, truth: Truth) -> float:
+    """The height (m, y up) the clean motion's planted feet stand at, as the world stage's floor is defined (the
+    feet's lowest keypoints, `realtime.rig.floor.FloorEstimator`'s soles): the median, over the frames a foot stands
+    flat (heel and toes truly down), of its lowest heel or toe keypoint; of every frame's lower foot where no foot
+    ever does. The corpus's y = 0 is its lowest foot point's 2nd percentile over the clip, 1-2.5 cm below this."""
+    points = world[:, [NAMES.index(f"{side}_{p}") for side in ("left", "right") for p in FOOT_POINTS]]
+    lowest = points[..., 1].reshape(len(world), 2, len(FOOT_POINTS)).min(axis=2)  # (T, 2)
+    flat = truth.heel & truth.toes
+    return float(np.median(lowest[flat]) if flat.sum() >= 3 else np.median(lowest.min(axis=1)))
+
+
+def foot_heights(world: np.ndarray) -> np.ndarray:
+    """(T, 2, 2) each foot's ankle and toes (the big and small toe's midpoint) height, y up, as `world` has them."""
+    _, toes = corpus.foot_points(world)
+    ankles = world[:, [NAMES.index("left_ankle"), NAMES.index("right_ankle")]]
+    return np.stack([ankles[..., 1], toes[..., 1]], axis=2)
+
+
 def resting_heights(world: np.ndarray, truth: Truth) -> np.ndarray:
     """(2, 2) each foot's ankle and toes height when the foot stands flat (heel and toes truly down): the median over
-    those frames; where a foot never does, the 5th percentile of each."""
-    heels, toes = corpus.foot_points(world)
-    ankles = world[:, [NAMES.index("left_ankle"), NAMES.index("right_ankle")]]
+    those frames; where a foot never does, the 5th percentile of each. Heights as `world` has them (y up)."""
+    heights = foot_heights(world)
     out = np.zeros((2, 2))
     for side in range(2):
         flat = truth.heel[:, side] & truth.toes[:, side]
-        for p, points in enumerate((ankles, toes)):
-            heights = points[:, side, 1]
-            out[side, p] = np.median(heights[flat]) if flat.sum() >= 3 else np.percentile(heights, 5)
+        for p in range(2):
+            values = heights[:, side, p]
+            out[side, p] = np.median(values[flat]) if flat.sum() >= 3 else np.percentile(values, 5)
     return out
 
 
@@ -310,8 +341,9 @@ def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, r
         stage.close()
     if record is not None:
         record["true_camera"] = truth_walk.camera
+    level = planted_level(truth_walk.world, truth)
     return Run(motion.name, motion.category, motion.fps, view, seed, motion.times, truth, decided, valid, feet, root,
-               true_root, resting_heights(truth_walk.world, truth))
+               true_root, resting_heights(truth_walk.world, truth) - level, foot_heights(truth_walk.world) - level)
 
 
 def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int):
@@ -350,6 +382,7 @@ class Pool:
     fn: int = 0
     slides: list = field(default_factory=list)
     elevations: list = field(default_factory=list)
+    sinkings: list = field(default_factory=list)
     airborne_held: int = 0
     airborne: int = 0
     jitters: list = field(default_factory=list)
@@ -363,8 +396,9 @@ class Pool:
         for side in range(2):
             for p, down in enumerate((run.truth.heel[:, side], run.truth.toes[:, side])):
                 self.slides.append(slide_steps(run.feet[:, side, p], down, run.times))
-        held = run.decided & run.valid[:, None]
-        self.elevations.append(elevations(run.feet, run.rest)[held & np.isfinite(run.feet[..., 1]).all(axis=2)])
+        held = run.decided & run.valid[:, None] & np.isfinite(run.feet[..., 1]).all(axis=2)
+        self.elevations.append(elevations(run.feet, run.rest)[held])
+        self.sinkings.append(sinking(run.feet, run.rest, run.true_heights)[held])
         self.airborne_held += airborne_held(run.decided & run.valid[:, None], run.truth.airborne & run.valid,
                                             run.truth.contact, run.times)
         self.airborne += int((run.truth.airborne & run.valid).sum())
@@ -377,13 +411,14 @@ class Pool:
     def measures(self) -> dict[str, float]:
         slides = np.concatenate(self.slides) if self.slides else np.zeros(0)
         heights = np.concatenate(self.elevations) if self.elevations else np.zeros(0)
+        sunk = np.concatenate(self.sinkings) if self.sinkings else np.zeros(0)
         jitters = [j for j in self.jitters if np.isfinite(j)]
         return {
             "precision": self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan"),
             "recall": self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan"),
             "slide_mm": float(slides.mean()) if len(slides) else float("nan"),
             "float_cm": 100 * float(np.percentile(np.maximum(heights, 0), FLOAT_PERCENTILE)) if len(heights) else 0.0,
-            "penetration_cm": 100 * float(np.percentile(np.maximum(-heights, 0), FLOAT_PERCENTILE)) if len(heights) else 0.0,
+            "penetration_cm": 100 * float(np.percentile(sunk, FLOAT_PERCENTILE)) if len(sunk) else 0.0,
             "airborne_held": self.airborne_held,
             "airborne": self.airborne,
             "jitter_mm": float(np.sqrt(np.mean(np.square(jitters)))) if jitters else float("nan"),
@@ -518,6 +553,7 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
                             setattr(pool, key, getattr(pool, key) + getattr(part, key))
                         pool.slides += part.slides
                         pool.elevations += part.elevations
+                        pool.sinkings += part.sinkings
                         pool.jitters += part.jitters
                     print(row(category, view, fps, len(clips), pool.measures()), file=out)
     held = {m.name for m in motions if m.held_out}

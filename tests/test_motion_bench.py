@@ -133,6 +133,49 @@ def test_elevations_take_the_lower_point():
     np.testing.assert_allclose(bench.elevations(feet, rest), [[0.01, -0.02]], atol=1e-12)
 
 
+
+def test_sinking_is_below_both_the_rest_and_the_true_point():
+    feet = np.zeros((1, 2, 2, 3))
+    feet[0, 0, :, 1] = [0.06, 0.03]  # ankle 2 cm under its rest, toes 1 cm
+    feet[0, 1, :, 1] = [0.08, 0.02]  # toes 2 cm under their rest, but where the true toes are
+    rest = np.array([[0.08, 0.04], [0.08, 0.04]])
+    true_heights = np.array([[[0.07, 0.04], [0.08, 0.02]]])  # the true left ankle 1 cm under its rest
+    np.testing.assert_allclose(bench.sinking(feet, rest, true_heights), [[0.01, 0.0]], atol=1e-12)
+
+
+def _clean_feet(world: np.ndarray) -> np.ndarray:
+    """(T, 2, 2, 3) the clean motion's own ankles and toes (the big and small toe's midpoint), as the avatar's feet are
+    measured."""
+    _, toes = corpus.foot_points(world)
+    ankles = world[:, [corpus.NAMES.index("left_ankle"), corpus.NAMES.index("right_ankle")]]
+    return np.stack([ankles, toes], axis=2)
+
+
+@pytest.mark.parametrize("name", ["cmu_07_04", "cmu_35_05", "cmu_16_18"])
+def test_the_clean_motion_does_not_sink_on_the_floor_its_feet_stand_on(name):
+    """The measure on the truth: the clean motion's own feet, on held frames (its true contacts), with the floor where
+    its planted feet's lowest keypoints stand (the world stage's definition) score no penetration; the measure before
+    (the lower point against fixed resting heights over the corpus's y = 0) gave the truth centimetres of it."""
+    motion = corpus.project_motions([name])[0]
+    truth = corpus.true_contacts(motion)
+    level = bench.planted_level(motion.joints, truth)
+    rest = bench.resting_heights(motion.joints, truth) - level
+    true_heights = bench.foot_heights(motion.joints) - level
+    feet = _clean_feet(motion.joints)
+    feet[..., 1] -= level
+    held = truth.contact
+    sunk = bench.sinking(feet, rest, true_heights)[held]
+    assert np.percentile(sunk, 95) <= 0.003
+    # the clean feet on the corpus's floor (y = 0, below where they stand) against those heights: sunk by the gap
+    assert 0.005 < level < 0.03
+    lowered = feet.copy()
+    lowered[..., 1] -= 0.02
+    assert 0.015 < np.percentile(bench.sinking(lowered, rest, true_heights)[held], 95) < 0.025
+    # the measure before: the lower of the ankle and toes below their fixed resting heights, over the corpus's floor
+    before = -bench.elevations(_clean_feet(motion.joints), bench.resting_heights(motion.joints, truth))[held]
+    assert np.percentile(np.maximum(before, 0), 95) > 0.005
+
+
 # ---- the corpus ----
 
 def test_the_projects_clips_load_as_the_benches_see_them():

@@ -14,7 +14,12 @@ first fit; until then a provisional frame stands in (up = the scene's floor norm
 up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
 stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
 its height; without it, the feet's fit (across a straight walk the body's up: its lean tilts the
-world). `HeightEstimator` gives a performer's standing height (metres, with a confidence).
+world). A person's first depth frames come before the ground stage's scale is steady (`add(...,
+settled=False)`; a frame scaled about the camera by 2 % puts feet 4 m out 2-4 cm higher or lower),
+so once `min_samples` settled ones are in, the floor's height is fitted again from them alone, once,
+unless people were placed in the world by then (`freeze`: their coordinates must not jump); the up
+and the origin across the floor stay. `HeightEstimator` gives a performer's standing height (metres,
+with a confidence).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.rig.floor import Floor, FloorEstimator
+from realtime.rig.floor import Floor, FloorEstimator, fit_floor, foot_centres, lowest_points
 
 RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
 EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
@@ -80,7 +85,8 @@ class WorldAnchor:
     camera metres, the ground stage's scale-stabilised keypoints; floor_up (3,) the scene's floor
     normal in that camera, or None); the first call with known hips sets the origin. `frame` is
     provisional until the floor's first fit (`min_samples`: one person's feet on one depth frame each), then fixed; its up is
-    the last floor_up given by then, if any (taken into the odometry frame).
+    the last floor_up given by then, if any (taken into the odometry frame); its height is fitted once more from the
+    first `min_samples` settled samples (`add(..., settled=True)`) unless `freeze` came first.
     """
 
     def __init__(self, keypoint_names: Sequence[str], *, min_samples: int = 30) -> None:
@@ -90,19 +96,34 @@ class WorldAnchor:
         self._origin: Optional[np.ndarray] = None
         self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
+        self._settled: list[np.ndarray] = []  # the first settled samples' (K, 3) odometry-frame points
+        self._unsettled = 0  # samples before the first fit that were not settled
+        self.final = False  # the height is refitted from settled samples, or frozen: the frame changes no more
 
     @property
     def floor(self) -> Optional[Floor]:
         """The floor in the odometry frame (None before the first fit)."""
         return self.floors.floor
 
-    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None) -> bool:
-        """True when this call fixed the world frame."""
+    def freeze(self) -> None:
+        """People are placed in the world from now on: the frame stays as it is."""
+        self.final = self._frame is not None or self.final
+
+    def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None,
+            settled: bool = True) -> bool:
+        """True when this call fixed the world frame. settled: False for a person's depth frames before the ground
+        stage's scale is steady (the floor's height is fitted once more without them)."""
         points = transform_points(odometry_from_camera, points3d)
         hips = points[self._hips].mean(axis=0)
         if self._origin is None and np.isfinite(hips).all():
             self._origin = hips
+        feet = np.isfinite(foot_centres(points, self.floors.feet)).all(axis=1).any()  # a sample of the floor at all
+        if feet and settled and not self.final and len(self._settled) < self.floors.min_samples:
+            self._settled.append(points)
+        if feet and not settled and self._frame is None:
+            self._unsettled += 1
         if self._frame is not None:
+            self._refit_height()
             return False
         if floor_up is not None:
             self._scene_up = odometry_from_camera[:3, :3] @ np.asarray(floor_up, np.float64)
@@ -110,8 +131,23 @@ class WorldAnchor:
         floor = self.floors.floor
         if floor is not None and self._origin is not None:  # the floor may have come first (hips not yet seen)
             self._frame = world_frame(floor.normal, floor.point, self._origin)
+            self._refit_height()
             return True
         return False
+
+    def _refit_height(self) -> None:
+        """Once `min_samples` settled samples are in (and the frame is not final): the floor's height from their feet's
+        lowest points alone, along the frame's up; the frame moved to it, once."""
+        if self.final or len(self._settled) < self.floors.min_samples:
+            return
+        if not self._unsettled:  # the first fit had settled feet only: it stands
+            self.final, self._settled = True, []
+            return
+        up = self._frame.world_from_odometry[1, :3]
+        soles = np.concatenate([lowest_points(points, self.floors.feet, up) for points in self._settled])
+        floor = fit_floor(soles, up, normal=up, gates=self.floors.gates)
+        self._frame = world_frame(up, floor.point, self._origin)
+        self.final, self._settled = True, []
 
     @property
     def frame(self) -> WorldFrame:

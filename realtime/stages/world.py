@@ -8,9 +8,12 @@ Per frame: the egomotion stage's camera (`realtime.stages.egomotion`: its pose i
 frame, intrinsics, status, and whether it moves); the ground stage's 3D keypoints of each person's
 depth frames fix the world (`realtime.rig.world.WorldAnchor`: the floor in the odometry frame,
 origin under the first person's start), its up the ground stage's scene floor (`Frame.floor_up`,
-from the pointmap's background) when it has one, else the feet's fit. `--camera`:
+from the pointmap's background) when it has one, else the feet's fit; its height fitted once more
+from each person's depth frames after their first SCALE_SETTLE (the ground stage's scale of a new
+track is not steady before then), unless people are in the world by then. `--camera`:
 - `static`: no egomotion; the world is the static camera's floor frame (the camera's pose in it is
-  constant); people stay camera-relative (`Camera.world` False), as without this stage.
+  constant once that height is in); people stay camera-relative (`Camera.world` False), as without
+  this stage.
 - `moving`: egomotion, and people in the world as soon as the floor is known.
 - `auto` (default): egomotion; people in the world once the camera is seen to move (the egomotion
   stage's `Odometry.moving`: its pose more than `MOVED_M` or `MOVED_DEG` from where it started) and the
@@ -27,12 +30,17 @@ import numpy as np
 from realtime.frames import HEIGHT_DECIMALS, Frame, Person, rounded_camera
 from realtime.rig.contacts import ContactDetector
 from realtime.rig.floor import Floor
+from realtime.rig.scale import MIN_HISTORY
 from realtime.rig.world import HeightEstimator, WorldAnchor, transform_points
 from realtime.stages.egomotion import CAMERA_MODES, fresh_map
 
 log = logging.getLogger(__name__)
 
 WORLD_FLOOR = Floor(np.array([0.0, 1.0, 0.0]), np.zeros(3))
+# depth frames of a track before its feet set the floor's height: the ground stage's scale filter takes no scale out
+# before it has seen MIN_HISTORY of them, and the still camera's floor-distance scale is relative to the few frames
+# it has seen (bench/RESULTS.md, "Issue 51: the floor's height and penetration")
+SCALE_SETTLE = MIN_HISTORY
 
 
 class WorldStage:
@@ -52,6 +60,7 @@ class WorldStage:
         self.moved_at: Optional[int] = None  # the first frame whose people are in the world
         self.heights: dict[int, tuple[float, float]] = {}  # track id -> the last (height m, confidence)
         self._people: dict[int, tuple[Optional[ContactDetector], HeightEstimator, float]] = {}
+        self._depth_frames: dict[int, int] = {}  # track id -> its depth frames so far
 
     def process(self, frame: Frame) -> Frame:
         odometry = frame.odometry
@@ -62,16 +71,20 @@ class WorldStage:
         self.moved = self.moved or odometry.moving
         for person in frame.people:  # the world from the people's feet and first place
             if depth_frame and person.track_id is not None and person.keypoints3d is not None:
-                self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up)
+                seen = self._depth_frames.get(person.track_id, 0)
+                self._depth_frames[person.track_id] = seen + 1
+                self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up, settled=seen >= SCALE_SETTLE)
         world = self.anchor.frame
         world_from_camera = world.camera(odometry_from_camera)
         in_world = self.moved and world.grounded
         if in_world and self.moved_at is None:
             self.moved_at = frame.index
+            self.anchor.freeze()  # people's world coordinates from here on: the world stays put
             log.info("the camera moves: people in the world frame from frame %d", frame.index)
         people = tuple(self._person(frame, p, world_from_camera, world.grounded, in_world, depth_frame) for p in frame.people)
         for track in [k for k, (_, _, seen) in self._people.items() if frame.timestamp - seen > self.forget_after]:
             del self._people[track]
+            self._depth_frames.pop(track, None)
         camera = rounded_camera(world_from_camera, odometry.intrinsics, odometry.status, in_world, world.grounded,
                                 odometry.pointmap_scale)
         return frame.replace(people=people, camera=camera)
@@ -117,4 +130,5 @@ class WorldStage:
 
     def close(self) -> None:
         self._people.clear()
+        self._depth_frames.clear()
 
