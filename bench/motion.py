@@ -60,6 +60,7 @@ from bench.corpus import NAMES, Motion, Truth  # noqa: E402
 from realtime.frames import DenseMaps, Frame  # noqa: E402
 from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
+from realtime.rig.contact_model import ContactNet  # noqa: E402
 from realtime.rig.leg_ik import FOOT_POINTS  # noqa: E402
 from realtime.rig.solver import Skeleton, camera_to_rig, forward_kinematics  # noqa: E402
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points  # noqa: E402
@@ -301,16 +302,18 @@ def _frame(index: int, timestamp: float, person, maps: DenseMaps | None) -> Fram
 
 
 def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, record: dict | None = None,
-             lag: float = 0.0, contacts: str = "rules") -> Run:
+             lag: float = 0.0, contacts: str = "rules", contact_model: ContactNet | None = None) -> Run:
     """`motion` (at its rate) seen from `view` with noise `seed`, through egomotion (static) -> ground -> world ->
     motion; the floor learnt first from WARMUP_DEPTH_FRAMES depth frames of the same motion (another track).
     truth: its true contacts at its timestamps (default: `bench.corpus.true_contacts` of `motion`). record: a dict
     that gets, per frame of the clip, the frame out of the stages ("frames") and the true keypoints in the camera
     ("true_camera", (T, K, 3)), for diagnostics (bench/avatar_chain.py). lag: the ground stage's hindsight (s,
-    `--motion-lag`); contacts: the ground stage's decider ("learned" or "rules")."""
+    `--motion-lag`); contacts: the ground stage's decider ("learned" or "rules"); contact_model: the learned
+    decider's weights (None: the package's, `--contact-weights`)."""
     truth = corpus.true_contacts(motion) if truth is None else truth
     truth_walk = seen(motion, view, truth)
-    stages = [EgomotionStage(camera="static"), GroundStage(NAMES, lag=lag, contacts=contacts), WorldStage(NAMES, camera="static"),
+    stages = [EgomotionStage(camera="static"), GroundStage(NAMES, lag=lag, contacts=contacts, contact_model=contact_model),
+              WorldStage(NAMES, camera="static"),
               MotionStage(NAMES)]
     count = len(motion.times)
     decided = np.zeros((count, 2), bool)
@@ -499,9 +502,9 @@ def select(args) -> list[Motion]:
 
 
 def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=None, lag: float = 0.0,
-            contacts: str = "rules") -> dict:
+            contacts: str = "rules", contact_model: ContactNet | None = None) -> dict:
     """Every motion at every rate, view and seed: {(clip, view, fps): Pool} and the runs' count and seconds; progress
-    to `log` (default: stderr). lag, contacts: `run_clip`'s."""
+    to `log` (default: stderr). lag, contacts, contact_model: `run_clip`'s."""
     log = log or sys.stderr
     pools: dict[tuple, Pool] = {}
     started, cpu, count = time.perf_counter(), time.process_time(), 0
@@ -515,7 +518,8 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
                 for fps in rates:
                     begun = time.perf_counter()
                     at_rate = corpus.resample(motion, fps)
-                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times), lag=lag, contacts=contacts)
+                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times), lag=lag, contacts=contacts,
+                                         contact_model=contact_model)
                     count += 1
                     pools.setdefault((motion.name, view, fps), Pool()).add(runs[fps])
                     print(f"{motion.name} {view} {fps:g} fps seed {seed}: {len(runs[fps].times)} frames in "
@@ -558,6 +562,22 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
     print(worst_line(held_out) if held_out else "held-out worst: no held-out clip measured", file=out)
 
 
+def load_weights(path: Path) -> ContactNet:
+    """The contact model's weights at `path` (`--contact-weights`); ValueError (one sentence) for a file that is not
+    such a weights file."""
+    if not path.is_file():
+        raise ValueError(f"--contact-weights: no weights file at {path}: give the .npz that bench/train_contacts.py --out wrote")
+    try:
+        net = ContactNet.load(path)
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as error:
+        raise ValueError(f"--contact-weights: {path} is not a contact model's weights ({type(error).__name__}: {error}): "
+                         "give the .npz that bench/train_contacts.py --out wrote") from None
+    arrays = (net.w1, net.b1, net.w2, net.b2, net.w3, net.mean, net.scale)
+    if not all(np.isfinite(a).all() for a in arrays) or not np.isfinite(net.b3):
+        raise ValueError(f"--contact-weights: {path} holds weights that are not finite numbers: retrain it")
+    return net
+
+
 class _Once(argparse.Action):
     """An option given at most once (a second --corpus would silently replace the first)."""
 
@@ -587,6 +607,9 @@ def main(argv=None) -> int:
     parser.add_argument("--contacts", choices=("learned", "rules"), default="rules",
                         help="the ground stage's contact decision, as sapiens-rt run --contacts: the rule-based detector "
                         "(default) or the learned model")
+    parser.add_argument("--contact-weights", type=Path, default=None, metavar="NPZ",
+                        help="the learned model's weights file, as bench/train_contacts.py --out writes it (default: the "
+                        "package's realtime/data/contact_model.npz); needs --contacts learned")
     args = parser.parse_args(argv)
     if not (np.isfinite(args.motion_lag) and 0 <= args.motion_lag <= 1000):
         parser.error(f"--motion-lag must be milliseconds from 0 to 1000, got {args.motion_lag:g}")
@@ -595,6 +618,8 @@ def main(argv=None) -> int:
     bad = [f for f in args.fps if not (np.isfinite(f) and 1.0 <= f <= 240.0)]
     if bad:
         parser.error(f"--fps must be between 1 and 240 frames per second, got {bad[0]:g}")
+    if args.contact_weights is not None and args.contacts != "learned":
+        parser.error("--contact-weights are the learned contact model's; add --contacts learned")
     seeds = args.seeds[:1] if args.fast else args.seeds
     if any(s < 0 for s in seeds):
         parser.error("--seeds must be whole numbers of 0 or more")
@@ -603,9 +628,16 @@ def main(argv=None) -> int:
     except corpus.CorpusError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    try:
+        net = None if args.contact_weights is None else load_weights(args.contact_weights)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
-    print(f"contacts: {args.contacts}; motion lag {args.motion_lag:g} ms", file=sys.stderr)
-    result = measure(motions, rates, views, seeds, fast=args.fast, lag=args.motion_lag / 1000, contacts=args.contacts)
+    weights = "" if args.contacts != "learned" else f"; weights {args.contact_weights or 'the package default'}"
+    print(f"contacts: {args.contacts}{weights}; motion lag {args.motion_lag:g} ms", file=sys.stderr)
+    result = measure(motions, rates, views, seeds, fast=args.fast, lag=args.motion_lag / 1000, contacts=args.contacts,
+                     contact_model=net)
     report(motions, result["pools"], rates, views)
     print(f"({result['runs']} runs in {result['seconds']:.0f} s, {result['cpu']:.0f} s of CPU)", file=sys.stderr)
     return 0

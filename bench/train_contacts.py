@@ -1,14 +1,19 @@
 """Train the foot-contact model (`realtime.rig.contact_model`) on the motion corpus; write its weights.
 
-    python bench/train_contacts.py --corpus MOCAP_DIR          # -> realtime/data/contact_model.npz
+    python bench/train_contacts.py --corpus MOCAP_DIR [--train-extra DIR ...]   # -> realtime/data/contact_model.npz
 
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
-(`bench.corpus.HELD_OUT`; nor any --extra folder, which this script does not read). Each at 24, 30 and 60 fps, seen
-from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene (`bench.motion.run_frames`:
-the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first), through the run's own
-egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of `frame_sample`, from
-the ground stage's 3D keypoints and floor) are those the stage computes live. The labels: `bench.corpus.true_contacts`
-(a heel or the toes within 3 cm of where it rests and slower than 0.2 m/s), at each frame's time.
+(`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
+trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
+provenance; the committed weights use none: bench/RESULTS.md, "Issue 51: the contact model trained on more
+motion"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
+clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep them out).
+Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
+(`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
+through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
+`frame_sample`, from the ground stage's 3D keypoints and floor) are those the stage computes live. The labels:
+`bench.corpus.true_contacts` (a heel or the toes within 3 cm of where it rests and slower than 0.2 m/s), at each frame's
+time.
 
 Two rounds (the lifter holds the feet the decider planted on the frame before, so what is decided changes what is
 seen): round 1 runs the ground stage with the rule-based detector (noise seed 10), trains a model; round 2 runs it
@@ -20,7 +25,8 @@ touchdown or lift-off weigh NEAR_WEIGHT in the loss.
 
 Reproducible: fixed seeds, torch on one thread; the header of the weights names the clips, rates, views, seeds,
 the command, the corpus's source and the scores on the training runs (`scores`), which a retrain reproduces.
-A few minutes on a 2-core CPU (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it (tests).
+A few minutes on a 2-core CPU per 14 clips (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it
+(tests).
 """
 
 from __future__ import annotations
@@ -53,9 +59,14 @@ THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
 TORCH_SEED, SAMPLE_SEED = 0, 0
 
 
-def training_motions(folder, names=None) -> list[corpus.Motion]:
-    """The clips not held out: the corpus folder's and the project's (or those of `names`)."""
+def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
+    """The clips not held out: the corpus folder's and the project's, and those of the `train_extra` folders (or those
+    of `names`). CorpusError (one sentence) for a train-extra folder that is missing or holds no BVH, a file that is not
+    a motion BVH, a clip name given twice, and a train-extra clip that is held out (`HELD_OUT`, or an `extra` folder's
+    clip by name or content)."""
     motions = [m for m in corpus.corpus_motions(folder) + corpus.project_motions() if not m.held_out]
+    if train_extra:
+        motions += extra_motions(train_extra, extra, {m.name for m in motions})
     if names:
         unknown = sorted(set(names) - {m.name for m in motions})
         if unknown:
@@ -63,6 +74,48 @@ def training_motions(folder, names=None) -> list[corpus.Motion]:
                                      "trained on)")
         motions = [m for m in motions if m.name in names]
     return motions
+
+
+def train_extra_files(folders) -> list[Path]:
+    """The BVH files of the --train-extra folders (`corpus.extra_files`' checks, in this option's words)."""
+    try:
+        return corpus.extra_files(folders)
+    except corpus.CorpusError as error:
+        message = str(error).replace("--extra", "--train-extra").replace("extra clips", "training clips")
+        raise corpus.CorpusError(message) from None
+
+
+def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
+    """The clips of the --train-extra folders as training motions (not held out); `taken`: names already trained on."""
+    held = {name: None for name in corpus.HELD_OUT}
+    for path in corpus.extra_files(extra) if extra else []:
+        held[path.stem] = path.read_bytes()
+    held_bytes = {content for content in held.values() if content is not None}
+    motions = []
+    for path in train_extra_files(train_extra):
+        if path.stem in held or path.read_bytes() in held_bytes:
+            raise corpus.CorpusError(f"--train-extra: {path} is a held-out clip (bench.corpus.HELD_OUT or an --extra "
+                                     "folder's): held-out clips are never trained on; remove it from the folder")
+        if path.stem in taken:
+            raise corpus.CorpusError(f"--train-extra: {path} is named as a clip already trained on ({path.stem}): rename one")
+        taken.add(path.stem)
+        motions.append(corpus.load_motion(path))
+    return motions
+
+
+def provenance(train_extra) -> dict:
+    """{folder name: {"source": its README's 'Source' line, "clips": {clip: the README line that names its file}}}:
+    what the weights' header says of the --train-extra clips (empty strings where the folder has no README)."""
+    out = {}
+    for folder in map(Path, train_extra):
+        readme = folder / "README.md"
+        lines = readme.read_text(errors="replace").splitlines() if readme.is_file() else []
+        source = next((ln.strip("- ").strip() for ln in lines if "Source:" in ln), "")
+        clips = {}
+        for path in sorted(folder.glob("*.bvh")):
+            clips[path.stem] = next((" ".join(ln.split()) for ln in lines if f"{path.name} " in ln or f"{path.name}|" in ln), "")
+        out[folder.resolve().name] = {"source": source, "clips": clips}
+    return out
 
 
 def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, truth: corpus.Truth) -> dict:
@@ -209,6 +262,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"the weights file (default: {OUT.relative_to(OUT.parents[2])})")
+    parser.add_argument("--train-extra", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of more training clips (BVH, named as the corpus's; again for more folders)")
+    parser.add_argument("--extra", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of held-out clips (bench/motion.py --extra): read only to keep them out of training")
     parser.add_argument("--clips", nargs="+", help="only these training clips")
     parser.add_argument("--fps", type=float, nargs="+", default=list(RATES))
     parser.add_argument("--views", nargs="+", choices=list(VIEWS), default=list(VIEWS))
@@ -217,7 +274,9 @@ def main(argv=None) -> int:
     log = sys.stderr
     started = time.perf_counter()
     try:
-        motions = training_motions(args.corpus, args.clips)
+        if args.extra:
+            corpus.extra_files(args.extra)  # the held-out folders must exist: keeping their clips out depends on it
+        motions = training_motions(args.corpus, args.clips, args.train_extra, args.extra)
     except corpus.CorpusError as error:
         print(f"error: {error}", file=log)
         return 2
@@ -247,8 +306,10 @@ def main(argv=None) -> int:
         "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
         "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
-                 "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap) and tests/data/mocap; seen "
-                 "through bench/motion.py's camera, noise and scene; truth from bench.corpus.true_contacts"),
+                 "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap), tests/data/mocap"
+                 + (" and the train_extra folders' trials" if args.train_extra else "")
+                 + "; seen through bench/motion.py's camera, noise and scene; truth from bench.corpus.true_contacts"),
+        "train_extra": provenance(args.train_extra),
         "held_out": list(corpus.HELD_OUT),
         "samples": int(len(y)),
         "torch": __import__("torch").__version__, "numpy": np.__version__, "python": platform.python_version(),

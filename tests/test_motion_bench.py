@@ -566,3 +566,41 @@ def test_extra_folders_say_what_to_do(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:  # a second --corpus would silently replace the first
         bench.main(["--corpus", str(corpus_folder), "--corpus", str(extra)])
     assert stop.value.code == 2 and "a second folder of clips goes to --extra" in capsys.readouterr().err
+
+
+# ---- --contact-weights: the learned model's weights file ----
+
+def test_contact_weights_pick_the_learned_models_weights(tmp_path, capsys):
+    from dataclasses import replace
+
+    from realtime.rig.contact_model import default_model
+
+    never = tmp_path / "never.npz"
+    replace(default_model(), b3=-60.0, header={"note": "never plants"}).save(never)  # every logit very negative
+    argv = ["--clips", "cmu_35_05", "--fast", "--views", "side", "--fps", "30", "--contacts", "learned"]
+    recalls = []
+    for extra in ([], ["--contact-weights", str(never)]):
+        assert bench.main(argv + extra) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("walk ")]
+        recalls.append(float(rows[0][5]))
+    assert recalls[0] > 0.5 and recalls[1] == 0.0  # the package's weights plant feet; the file's never do
+
+
+def test_contact_weights_say_what_to_do(tmp_path, capsys):
+    from dataclasses import replace
+
+    from realtime.rig.contact_model import default_model
+
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a weights file")
+    broken = tmp_path / "nan.npz"
+    replace(default_model(), b3=float("nan")).save(broken)
+    argv = ["--clips", "cmu_07_04", "--fast", "--contacts", "learned", "--contact-weights"]
+    for path, message in ((tmp_path / "missing.npz", "no weights file at"), (tmp_path, "no weights file at"),
+                          (junk, "is not a contact model's weights"), (broken, "not finite numbers")):
+        assert bench.main([*argv, str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0] and "--contact-weights" in err[0]
+    with pytest.raises(SystemExit) as stop:  # a weights file for the rule-based detector
+        bench.main(["--clips", "cmu_07_04", "--contact-weights", str(broken)])
+    assert stop.value.code == 2 and "add --contacts learned" in capsys.readouterr().err

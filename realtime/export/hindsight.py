@@ -14,7 +14,7 @@ import logging
 import numpy as np
 
 from realtime.export.tracks import Tracks
-from realtime.rig.contact_model import hindsight_contacts
+from realtime.rig.learned_contacts import hindsight_contacts
 
 log = logging.getLogger(__name__)
 

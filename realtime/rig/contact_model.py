@@ -11,15 +11,15 @@ the person's first frame, after the last one the decision may see) repeats the n
 
 The weights (`realtime/data/contact_model.npz`, < 20 kB) come from `bench/train_contacts.py` (its header names the
 clips, the command and the data); its grid, window, feature normalisation and decision thresholds travel with them.
-`ContactNet` runs it in numpy. `LearnedContacts` keeps one person's recent frames and decides each foot with
-hysteresis in probability (`on` to plant, `off` to release): `update` with no hindsight (what the lifter holds
-on the next frame), `decide` for a frame already seen with up to `future` grid steps after it (a fixed lag).
+`ContactNet` runs it in numpy. One person's recent frames, each foot decided with
+hysteresis in probability: `realtime.rig.learned_contacts` (the live path, and offline hindsight); this module's
+`frame_sample`, `windows` and `ContactNet.probabilities` are the reference it is tested against and what training
+(`bench/train_contacts.py`) reads.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -45,7 +45,7 @@ RAW = 2 * _SIDE + 10
 FARTHEST = 1000.0  # m: a point farther from the camera (or the world's origin) is taken as unknown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, for `learned_contacts`' cache of its live form
 class ContactNet:
     """The contact model: two 1-D convolutions (kernel 3, the second dilated by 2) with ReLU, then a linear read-out
     of every remaining time step, over `windows`' (N, C, W) features, normalised by the training data's mean and
@@ -253,134 +253,4 @@ def _filled(raw: np.ndarray) -> np.ndarray:
         at = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
         at = np.where(at < 0, np.flatnonzero(known)[0], at)
         out[:, column] = values[at]
-    return out
-
-
-class LearnedContacts:
-    """One person's foot contacts from `ContactNet` (see the module's docstring): the calls of
-    `realtime.rig.contacts.ContactDetector` (`update`, `state`, `floor`), and `decide` for hindsight.
-
-    floor: the floor now (the caller sets the latest refit); keypoint_names: the points' order; net: the model (None:
-    the package's); lag: the hindsight `decide` gives (s): the model's grid steps after a frame it sees (at most its
-    `future`), and the frames kept for it."""
-
-    def __init__(self, floor: Floor, keypoint_names: Sequence[str], *, net: Optional[ContactNet] = None, lag: float = 0.0):
-        self.floor = floor
-        self.net = net or default_model()
-        self.index = _Index(keypoint_names)
-        # grid steps of hindsight: a lag within 5 % of a step reaches it (33 ms is one 1/30 s step); each decision still
-        # sees only the steps its frames cover (`update`, `decide`)
-        self.future = min(self.net.future, int(np.floor(max(float(lag), 0.0) / self.net.step + 0.05)))
-        self.keep = (self.net.past + 2) * self.net.step + max(float(lag), 0.0) + 1e-6  # s of frames kept
-        self._start()
-
-    def _start(self) -> None:
-        self._times = np.zeros(64)  # the frames kept, times (s) and raw samples, in [_first, _end)
-        self._raw = np.zeros((64, RAW))
-        self._first = self._end = 0
-        self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight ...
-        self._now = np.zeros(2, bool)  # ... as an array
-        self._decided = np.zeros(2, bool)  # the last decision with hindsight (its hysteresis) ...
-        self._decided_at = -np.inf  # ... and the time of its frame
-        self._ready: dict[float, np.ndarray] = {}  # frame time -> its decision with hindsight, made by `update`
-
-    @property
-    def last_sample(self) -> Optional[tuple[float, np.ndarray]]:
-        """(time s, raw sample) of the newest frame, or None."""
-        return (float(self._times[self._end - 1]), self._raw[self._end - 1].copy()) if self._end > self._first else None
-
-    def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None,
-               hindsight: Sequence[float] = ()) -> np.ndarray:
-        """(K, 3) metres at `timestamp` s -> (2,) bool contact (left, right) with no hindsight. Points in the camera
-        frame, or in the world (with the floor there) and `camera` the camera's centre there. A time not after the
-        last frame's starts over (the source started again). hindsight: times of earlier frames whose lag has passed
-        with this one: decided now, in the same pass of the model, for `decide`."""
-        timestamp = float(timestamp)
-        if not math.isfinite(timestamp):
-            raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
-        if self._end > self._first and timestamp <= self._times[self._end - 1]:
-            self._start()
-        self._append(timestamp, frame_sample(points3d, self.floor, self.index, camera))
-        times = self._times[self._first:self._end]
-        centres = np.array([timestamp, *hindsight])
-        if len(centres) == 1:
-            future = np.zeros(1, int)
-        else:
-            future = np.minimum(self.future, np.floor((timestamp - centres) / self.net.step + 1e-6)).astype(int)
-            future[0] = 0
-        p = self._probabilities(centres, future)
-        now = self._hysteresis(p[0], self._now, timestamp, times)
-        self._now = now
-        self.state = {SIDES[0]: bool(now[0]), SIDES[1]: bool(now[1])}
-        for centre, q in zip(centres[1:], p[1:]):
-            self._ready[float(centre)] = self._lagged(float(centre), q, times)
-        return now
-
-    def decide(self, timestamp: float) -> np.ndarray:
-        """(2,) bool contact of the frame at `timestamp` (given to `update`, still kept) seeing `future` grid steps
-        after it (fewer where the frames kept end sooner): as `update`'s hindsight made it, or made now. Frames are
-        decided in time order (the hysteresis)."""
-        ready = self._ready.pop(float(timestamp), None)
-        if ready is not None:
-            return ready.copy()
-        times = self._times[self._first:self._end]
-        future = int(min(self.future, np.floor((times[-1] - timestamp) / self.net.step + 1e-6)))
-        p = self._probabilities(np.array([timestamp]), np.array([max(future, 0)]))[0]
-        return self._lagged(float(timestamp), p, times).copy()
-
-    def _append(self, timestamp: float, sample: np.ndarray) -> None:
-        if self._end == len(self._times):  # full: the frames kept to the front, or a larger buffer
-            count = self._end - self._first
-            size = len(self._times) * (2 if count > len(self._times) // 2 else 1)
-            times, raw = np.zeros(size), np.zeros((size, RAW))
-            times[:count], raw[:count] = self._times[self._first:self._end], self._raw[self._first:self._end]
-            self._times, self._raw, self._first, self._end = times, raw, 0, count
-        self._times[self._end], self._raw[self._end] = timestamp, sample
-        self._end += 1
-        while timestamp - self._times[self._first] > self.keep:
-            self._first += 1
-
-    def _probabilities(self, centres: np.ndarray, future: np.ndarray) -> np.ndarray:
-        """(M, 2) the model's probability of contact of each foot at `centres` seeing `future` steps."""
-        x = windows(self._times[self._first:self._end], self._raw[self._first:self._end], centres, future, self.net)
-        return self.net.probabilities(x.reshape(-1, *x.shape[2:])).reshape(-1, 2)
-
-    def _lagged(self, timestamp: float, p: np.ndarray, times: np.ndarray) -> np.ndarray:
-        before = self._decided if timestamp > self._decided_at else np.zeros(2, bool)
-        self._decided = self._hysteresis(p, before, timestamp, times)
-        self._decided_at = timestamp
-        return self._decided
-
-    def _hysteresis(self, p: np.ndarray, before: np.ndarray, timestamp: float, times: np.ndarray) -> np.ndarray:
-        """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
-        or toes are unknown on the frame is off."""
-        out = np.where(before, p >= self.net.off, p >= self.net.on)
-        sample = self._raw[self._first + min(int(times.searchsorted(timestamp)), len(times) - 1)]
-        return out & np.isfinite(sample[:_HIPS].reshape(2, _SIDE)[:, :8]).all(axis=1)
-
-
-def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: Sequence[str], *,
-                       camera: Optional[np.ndarray] = None, floor: Optional[Floor] = None,
-                       net: Optional[ContactNet] = None) -> np.ndarray:
-    """(T, 2) bool contacts (left, right) of one person's frames, each decided seeing the model's whole hindsight (its
-    `future` grid steps after the frame, 0.2 s): what `LearnedContacts` decides live with that lag, for offline work.
-    times: (T,) s, increasing; points3d: (T, K, 3) metres in the world (y up, the floor at y = 0) with `camera` (T, 3)
-    the camera's centre there on each frame, or in the camera frame with `floor` there (camera None)."""
-    net = net or default_model()
-    times = np.asarray(times, np.float64)
-    if len(times) > 1 and not (np.diff(times) > 0).all():
-        raise ValueError("hindsight_contacts needs increasing times")
-    floor = floor or Floor(np.array([0.0, 1.0, 0.0]), np.zeros(3))
-    lag = net.future * net.step
-    contacts = LearnedContacts(floor, keypoint_names, net=net, lag=lag)
-    out = np.zeros((len(times), 2), bool)
-    waiting = 0  # the first frame not decided yet
-    for i, t in enumerate(times):
-        due = np.arange(waiting, i)[times[waiting:i] <= t - lag + 1e-6]
-        contacts.update(t, points3d[i], None if camera is None else camera[i], hindsight=times[due].tolist())
-        for j in due:
-            out[j] = contacts.decide(times[j])
-        waiting += len(due)
-    for j in range(waiting, len(times)):
-        out[j] = contacts.decide(times[j])
     return out

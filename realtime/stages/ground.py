@@ -12,10 +12,11 @@ import numpy as np
 
 from realtime.frames import FLOOR_UP_DECIMALS, Frame
 from realtime.options import MAX_MOTION_LAG_MS
-from realtime.rig.contact_model import ContactNet, LearnedContacts, default_model
+from realtime.rig.contact_model import ContactNet, default_model
 from realtime.rig.contacts import ContactDetector, ContactGates
 from realtime.rig.floor import Floor, FloorEstimator, FloorGates
 from realtime.rig.floor_scene import ScenePlanes, body_cues, grid_shape
+from realtime.rig.learned_contacts import LearnedContacts
 from realtime.rig.leg_ik import SIDES
 from realtime.rig.lift import Lifter, LiftGates
 from realtime.rig.scale import FloorDistanceScale
@@ -37,7 +38,7 @@ class GroundStage:
     lifter gets the camera's motion since the person's last frame, so a dolly's motion along the line
     of sight does not carry a planted foot with it.
     `Person.contacts`: the rule-based `ContactDetector` (`contacts="learned"`: the learned contact model,
-    `realtime.rig.contact_model.LearnedContacts`, the only one that uses `lag`) on those points against the
+    `realtime.rig.learned_contacts.LearnedContacts`, the only one that uses `lag`) on those points against the
     camera's floor, one for everyone (`FloorEstimator` on the depth frames); None until the floor is known. The floor's tilt
     comes from the pointmap's background where it shows the floor the people stand on
     (`realtime.rig.floor_scene.ScenePlanes`, on frames with a pointmap of their own, the people

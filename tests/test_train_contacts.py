@@ -1,0 +1,88 @@
+"""bench/train_contacts.py --train-extra: folders of more training clips, named in the weights' header with their
+README's provenance; hostile folders and held-out clips refused with one sentence (exit 2)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from bench import corpus, train_contacts
+from realtime.rig.contact_model import ContactNet
+
+TINY = ["--fps", "30", "--views", "side", "--epochs", "1"]
+
+
+@pytest.fixture()
+def folders(tmp_path):
+    """(corpus folder, train-extra folder, held-out extra folder) of project clips under corpus-style names."""
+    made = []
+    for name, clip, target in (("corpus", "cmu_07_04.bvh", "walk_cmu_07_04.bvh"),
+                               ("train", "cmu_08_11.bvh", "walk_cmu_08_11.bvh"),
+                               ("extra", "cmu_07_06.bvh", "walk_cmu_07_06.bvh")):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(corpus.PROJECT_FOLDER / clip, folder / target)
+        made.append(folder)
+    (made[1] / "README.md").write_text("# clips\n\n- Source: tests/data/mocap (CMU)\n\n| file | source |\n|---|---|\n"
+                                       "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |\n")
+    return made
+
+
+def test_a_train_extra_clip_is_trained_on_and_named_with_its_provenance(folders, tmp_path):
+    base, train, extra = folders
+    out = tmp_path / "model.npz"
+    assert train_contacts.main(["--corpus", str(base), "--train-extra", str(train), "--extra", str(extra),
+                                "--clips", "walk_cmu_08_11", *TINY, "--out", str(out)]) == 0
+    header = ContactNet.load(out).header
+    assert header["clips"] == ["walk_cmu_08_11"] and "--train-extra" in header["command"]
+    named = header["train_extra"]["train"]
+    assert named["source"] == "Source: tests/data/mocap (CMU)"
+    assert named["clips"] == {"walk_cmu_08_11": "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |"}
+
+
+def test_without_train_extra_nothing_more_is_trained_on(folders, tmp_path):
+    base, train, _ = folders
+    with pytest.raises(corpus.CorpusError, match="no training clip named walk_cmu_08_11"):
+        train_contacts.training_motions(base, ["walk_cmu_08_11"])
+    names = {m.name for m in train_contacts.training_motions(base, None, [train])}
+    assert "walk_cmu_08_11" in names and "walk_cmu_07_04" in names and not names & set(corpus.HELD_OUT)
+
+
+def _refused(capsys, argv, words):
+    assert train_contacts.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err and words in err, err
+    return err
+
+
+def test_hostile_train_extra_folders_are_refused_in_one_sentence(folders, tmp_path, capsys):
+    base, train, extra = folders
+    run = ["--corpus", str(base), *TINY, "--out", str(tmp_path / "m.npz")]
+    _refused(capsys, run + ["--train-extra", str(tmp_path / "missing")], "give --train-extra a folder of BVH files")
+    (tmp_path / "empty").mkdir()
+    _refused(capsys, run + ["--train-extra", str(tmp_path / "empty")], "no .bvh files")
+    _refused(capsys, run + ["--train-extra", str(train / "walk_cmu_08_11.bvh")], "is not a folder")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "jump_cmu_99_01.bvh").write_text("not a motion capture file\n")
+    _refused(capsys, run + ["--train-extra", str(junk)], "is not a readable BVH file")
+    assert not (tmp_path / "m.npz").exists()  # nothing written on a refusal
+
+
+def test_held_out_clips_are_never_trained_on(folders, tmp_path, capsys):
+    base, train, extra = folders
+    run = ["--corpus", str(base), *TINY, "--out", str(tmp_path / "m.npz")]
+    held = tmp_path / "held"
+    held.mkdir()
+    shutil.copy(corpus.PROJECT_FOLDER / "cmu_05_01.bvh", held / "cmu_05_01.bvh")  # named in bench.corpus.HELD_OUT
+    _refused(capsys, run + ["--train-extra", str(held)], "is a held-out clip")
+    # an --extra (held-out) folder's clip, under its own name or copied under another
+    _refused(capsys, run + ["--train-extra", str(extra), "--extra", str(extra)], "is a held-out clip")
+    shutil.copy(extra / "walk_cmu_07_06.bvh", train / "walk_cmu_99_06.bvh")
+    _refused(capsys, run + ["--train-extra", str(train), "--extra", str(extra)], "is a held-out clip")
+    _refused(capsys, run + ["--train-extra", str(train), "--extra", str(tmp_path / "missing")], "--extra")
+    # a clip of the corpus (or the project) given again
+    shutil.copy(base / "walk_cmu_07_04.bvh", held / "walk_cmu_07_04.bvh")
+    (held / "cmu_05_01.bvh").unlink()
+    _refused(capsys, run + ["--train-extra", str(held)], "already trained on")
