@@ -23,7 +23,7 @@ from realtime.frames import Frame, Person, rounded_camera  # noqa: E402
 from realtime.rig.lock import FootPin  # noqa: E402
 from realtime.rig.solver import LiveSolver  # noqa: E402
 from realtime.stages.motion import MotionStage  # noqa: E402
-from tests.ground_synthetic import camera_pose, walk  # noqa: E402
+from tests.ground_synthetic import walk, world_from_camera  # noqa: E402
 from tests.mocap_synthetic import NAMES  # noqa: E402
 
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
@@ -46,10 +46,7 @@ def timed(owner, name: str, spent: list):
 
 def run(seconds: float, fps: float, seed: int) -> dict[str, float]:
     seen = walk(int(round(seconds * fps)), fps=fps)
-    rotation, centre = camera_pose()
-    world_from_camera = np.eye(4)
-    world_from_camera[:3, :3], world_from_camera[:3, 3] = rotation.T, centre
-    camera = rounded_camera(world_from_camera, None, "static", True, True)
+    camera = rounded_camera(world_from_camera(), None, "static", True, True)
     rng = np.random.default_rng(seed)
     spent = {"pin frame": [], "pin IK": [], "motion stage": []}
     originals = [(FootPin, "frame", timed(FootPin, "frame", spent["pin frame"])),

@@ -79,6 +79,14 @@ def camera_pose() -> tuple[np.ndarray, np.ndarray]:
     return np.stack([x, y, z]), np.array([0.0, 1.5, 0.0])
 
 
+def world_from_camera() -> np.ndarray:
+    """(4, 4) the still camera's pose in the world (`camera_pose` inverted), as the world stage's camera holds it."""
+    rotation, centre = camera_pose()
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = rotation.T, centre
+    return pose
+
+
 def walk(frames: int = 300, fps: float = FPS) -> Walk:
     """`frames` frames of the walker at `fps` (its motion is a function of time: any rate gives the same walk)."""
     t = np.arange(frames) / fps

@@ -14,7 +14,7 @@ from realtime.rig.bones import bone_table
 from realtime.rig.leg_ik import pin_leg, turn_between
 from realtime.rig.solver import LiveSolver, Skeleton, forward_kinematics
 from realtime.stages.motion import MotionStage
-from tests.ground_synthetic import camera_pose, walk
+from tests.ground_synthetic import walk, world_from_camera
 from tests.mocap_synthetic import NAMES
 
 BONES = bone_table()
@@ -115,10 +115,8 @@ def _run(fps: float, seconds: float = 4.0, noise: float = 0.01, jitter: float = 
     world (T, 2, 3) each, the ankles the stage was shown (`keypoints3d_smoothed`, the live filter's) in the world
     (T, 2, 3), and the walk."""
     seen = walk(int(round(seconds * fps)), fps=fps)
-    rotation, centre = camera_pose()
-    world_from_camera = np.eye(4)
-    world_from_camera[:3, :3], world_from_camera[:3, 3] = rotation.T, centre
-    camera = rounded_camera(world_from_camera, None, "static", True, True)
+    pose = world_from_camera()
+    camera = rounded_camera(pose, None, "static", True, True)
     rng = np.random.default_rng(seed)
     stage = MotionStage(NAMES)
     ankles, toes, shown = [], [], []
@@ -135,7 +133,7 @@ def _run(fps: float, seconds: float = 4.0, noise: float = 0.01, jitter: float = 
         ankles.append(heads[FEET])
         toes.append(heads[TOES])
         smoothed = out.people[0].keypoints3d_smoothed[[left, right]].astype(np.float64)
-        shown.append(smoothed @ world_from_camera[:3, :3].T + world_from_camera[:3, 3])
+        shown.append(smoothed @ pose[:3, :3].T + pose[:3, 3])
     return seen.times, contacts, np.array(ankles), np.array(toes), np.array(shown), seen
 
 

@@ -151,12 +151,9 @@ def _walker(name: str):
 def _world_frames(truth, stature=1.6):
     """The walk as the world stage hands it on: 3D keypoints, the camera in the world (people in the world),
     the performer's measured stature; no contacts (the foot lock is the motion stage's, measured elsewhere)."""
-    from tests.ground_synthetic import CENTRE, FOCAL, camera_pose
+    from tests.ground_synthetic import CENTRE, FOCAL, world_from_camera
 
-    rotation, centre = camera_pose()
-    pose = np.eye(4)
-    pose[:3, :3], pose[:3, 3] = rotation.T, centre
-    camera = rounded_camera(pose, np.array([FOCAL, FOCAL, *CENTRE]), "tracking", world=True, grounded=True)
+    camera = rounded_camera(world_from_camera(), np.array([FOCAL, FOCAL, *CENTRE]), "tracking", world=True, grounded=True)
     for t in range(len(truth.world)):
         known = np.isfinite(truth.camera[t]).all(axis=1)
         pixels = np.where(known[:, None], truth.pixels[t], np.nan).astype(np.float32)
