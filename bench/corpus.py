@@ -175,19 +175,20 @@ def corpus_files(folder: Path | str | None) -> list[Path]:
     return _bvh_files(folder, "--corpus", "a folder of BVH files by category")
 
 
-def extra_files(folders) -> list[Path]:
+def extra_files(folders, flag: str = "--extra", kind: str = "extra") -> list[Path]:
     """The BVH files of folders of extra clips (each clip's category from its name, as `category_of` reads it; every
     one held out), in the order of the folders, each sorted. CorpusError for a folder that is missing, not a folder,
-    unreadable or without BVH files, and for two clips of one name."""
+    unreadable or without BVH files, and for two clips of one name; `flag` and `kind` ("extra", "training"): the option
+    and the clips the messages name."""
     files: dict[str, Path] = {}
     for folder in map(Path, folders):
         if not folder.exists():
-            raise CorpusError(f"no folder of extra clips at {folder}: give --extra a folder of BVH files")
+            raise CorpusError(f"no folder of {kind} clips at {folder}: give {flag} a folder of BVH files")
         if not folder.is_dir():
-            raise CorpusError(f"{folder} is not a folder: give --extra a folder of BVH files")
-        for path in _bvh_files(folder, "--extra", "a folder of BVH files"):
+            raise CorpusError(f"{folder} is not a folder: give {flag} a folder of BVH files")
+        for path in _bvh_files(folder, flag, "a folder of BVH files"):
             if path.stem in files:
-                raise CorpusError(f"two extra clips named {path.stem} ({files[path.stem]} and {path}): rename one")
+                raise CorpusError(f"two {kind} clips named {path.stem} ({files[path.stem]} and {path}): rename one")
             files[path.stem] = path
     return list(files.values())
 

@@ -76,15 +76,6 @@ def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpu
     return motions
 
 
-def train_extra_files(folders) -> list[Path]:
-    """The BVH files of the --train-extra folders (`corpus.extra_files`' checks, in this option's words)."""
-    try:
-        return corpus.extra_files(folders)
-    except corpus.CorpusError as error:
-        message = str(error).replace("--extra", "--train-extra").replace("extra clips", "training clips")
-        raise corpus.CorpusError(message) from None
-
-
 def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
     """The clips of the --train-extra folders as training motions (not held out); `taken`: names already trained on."""
     held = {name: None for name in corpus.HELD_OUT}
@@ -92,7 +83,7 @@ def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
         held[path.stem] = path.read_bytes()
     held_bytes = {content for content in held.values() if content is not None}
     motions = []
-    for path in train_extra_files(train_extra):
+    for path in corpus.extra_files(train_extra, "--train-extra", "training"):
         if path.stem in held or path.read_bytes() in held_bytes:
             raise corpus.CorpusError(f"--train-extra: {path} is a held-out clip (bench.corpus.HELD_OUT or an --extra "
                                      "folder's): held-out clips are never trained on; remove it from the folder")
