@@ -6,8 +6,9 @@ point's motion across the line of sight is measured and its motion along it is n
 (the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
-of the end of a stance, and, while the body walks, not behind the hips just after a swing (a landing heel comes
-down ahead of them; a late swing along the line of sight is shown behind where it is). The onset gate is
+of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
+landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
+sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
 `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, for `off_time` in a row, the heel moves faster than `off_speed`, is
@@ -148,11 +149,21 @@ class ContactDetector:
         across = float(np.linalg.norm(_across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
         return gates.on_speed + (gates.on_speed_across - gates.on_speed) * across ** 2
 
-    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
-        """The heel behind the hips along the walk; at a run, behind where the hips were speed_window ago."""
+    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]], across: np.ndarray) -> bool:
+        """The heel behind the hips along the walk while the body walks forwards or backwards (the walk's part along
+        its facing, the floor's direction square to `across`, the hips' line, is `walking` or faster: a side step's
+        trailing foot comes down behind the hips along the walk, beside them along the facing); at a run, behind
+        where the hips were speed_window ago."""
         if walk is None:
             return False
         velocity, hips = walk
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        facing = np.cross(up, across)
+        if not np.isfinite(facing).all() or float(np.linalg.norm(facing)) < 1e-9:
+            return False
+        facing = facing / np.linalg.norm(facing)
+        if abs(float(velocity @ facing)) < self.gates.walking:  # stepping sideways
+            return False
         if float(np.linalg.norm(velocity)) >= self.gates.running:
             hips = hips - velocity * self.gates.speed_window
         return float((heel - hips) @ velocity) < 0.0
@@ -182,6 +193,7 @@ class ContactDetector:
         walk = self._walk(timestamp, points)
         on_speed = self._onset_speed(walk, camera)
         centres = foot_centres(points, self.feet)
+        across = points[self.hips[0]] - points[self.hips[1]]  # the hips' line, left from right
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
@@ -212,7 +224,7 @@ class ContactDetector:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
                 landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
-                                    and not (landing and self._behind(heel, walk)))
+                                    and not (landing and self._behind(heel, walk, across)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
             if not self.state[side] and height > gates.off_height:
