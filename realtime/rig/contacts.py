@@ -135,36 +135,39 @@ class ContactDetector:
         walk = velocity - (velocity @ up) * up
         return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
 
-    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], camera: np.ndarray) -> float:
+    def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
+        """m/s: the hips' velocity along the floor (`walk`'s) along the body's facing, the floor's direction square to
+        the hips' line, either way (forwards or backwards); 0 while the body stands or its hips' line is not seen."""
+        if walk is None:
+            return 0.0
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        facing = np.cross(up, points[self.hips[0]] - points[self.hips[1]])
+        norm = float(np.linalg.norm(facing))
+        return abs(float(walk[0] @ facing)) / norm if np.isfinite(facing).all() and norm > 1e-9 else 0.0
+
+    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float, camera: np.ndarray) -> float:
         """The onset gate (m/s): on_speed, rising to on_speed_across with the square of the share of the hips'
-        velocity along the floor that is across the line of sight; on_speed_running at a run."""
+        velocity along the floor that is across the line of sight; on_speed_running at a run (`forward`, the walk
+        along the body's facing, `running` or faster: a side shuffle that fast is no run)."""
         gates = self.gates
         if walk is None:
             return gates.on_speed
         velocity, hips = walk
-        if float(np.linalg.norm(velocity)) >= gates.running:
+        if forward >= gates.running:
             return gates.on_speed_running
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         sight = hips - camera
         across = float(np.linalg.norm(_across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
         return gates.on_speed + (gates.on_speed_across - gates.on_speed) * across ** 2
 
-    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]], across: np.ndarray) -> bool:
-        """The heel behind the hips along the walk while the body walks forwards or backwards (the walk's part along
-        its facing, the floor's direction square to `across`, the hips' line, is `walking` or faster: a side step's
-        trailing foot comes down behind the hips along the walk, beside them along the facing); at a run, behind
-        where the hips were speed_window ago."""
-        if walk is None:
+    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float) -> bool:
+        """The heel behind the hips along the walk while the body walks forwards or backwards (`forward`, the walk
+        along its facing, `walking` or faster: a side step's trailing foot comes down behind the hips along the walk,
+        beside them along the facing); at a run, behind where the hips were speed_window ago."""
+        if walk is None or forward < self.gates.walking:
             return False
         velocity, hips = walk
-        up = self.floor.normal / np.linalg.norm(self.floor.normal)
-        facing = np.cross(up, across)
-        if not np.isfinite(facing).all() or float(np.linalg.norm(facing)) < 1e-9:
-            return False
-        facing = facing / np.linalg.norm(facing)
-        if abs(float(velocity @ facing)) < self.gates.walking:  # stepping sideways
-            return False
-        if float(np.linalg.norm(velocity)) >= self.gates.running:
+        if forward >= self.gates.running:
             hips = hips - velocity * self.gates.speed_window
         return float((heel - hips) @ velocity) < 0.0
 
@@ -191,9 +194,9 @@ class ContactDetector:
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
         walk = self._walk(timestamp, points)
-        on_speed = self._onset_speed(walk, camera)
+        forward = self._forward(walk, points)
+        on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
-        across = points[self.hips[0]] - points[self.hips[1]]  # the hips' line, left from right
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
@@ -224,7 +227,7 @@ class ContactDetector:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
                 landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
-                                    and not (landing and self._behind(heel, walk, across)))
+                                    and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
             if not self.state[side] and height > gates.off_height:
