@@ -191,8 +191,8 @@ def test_a_foot_that_only_passed_through_lands_without_waiting():
     no stance: the foot lands and the contact starts once the heel is slow over the speed window (frame 7; frame 10
     before round 6, after the refractory time); after a stance the foot waits 0.2 s before planting again (a heel
     rising slowly after heel-off)."""
-    passing = [0.0, 0.0, 0.0, 0.03, 0.06] + [0.09] * 7  # released on frame 5 (its speed's average over off_time)
-    assert _heel_along(passing) == [False, True, True, True, True, False, False, True, True, True, True, True]
+    passing = [0.0, 0.0, 0.0, 0.03, 0.06] + [0.09] * 7  # released on frame 4, still again from frame 5
+    assert _heel_along(passing) == [False, True, True, True, False, False, False, True, True, True, True, True]
     stance = [0.0] * 6 + [0.03, 0.06] + [0.09] * 10  # a 6-frame stance, released on frame 7
     states = _heel_along(stance)
     assert states[1:7] == [True] * 6 and not any(states[7:13]) and all(states[13:])  # would land on frame 10

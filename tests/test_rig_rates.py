@@ -18,6 +18,7 @@ FLOOR = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))  # camera y down: a heel 
 HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
 HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
 FRAME = 1 / 30  # a 30 fps frame's time: the most two rates' decisions may differ by
+EVENT_TOLERANCE = 0.067  # s: issue 51's tolerance on a touchdown's or lift-off's time (2 frames at 30 fps)
 
 
 def _smooth(p: float) -> float:
@@ -200,17 +201,17 @@ def _resting_past_the_drift_gate(fps: float, seed: int, noise: float = 0.004) ->
 
 def test_a_heel_resting_at_the_drift_gate_is_released_at_the_same_time_at_30_and_60_fps():
     """Each frame's noise is its own, so about half the frames show the heel past the gate: judged over frames in a
-    row (two at 30 fps, four at 60), the 60 fps run released it 0.1 s later in the median over 30 noise draws. Judged
-    on its average over off_time, the median release is the same at both rates (within a 30 fps frame), and soon
-    after the heel has come to rest."""
+    row (two at 30 fps, four at 60), the 60 fps run released it 0.1-0.15 s later in the median over 60 noise draws.
+    Judged on each measure's median over off_time, the median release is the same at both rates within the event
+    tolerance of issue 51 (67 ms), and soon after the heel has come to rest."""
     releases = {}
     for fps in (30.0, 60.0):
         releases[fps] = []
-        for seed in range(30):
+        for seed in range(60):
             times, decided = _resting_past_the_drift_gate(fps, seed)
             assert decided[int(0.3 * fps)], "planted before the slip"
             off = np.flatnonzero(decided[:-1] & ~decided[1:])
             releases[fps].append(times[off[0] + 1] if len(off) else np.inf)
     median = {fps: float(np.median(r)) for fps, r in releases.items()}
-    assert abs(median[30.0] - median[60.0]) <= FRAME + 1e-9, median
+    assert abs(median[30.0] - median[60.0]) <= EVENT_TOLERANCE, median
     assert all(0.6 <= m <= 0.8 for m in median.values()), median

@@ -11,10 +11,10 @@ landing heel comes down ahead of them; a late swing along the line of sight is s
 sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
 `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
-foot lands under them). A contact ends once, on average over its last `off_time`, the heel moves faster than
+foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
 `off_speed`, is higher than `off_height`, has left its stance position (its median over the contact's first
 `stance_time`) by more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
-`off_rise_speed`: heel-off, a rise too slow for the speed gate). Averaged over a time, not counted over frames in a
+`off_rise_speed`: heel-off, a rise too slow for the speed gate). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -58,8 +58,8 @@ class ContactGates(Gates):
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
-    off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor on average over this long "
-                                        "(one noisy frame does not end it)")
+    off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
+                                        "of each measure: one noisy frame does not end it)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
@@ -183,13 +183,13 @@ class ContactDetector:
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
     def _looks_off(self, side: str, timestamp: float, measures: tuple) -> bool:
-        """Whether the heel has looked off the floor on average over the contact's last off_time: `measures` (its
-        drift, speed, height, rise and rising speed now) joined with the frames' before."""
+        """Whether the heel has looked off the floor over the contact's last off_time: the median of each of `measures`
+        (its drift, speed, height, rise and rising speed now) and the frames' before (one spike does not end it)."""
         window = self._measures[side]
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 1e-9:
             window.popleft()
-        drift, speed, height, rise, rising = np.mean([m for _, m in window], axis=0)
+        drift, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
         gates = self.gates
         return bool(drift > gates.off_drift or speed > gates.off_speed or height > gates.off_height
                     or (rise > gates.off_rise and rising > gates.off_rise_speed))
