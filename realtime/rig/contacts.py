@@ -182,12 +182,13 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
-    def _looks_off(self, side: str, timestamp: float, measures: tuple) -> bool:
-        """Whether the heel has looked off the floor over the contact's last off_time: the median of each of `measures`
-        (its drift, speed, height, rise and rising speed now) and the frames' before (one spike does not end it)."""
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> bool:
+        """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
+        this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
+        and the frames' before (one spike does not end it)."""
         window = self._measures[side]
         window.append((timestamp, measures))
-        while timestamp - window[0][0] > self.gates.off_time + 1e-9:
+        while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
         drift, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
         gates = self.gates
@@ -233,8 +234,8 @@ class ContactDetector:
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
                 place = np.median(self._stance[side], axis=0)
                 drift = float(np.linalg.norm(_across(heel - place, heel - camera)))
-                off = self._looks_off(side, timestamp, (drift, min(speed, 1e3), height,
-                                                        *self._rise(heel, place, velocity, camera)))
+                off = self._looks_off(side, timestamp, step, (drift, min(speed, 1e3), height,
+                                                              *self._rise(heel, place, velocity, camera)))
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side] = False, []
                     self._measures[side].clear()
