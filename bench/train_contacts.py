@@ -23,8 +23,9 @@ hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the 
 (67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
 touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header).
 
-Reproducible: fixed seeds, torch on one thread; the header of the weights names the clips, rates, views, seeds,
-the command, the corpus's source and the scores on the training runs (`scores`), which a retrain reproduces.
+Reproducible: fixed seeds (`--seed` is torch's), torch on one thread; the header of the weights names the clips, rates,
+views, seeds, the command, the corpus's source and the scores on the training runs (`scores`), which a retrain
+reproduces.
 A few minutes on a 2-core CPU per 14 clips (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it
 (tests).
 """
@@ -174,11 +175,12 @@ def shape_only(mean=None, scale=None) -> ContactNet:
                       step=STEP, past=PAST, future=FUTURE, on=0.5, off=0.5, header={})
 
 
-def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log) -> ContactNet:
-    """The model trained on (N, W, C) windows: Adam on the weighted binary cross-entropy, fixed seeds, one thread."""
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log, seed: int = TORCH_SEED) -> ContactNet:
+    """The model trained on (N, W, C) windows: Adam on the weighted binary cross-entropy, torch seeded with `seed`
+    (the initial weights and the batches' order), one thread."""
     import torch
 
-    torch.manual_seed(TORCH_SEED)
+    torch.manual_seed(seed)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     mean = x.mean(axis=(0, 1)).astype(np.float32)
@@ -191,7 +193,7 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log) -> Contac
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs)
     tx = torch.from_numpy(((x - mean) / scale).transpose(0, 2, 1).copy()).float()  # torch's (N, C, W)
     ty, tw = torch.from_numpy(y), torch.from_numpy(w)
-    generator = torch.Generator().manual_seed(TORCH_SEED)
+    generator = torch.Generator().manual_seed(seed)
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     for epoch in range(epochs):
         order = torch.randperm(len(tx), generator=generator)
@@ -260,6 +262,15 @@ def _near_weight(text: str) -> float | None:
     return value if 0.0 < value <= 1.0 else None  # NaN fails both
 
 
+def _seed(text: str) -> int | None:
+    """--seed's value, or None when it is not a whole number from 0 to 2**32 - 1."""
+    try:
+        value = int(text.strip()) if text.strip().isascii() else -1
+    except ValueError:
+        return None
+    return value if 0 <= value < 2 ** 32 else None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
@@ -275,6 +286,8 @@ def main(argv=None) -> int:
     parser.add_argument("--near-weight", default=str(NEAR_WEIGHT), metavar="W",
                         help=f"the loss's weight of frames within 67 ms of a true touchdown or lift-off, above 0 and at "
                              f"most 1 (default {NEAR_WEIGHT})")
+    parser.add_argument("--seed", default=str(TORCH_SEED), metavar="N",
+                        help=f"torch's seed: the initial weights and the batches' order, 0 to 2**32 - 1 (default {TORCH_SEED})")
     args = parser.parse_args(argv)
     log = sys.stderr
     started = time.perf_counter()
@@ -291,19 +304,23 @@ def main(argv=None) -> int:
     if near_weight is None:
         print(f"error: --near-weight must be a number above 0 and at most 1, not {args.near_weight!r}", file=log)
         return 2
+    seed = _seed(args.seed)
+    if seed is None:
+        print(f"error: --seed must be a whole number from 0 to 2**32 - 1, not {args.seed!r}", file=log)
+        return 2
     rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
     rng = np.random.default_rng(SAMPLE_SEED)
     print(f"round 1: {len(motions)} clips x {len(rates)} rates x {len(views)} views, the rules deciding", file=log)
     first = record_all(motions, rates, views, ROUND_SEEDS[0], None, log)
     x, y, w = samples(first, shape_only(), rng, near_weight)
     print(f"round 1: {len(y)} samples", file=log)
-    model = fit(x, y, w, args.epochs, log)
+    model = fit(x, y, w, args.epochs, log, seed)
     print("round 2: the round-1 model deciding", file=log)
     second = record_all(motions, rates, views, ROUND_SEEDS[1], model, log)
     x2, y2, w2 = samples(second, shape_only(), rng, near_weight)
     x, y, w = np.concatenate([x, x2]), np.concatenate([y, y2]), np.concatenate([w, w2])
     print(f"final: {len(y)} samples", file=log)
-    model = fit(x, y, w, args.epochs, log)
+    model = fit(x, y, w, args.epochs, log, seed)
     runs = first + second
     probs = {f: probabilities(runs, model, f) for f in (0, 3, FUTURE)}
     best = max(((on, off) for on in THRESHOLDS for off in THRESHOLDS if off <= on),
@@ -313,7 +330,7 @@ def main(argv=None) -> int:
         "features": list(FEATURES),
         "clips": sorted(m.name for m in motions),
         "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
-        "near_weight": near_weight,
+        "near_weight": near_weight, "torch_seed": seed,
         "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
                  "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap), tests/data/mocap"

@@ -1,6 +1,7 @@
 """bench/train_contacts.py --train-extra: folders of more training clips, named in the weights' header with their
 README's provenance; hostile folders and held-out clips refused with one sentence (exit 2). --near-weight: the loss's
-weight of frames near a true event, named in the header; hostile values refused likewise."""
+weight of frames near a true event, and --seed, torch's seed: both named in the header, hostile values refused
+likewise."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_a_train_extra_clip_is_trained_on_and_named_with_its_provenance(folders,
                                 "--clips", "walk_cmu_08_11", *TINY, "--out", str(out)]) == 0
     header = ContactNet.load(out).header
     assert header["clips"] == ["walk_cmu_08_11"] and "--train-extra" in header["command"]
-    assert header["near_weight"] == train_contacts.NEAR_WEIGHT
+    assert header["near_weight"] == train_contacts.NEAR_WEIGHT and header["torch_seed"] == train_contacts.TORCH_SEED
     named = header["train_extra"]["train"]
     assert named["source"] == "Source: tests/data/mocap (CMU)"
     assert named["clips"] == {"walk_cmu_08_11": "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |"}
@@ -115,3 +116,17 @@ def test_near_weight_is_named_and_hostile_values_are_refused(folders, tmp_path, 
         assert not out.exists()
     assert train_contacts.main(run + ["--near-weight", "1"]) == 0
     assert ContactNet.load(out).header["near_weight"] == 1.0
+
+
+def test_the_seed_is_torchs_named_and_hostile_values_are_refused(folders, tmp_path, capsys):
+    base, _, _ = folders
+    run = ["--corpus", str(base), "--clips", "walk_cmu_07_04", *TINY]
+    for value in ("-1", "1.5", "abc", "", "4294967296", "1e3", "\u00b2"):
+        _refused(capsys, run + ["--out", str(tmp_path / "m.npz"), "--seed", value], "--seed must be a whole number")
+        assert not (tmp_path / "m.npz").exists()
+    nets = {}
+    for seed in ("0", "1"):
+        assert train_contacts.main(run + ["--out", str(tmp_path / f"{seed}.npz"), "--seed", seed]) == 0
+        nets[seed] = ContactNet.load(tmp_path / f"{seed}.npz")
+        assert nets[seed].header["torch_seed"] == int(seed)
+    assert not np.array_equal(nets["0"].w1, nets["1"].w1)  # another start, another model
