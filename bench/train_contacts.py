@@ -5,11 +5,9 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use four CMU clips of subjects no held-out clip uses, kept outside the repository:
-`--train-extra TRAIN_DIR --seed 1`, bench/RESULTS.md, "Issue 51: the contact model, more training motion (round 2)",
-says where they come from). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for
-byte equal to) a clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep
-them out).
+provenance; the committed weights use none: bench/RESULTS.md, "Issue 51: the contact model trained on more
+motion"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
+clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
 through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
