@@ -4,8 +4,11 @@
 deviations (1.4826 MAD) of it and refits until that set stops changing, starting from the lower half: feet in the
 air lie above the band and drop out. Its normal, turned away from the ground, is the world's up. Points spread along
 a line (a straight walk) or in one spot (a person standing) cannot fix the tilt about that line: the body's up
-stands in for it there. Given the floor's normal from elsewhere (the scene, `realtime.rig.floor_scene`), only the
-height is fitted.
+stands in for it there. Given the floor's normal (from elsewhere: the scene, `realtime.rig.floor_scene`; or fitted
+first, `FloorEstimator`), only the height is fitted, and not by that band: it is the level the planted feet stand at
+(`floor_level`), the densest level among the lowest candidates. A band about the candidates' own spread leans on the
+feet in the air where they are most of them: in a run only 15-30 % of the soles on the depth frames are planted, and
+the band's plane stood 3-8 cm above them (bench/RESULTS.md, "Issue 51: the avatar's feet in runs").
 
 `FloorEstimator` refits as depth frames come in: each foot's centre (mean of heel and toes) for the tilt, its
 lowest point for the height (the sole's level: a planted foot's centre sits 2-4 cm above it).
@@ -24,6 +27,8 @@ from realtime.rig.gates import Gates, gate
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 
 K_SIGMA = 2.5  # robust deviations: candidates within this of the plane are on the floor
+LEVEL_START = 0.1  # `floor_level` starts from this quantile of the heights: inside the planted feet while at least
+# about a sixth of the candidates are planted (a run's depth frames: 15-30 %)
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class FloorGates(Gates):
     min_band: float = gate(0.005, "m", "the band of candidates on the floor never narrows below this (noise-free feet)")
     min_spread: float = gate(0.095, "m", "candidates spread less than this (RMS) across a direction leave the tilt about it "
                                          "to the body's up (a straight walk's feet: two lines 0.1-0.2 m apart)")
+    level_band: float = gate(0.025, "m", "the planted feet's lowest points lie within this of the floor's level (their "
+                                         "measured scatter: 1-2 cm); a foot higher is in the air")
 
 
 @dataclass(frozen=True)
@@ -67,11 +74,30 @@ def _plane(points: np.ndarray, up: np.ndarray, normal: Optional[np.ndarray], gat
     return Floor(normal if normal @ up > 0 else -normal, centre)
 
 
+def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iterations: int = 20) -> float:
+    """The level (m) the planted feet stand at among (N,) candidate heights along the floor's up (NaN ignored): a mean
+    shift from their LEVEL_START quantile, each step to the mean of the heights within `gates.level_band` of the last
+    level, until it stays. Feet in the air lie only above the floor, so the search starts among the lowest and stays on
+    the first dense level it finds, however many feet are in the air."""
+    values = np.asarray(heights, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        raise ValueError("a floor's level needs at least one finite height")
+    level = float(np.quantile(values, LEVEL_START))
+    for _ in range(iterations):
+        near = values[np.abs(values - level) <= gates.level_band]
+        moved = float(near.mean()) if len(near) else level
+        if abs(moved - level) < 1e-6:
+            break
+        level = moved
+    return level
+
+
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
               normal: Optional[Sequence[float]] = None, gates: FloorGates = FloorGates()) -> Floor:
     """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default.
-    normal: the floor's up when known from elsewhere (the pointmap's background): the plane keeps it and the
-    candidates set only its height (the same robust band)."""
+    normal: the floor's up when known (the pointmap's background, or a tilt fitted first): the plane keeps it and the
+    candidates set only its height, the level the planted feet stand at (`floor_level`)."""
     pts = np.asarray(candidates, dtype=np.float64)
     pts = pts[np.isfinite(pts).all(axis=1)]
     if len(pts) < 3:
@@ -79,6 +105,10 @@ def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.
     up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
     if normal is not None:
         normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+        normal = normal if normal @ up >= 0 else -normal
+        centre = pts.mean(axis=0)
+        level = floor_level(pts @ normal, gates)
+        return Floor(normal, centre - (centre @ normal - level) * normal)
     floor = _plane(pts, up, normal, gates)
     heights = floor.height(pts)
     keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
