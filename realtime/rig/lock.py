@@ -307,9 +307,11 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`; a foot not measured yet takes the other foot's), over `settle` seconds the foot goes down
-      (or up) to them, flat, heading as it came down; its heel rises about its toes where a leg out of reach lifts
-      it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
+      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), over `settle`
+      seconds the foot goes down to them, flat, heading as it came down; a foot below them goes up to them at once,
+      so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
+      robust estimate's, a lifted frame's may be shorter); its heel rises about its toes where a leg out of reach
+      lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
       share.
@@ -375,7 +377,7 @@ class FootPin:
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         down = max(ankle_height - self.gates.first_ankle, 0.0)
                         measured = (ankle_height - down, toes_height - down)
-                    pin.rest = measured
+                    pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankles[s] = share * ankle + (1.0 - share) * free[0]
@@ -420,4 +422,8 @@ class FootPin:
                               REACH * legs.reach[s])
         placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
         weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
-        return ankle + weight * (placed[0] - ankle), toes + weight * (placed[1] - toes)
+        out = []
+        for start, goal in zip((ankle, toes), placed):  # the settle lowers a foot; one below where it rests goes up
+            point = start + weight * (goal - start)  # there at once (a run's stance is about as short as the settle)
+            out.append(point + max(float((goal - point) @ up), 0.0) * up)
+        return out[0], out[1]
