@@ -204,6 +204,9 @@ class PinGates(Gates):
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
+    first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
+                                        "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
+                                        "keeps its own)")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -373,10 +376,11 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    if measured is None:  # one frame's heights, the ankle no higher than first_ankle
-                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
-                        down = max(ankle_height - self.gates.first_ankle, 0.0)
-                        measured = (ankle_height - down, toes_height - down)
+                    if measured is None:  # one frame's heights, the ankle no higher than first_ankle; toes not
+                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])  # below it
+                        down = max(ankle_height - self.gates.first_ankle, 0.0)  # rest at first_toes
+                        toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
+                        measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
