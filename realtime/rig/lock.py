@@ -194,8 +194,9 @@ class FootLock:
 class PinGates(Gates):
     """The bone pin's gates (`FootPin`): times (s) and heights (m)."""
 
-    settle: float = gate(0.1, "s", "a planted foot reaches the floor and its flat pose this long after its hold began (a "
-                                   "smoothstep; only up and down and its pitch: it does not slide)")
+    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose this long after its "
+                                   "hold began (a smoothstep; only down and its pitch: it does not slide); one below it "
+                                   "goes up at once")
     rise_speed: float = gate(0.6, "m/s", "a held foot's heel rises (about its toes) at most this fast (a heel-off: 0.3-0.5 "
                                          "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
@@ -376,9 +377,10 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    if measured is None:  # one frame's heights, the ankle no higher than first_ankle; toes not
-                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])  # below it
-                        down = max(ankle_height - self.gates.first_ankle, 0.0)  # rest at first_toes
+                    if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
+                        # level with it or over it (a heel strike) at first_toes
+                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
+                        down = max(ankle_height - self.gates.first_ankle, 0.0)
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
                         measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
