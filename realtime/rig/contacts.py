@@ -6,8 +6,9 @@ point's motion across the line of sight is measured and its motion along it is n
 (the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
-of the end of a stance, and, while the body walks, not behind the hips just after a swing (a landing heel comes
-down ahead of them; a late swing along the line of sight is shown behind where it is). The onset gate is
+of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
+landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
+sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
 `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, for `off_time` in a row, the heel moves faster than `off_speed`, is
@@ -134,26 +135,39 @@ class ContactDetector:
         walk = velocity - (velocity @ up) * up
         return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
 
-    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], camera: np.ndarray) -> float:
+    def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
+        """m/s: the hips' velocity along the floor (`walk`'s) along the body's facing, the floor's direction square to
+        the hips' line, either way (forwards or backwards); 0 while the body stands or its hips' line is not seen."""
+        if walk is None:
+            return 0.0
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        facing = np.cross(up, points[self.hips[0]] - points[self.hips[1]])
+        norm = float(np.linalg.norm(facing))
+        return abs(float(walk[0] @ facing)) / norm if np.isfinite(facing).all() and norm > 1e-9 else 0.0
+
+    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float, camera: np.ndarray) -> float:
         """The onset gate (m/s): on_speed, rising to on_speed_across with the square of the share of the hips'
-        velocity along the floor that is across the line of sight; on_speed_running at a run."""
+        velocity along the floor that is across the line of sight; on_speed_running at a run (`forward`, the walk
+        along the body's facing, `running` or faster: a side shuffle that fast is no run)."""
         gates = self.gates
         if walk is None:
             return gates.on_speed
         velocity, hips = walk
-        if float(np.linalg.norm(velocity)) >= gates.running:
+        if forward >= gates.running:
             return gates.on_speed_running
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         sight = hips - camera
         across = float(np.linalg.norm(_across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
         return gates.on_speed + (gates.on_speed_across - gates.on_speed) * across ** 2
 
-    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]]) -> bool:
-        """The heel behind the hips along the walk; at a run, behind where the hips were speed_window ago."""
-        if walk is None:
+    def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float) -> bool:
+        """The heel behind the hips along the walk while the body walks forwards or backwards (`forward`, the walk
+        along its facing, `walking` or faster: a side step's trailing foot comes down behind the hips along the walk,
+        beside them along the facing); at a run, behind where the hips were speed_window ago."""
+        if walk is None or forward < self.gates.walking:
             return False
         velocity, hips = walk
-        if float(np.linalg.norm(velocity)) >= self.gates.running:
+        if forward >= self.gates.running:
             hips = hips - velocity * self.gates.speed_window
         return float((heel - hips) @ velocity) < 0.0
 
@@ -180,7 +194,8 @@ class ContactDetector:
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
         walk = self._walk(timestamp, points)
-        on_speed = self._onset_speed(walk, camera)
+        forward = self._forward(walk, points)
+        on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
         for side, centre in zip(SIDES, centres):
             history = self._history[side]
@@ -212,7 +227,7 @@ class ContactDetector:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
                 landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
-                                    and not (landing and self._behind(heel, walk)))
+                                    and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
             if not self.state[side] and height > gates.off_height:
