@@ -461,16 +461,26 @@ def ground_slide(truth, out: list) -> tuple[np.ndarray, np.ndarray]:
 def avatar_slide(truth, out: list) -> np.ndarray:
     """The avatar's feet: each step (mm per 1/30 s) along the world's floor of the ankle of `Person.bones` (forward
     kinematics, `bench.motion.avatar_world`: the bones' own world on frames in it, else placed in the world stage's
-    world) between two frames of true contact, both placed in the same kind of world."""
-    from bench.motion import SLIDE_PER, avatar_world
+    world from the bones' own root, with the performer's root origin, `bench.motion.camera_origin` of its first
+    camera-relative frame, as bench/motion.py places it: the root as solved, the pin's shift of the hips included)
+    between two frames of true contact, both placed in the same kind of world."""
+    from bench.motion import SLIDE_PER, avatar_world, camera_origin
 
+    origins: dict[int, np.ndarray] = {}  # performer -> its root origin (camera-relative bones)
+    for frame in out:
+        for p, person in enumerate(frame.people):
+            if p not in origins and frame.camera is not None and not frame.camera.world:
+                origin = camera_origin(person)
+                if origin is not None:
+                    origins[p] = origin
     steps = []
     for t in range(1, len(out)):
         if out[t].camera is None or out[t - 1].camera is None or out[t].camera.world != out[t - 1].camera.world:
             continue
         dt = out[t].timestamp - out[t - 1].timestamp
         for p, (a, b) in enumerate(zip(out[t - 1].people, out[t].people)):
-            placed = [avatar_world(frame, person) for frame, person in ((out[t - 1], a), (out[t], b))]
+            placed = [avatar_world(frame, person, None if frame.camera.world else origins.get(p))
+                      for frame, person in ((out[t - 1], a), (out[t], b))]
             if placed[0] is None or placed[1] is None:
                 continue
             for side in range(2):

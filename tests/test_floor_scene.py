@@ -102,6 +102,16 @@ def test_a_leaning_body_standing_still_gets_a_level_floor_from_the_scene():
     assert np.abs(with_scene.floor.height(feet)).max() < 0.05  # its height still where the feet stand
 
 
+def test_a_body_leaning_as_far_as_sitting_down_still_finds_its_floor():
+    # sitting down or stretching, the trunk leans 40-57 degrees; within the old 30-degree gate the floor was lost
+    # (the body's lean taken for its tilt) or found 14-20 degrees off among the few planes that passed
+    for lean in (40.0, 50.0):
+        camera, up = standing_leaning(200, lean)
+        stage = _run(camera, bench.scene_background())
+        assert stage.scene.found == 40
+        assert degrees(stage.floor.normal, up) < 0.5  # 0.07
+
+
 @pytest.mark.parametrize("scene_floor", [True, False])
 def test_without_a_pointmap_the_floor_and_contacts_are_the_feet_only_ones(scene_floor):
     """No pointmap (or `scene_floor=False`): the ground stage's floor and contacts are exactly those of

@@ -4,8 +4,13 @@
 deviations (1.4826 MAD) of it and refits until that set stops changing, starting from the lower half: feet in the
 air lie above the band and drop out. Its normal, turned away from the ground, is the world's up. Points spread along
 a line (a straight walk) or in one spot (a person standing) cannot fix the tilt about that line: the body's up
-stands in for it there. Given the floor's normal from elsewhere (the scene, `realtime.rig.floor_scene`), only the
-height is fitted.
+stands in for it there. Given the floor's normal (from elsewhere: the scene, `realtime.rig.floor_scene`; or fitted
+first, `FloorEstimator`), only the height is fitted: by the same band, or (`planted_level`: the world's floor, where
+the avatar's feet stand) as the level the planted feet stand at (`floor_level`), the densest level among the lowest
+candidates. The band about the candidates' own spread leans on the feet in the air where they are most of them: in a
+run only 15-30 % of the soles on the depth frames are planted, and the band's plane stands 3-8 cm above them
+(bench/RESULTS.md, "Issue 51: the avatar's feet in runs"); the contact detector's floor keeps it (its gates and the
+contact model were set on it).
 
 `FloorEstimator` refits as depth frames come in: each foot's centre (mean of heel and toes) for the tilt, its
 lowest point for the height (the sole's level: a planted foot's centre sits 2-4 cm above it).
@@ -24,6 +29,8 @@ from realtime.rig.gates import Gates, gate
 from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 
 K_SIGMA = 2.5  # robust deviations: candidates within this of the plane are on the floor
+LEVEL_START = 0.1  # `floor_level` starts from this quantile of the heights: inside the planted feet while at least
+# about a sixth of the candidates are planted (a run's depth frames: 15-30 %)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,8 @@ class FloorGates(Gates):
     min_band: float = gate(0.005, "m", "the band of candidates on the floor never narrows below this (noise-free feet)")
     min_spread: float = gate(0.095, "m", "candidates spread less than this (RMS) across a direction leave the tilt about it "
                                          "to the body's up (a straight walk's feet: two lines 0.1-0.2 m apart)")
+    level_band: float = gate(0.025, "m", "the planted feet's lowest points lie within this of the floor's level (their "
+                                         "measured scatter: 1-2 cm); a foot higher is in the air")
 
 
 @dataclass(frozen=True)
@@ -67,11 +76,32 @@ def _plane(points: np.ndarray, up: np.ndarray, normal: Optional[np.ndarray], gat
     return Floor(normal if normal @ up > 0 else -normal, centre)
 
 
+def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iterations: int = 20) -> float:
+    """The level (m) the planted feet stand at among (N,) candidate heights along the floor's up (NaN ignored): a mean
+    shift from their LEVEL_START quantile, each step to the mean of the heights within `gates.level_band` of the last
+    level, until it stays. Feet in the air lie only above the floor, so the search starts among the lowest and stays on
+    the first dense level it finds, however many feet are in the air."""
+    values = np.asarray(heights, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        raise ValueError("a floor's level needs at least one finite height")
+    level = float(np.quantile(values, LEVEL_START))
+    for _ in range(iterations):
+        near = values[np.abs(values - level) <= gates.level_band]
+        moved = float(near.mean()) if len(near) else level
+        if abs(moved - level) < 1e-6:
+            break
+        level = moved
+    return level
+
+
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
-              normal: Optional[Sequence[float]] = None, gates: FloorGates = FloorGates()) -> Floor:
+              normal: Optional[Sequence[float]] = None, gates: FloorGates = FloorGates(),
+              planted_level: bool = False) -> Floor:
     """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default.
-    normal: the floor's up when known from elsewhere (the pointmap's background): the plane keeps it and the
-    candidates set only its height (the same robust band)."""
+    normal: the floor's up when known (the pointmap's background, or a tilt fitted first): the plane keeps it and the
+    candidates set only its height (the same robust band; `planted_level`: the level the planted feet stand at,
+    `floor_level`)."""
     pts = np.asarray(candidates, dtype=np.float64)
     pts = pts[np.isfinite(pts).all(axis=1)]
     if len(pts) < 3:
@@ -79,6 +109,10 @@ def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.
     up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
     if normal is not None:
         normal = np.asarray(normal, dtype=np.float64) / np.linalg.norm(normal)
+        if planted_level:
+            normal = normal if normal @ up >= 0 else -normal
+            centre = pts.mean(axis=0)
+            return Floor(normal, centre - (centre @ normal - floor_level(pts @ normal, gates)) * normal)
     floor = _plane(pts, up, normal, gates)
     heights = floor.height(pts)
     keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
@@ -130,15 +164,17 @@ class FloorEstimator:
     samples (one person's feet on one depth frame each) the floor is fitted to the last `max_samples`, and refitted
     every `refit_every` samples. The body's up (mid-hip to neck, averaged) orients the normal and stands in for the
     tilt that feet kept in one spot cannot give; a `normal` given to `add` (the scene's floor) replaces the fitted
-    tilt. `gates`: the fit's (`FloorGates`)."""
+    tilt. `gates`: the fit's (`FloorGates`). `planted_level`: the height is the level the planted feet stand at
+    (`fit_floor`'s; the world's floor) rather than the band's (the contact detector's)."""
 
     def __init__(self, keypoint_names: Sequence[str], *, min_samples: int = 30, max_samples: int = 600,
-                 refit_every: int = 10, gates: FloorGates = FloorGates()):
+                 refit_every: int = 10, gates: FloorGates = FloorGates(), planted_level: bool = False):
         for name, value in (("min_samples", min_samples), ("max_samples", max_samples), ("refit_every", refit_every)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"FloorEstimator's {name} must be a whole number of 1 or more, got {value!r}")
         self.feet = foot_indices(keypoint_names)
         self.min_samples, self.refit_every, self.gates = min_samples, refit_every, gates
+        self.planted_level = planted_level
         self._candidates: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's centres
         self._soles: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's lowest points
         self._since_fit = 0
@@ -164,7 +200,8 @@ class FloorEstimator:
             return False
         # the tilt from the centres (from the lowest points it jumps between heel and toe), the height from the soles
         tilt = None if normal is not None else fit_floor(np.concatenate(self._candidates), up, gates=self.gates).normal
-        soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt, gates=self.gates)
+        soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt, gates=self.gates,
+                          planted_level=self.planted_level)
         self.floor = soles if tilt is None else Floor(tilt, soles.point)  # the fitted tilt to the bit
         self._since_fit = 0
         return True

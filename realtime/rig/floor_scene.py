@@ -10,8 +10,9 @@ GRID_PIXELS, the people's pixels left out) and finds the floor among them (`scen
   the body's up), each scored by its inliers among about SCORE_POINTS of all the points (within
   INLIER_M + INLIER_REL x depth of it);
 - only planes the people stand on count: the normal within MAX_TILT_DEG of the body's up (mid-hip
-  to neck: walls lose), each person's lower foot within FOOT_BAND of it (tables, ledges and ceilings
-  lose) and the hips at least MIN_HIP above it (below the body);
+  to neck: walls lose; a body leans 20-30 degrees running and 40-57 sitting down or stretching, so the
+  gate is wide, and the feet decide), each person's lower foot within FOOT_BAND of it (tables, ledges,
+  ceilings and walls lose) and the hips at least MIN_HIP above it (below the body);
 - the best one refined by least squares over its inliers, each weighted by 1 / tolerance^2 (a
   pointmap's noise grows with depth), the band narrowed to K_SIGMA robust deviations of their
   distances (the foot of a wall drops out), and kept only when well measured:
@@ -41,7 +42,7 @@ GRID_PIXELS = 4096  # the pointmap resampled (nearest) to at most this many pixe
 HYPOTHESES = 128  # RANSAC planes per frame
 SCORE_POINTS = 1000  # about this many of the points score the hypotheses
 INLIER_M, INLIER_REL = 0.03, 0.01  # m, and fraction of the depth: a point this close to a plane is on it
-MAX_TILT_DEG = 30.0  # the floor's normal within this of the body's up
+MAX_TILT_DEG = 60.0  # the floor's normal within this of the body's up (30 lost the floor of a body leaning to sit)
 FOOT_BAND = 0.15  # m: each person's lower foot centre within this of the floor (the median over people)
 MIN_HIP = 0.4  # m: the hips at least this far above the floor
 MIN_INLIERS = 200  # a frame's floor from fewer points is not used

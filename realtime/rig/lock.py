@@ -194,8 +194,9 @@ class FootLock:
 class PinGates(Gates):
     """The bone pin's gates (`FootPin`): times (s) and heights (m)."""
 
-    settle: float = gate(0.1, "s", "a planted foot reaches the floor and its flat pose this long after its hold began (a "
-                                   "smoothstep; only up and down and its pitch: it does not slide)")
+    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose this long after its "
+                                   "hold began (a smoothstep; only down and its pitch: it does not slide); one below it "
+                                   "goes up at once")
     rise_speed: float = gate(0.6, "m/s", "a held foot's heel rises (about its toes) at most this fast (a heel-off: 0.3-0.5 "
                                          "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
@@ -204,6 +205,9 @@ class PinGates(Gates):
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
+    first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
+                                        "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
+                                        "keeps its own)")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -307,9 +311,11 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`; a foot not measured yet takes the other foot's), over `settle` seconds the foot goes down
-      (or up) to them, flat, heading as it came down; its heel rises about its toes where a leg out of reach lifts
-      it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
+      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), over `settle`
+      seconds the foot goes down to them, flat, heading as it came down; a foot below them goes up to them at once,
+      so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
+      robust estimate's, a lifted frame's may be shorter); its heel rises about its toes where a leg out of reach
+      lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
       share.
@@ -371,11 +377,13 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    if measured is None:  # one frame's heights, the ankle no higher than first_ankle
+                    if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
+                        # level with it or over it (a heel strike) at first_toes
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         down = max(ankle_height - self.gates.first_ankle, 0.0)
-                        measured = (ankle_height - down, toes_height - down)
-                    pin.rest = measured
+                        toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
+                        measured = (ankle_height - down, toes_rest)
+                    pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankles[s] = share * ankle + (1.0 - share) * free[0]
@@ -420,4 +428,8 @@ class FootPin:
                               REACH * legs.reach[s])
         placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
         weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
-        return ankle + weight * (placed[0] - ankle), toes + weight * (placed[1] - toes)
+        out = []
+        for start, goal in zip((ankle, toes), placed):  # the settle lowers a foot; one below where it rests goes up
+            point = start + weight * (goal - start)  # there at once (a run's stance is about as short as the settle)
+            out.append(point + max(float((goal - point) @ up), 0.0) * up)
+        return out[0], out[1]

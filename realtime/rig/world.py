@@ -9,7 +9,8 @@ Frames in play (4x4 rigid transforms, `a_from_b` maps b's coordinates to a's):
   axes of `realtime.rig.solver.camera_to_rig`: a person facing that camera faces +z), x = y cross z.
 
 `WorldAnchor` fixes the world frame: it fits the floor in the odometry frame to the people's feet
-(`realtime.rig.floor.FloorEstimator`, fed odometry-frame points) and freezes the frame at the
+(`realtime.rig.floor.FloorEstimator`, fed odometry-frame points; its height the level the planted feet stand
+at, `realtime.rig.floor.floor_level`, however many feet are in the air) and freezes the frame at the
 first fit; until then a provisional frame stands in (up = the scene's floor normal, or the bodies'
 up, or the first camera's -y), marked `grounded=False`. The floor's tilt is the scene's (the ground
 stage's `Frame.floor_up`, measured from the pointmap's background) when given: the feet then set only
@@ -92,7 +93,7 @@ class WorldAnchor:
     def __init__(self, keypoint_names: Sequence[str], *, min_samples: int = 30) -> None:
         index = {n: i for i, n in enumerate(keypoint_names)}
         self._hips = [index["left_hip"], index["right_hip"]]
-        self.floors = FloorEstimator(keypoint_names, min_samples=min_samples, refit_every=10**9)
+        self.floors = FloorEstimator(keypoint_names, min_samples=min_samples, refit_every=10**9, planted_level=True)
         self._origin: Optional[np.ndarray] = None
         self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
@@ -145,7 +146,7 @@ class WorldAnchor:
             return
         up = self._frame.world_from_odometry[1, :3]
         soles = np.concatenate([lowest_points(points, self.floors.feet, up) for points in self._settled])
-        floor = fit_floor(soles, up, normal=up, gates=self.floors.gates)
+        floor = fit_floor(soles, up, normal=up, gates=self.floors.gates, planted_level=True)
         self._frame = world_frame(up, floor.point, self._origin)
         self.final, self._settled = True, []
 

@@ -1,0 +1,53 @@
+"""The avatar's feet in a run (issue 51): the world's floor stands where a run's planted feet stand, though most of
+its soles are in the air on the depth frames (`realtime.rig.floor.floor_level`), and the avatar's held feet
+(`Person.bones` forward kinematics, `FootPin`) are never put below that floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import corpus
+from bench import motion as motion_bench
+from realtime.rig.floor import FloorGates, fit_floor, floor_level
+from realtime.rig.world import transform_points
+
+UP = np.array([0.0, 1.0, 0.0])
+
+
+def test_the_floors_level_is_where_the_planted_feet_stand_however_many_are_in_the_air():
+    rng = np.random.default_rng(0)
+    planted = rng.normal(0.0, 0.01, 12)  # a run's depth frames: a fifth of the soles on the floor, 1 cm of noise
+    flying = rng.uniform(0.03, 0.4, 48)
+    heights = np.concatenate([planted, flying])
+    assert abs(floor_level(heights)) < 0.005
+    points = np.stack([rng.uniform(-1, 1, 60), heights, rng.uniform(3, 6, 60)], axis=1)
+    assert abs(fit_floor(points, UP, normal=UP, planted_level=True).height(np.zeros(3))) < 0.005
+    assert -fit_floor(points, UP, normal=UP).height(np.zeros(3)) > 0.02  # the band about them all: in the air
+    walking = np.concatenate([rng.normal(0.0, 0.015, 45), rng.uniform(0.03, 0.2, 15)])  # most feet planted
+    assert abs(floor_level(walking)) < 0.006
+    assert abs(floor_level(walking + 1.0) - 1.0) < 0.006  # wherever the floor is
+    assert floor_level(heights, FloorGates(level_band=0.5)) > 0.05  # a band as wide as the flights takes them in
+    with pytest.raises(ValueError, match="finite"):
+        floor_level(np.array([np.nan]))
+
+
+@pytest.mark.parametrize("view, fps", [("side", 30.0), ("front", 60.0)])
+def test_a_runs_held_feet_stand_on_the_worlds_floor_where_the_true_feet_do(view, fps):
+    """The project's run (cmu_35_24, subject 35) through the run's stages as bench/motion.py sees it (seed 0): the
+    world's floor within 1.5 cm of the level the true planted feet stand at (it stood 3-5 cm above them, fitted
+    among the flying feet), and on every frame a foot is held its ankle and toes are on or above that floor and at
+    most 2.5 cm below where the true foot rests (they were 3-10 cm into it)."""
+    motion = corpus.resample(corpus.project_motions(["cmu_35_24"])[0], fps)
+    truth = corpus.true_contacts(motion)
+    record: dict = {}
+    run = motion_bench.run_clip(motion, view, 0, truth, record=record)
+    seen = motion_bench.seen(motion, view, truth)
+    world_from_camera = record["frames"][-1].camera.world_from_camera
+    hips = transform_points(world_from_camera, record["true_camera"][:, motion_bench.HIPS].mean(axis=1))[:, 1]
+    true_hips = seen.world[:, motion_bench.HIPS, 1].mean(axis=1) - motion_bench.planted_level(seen.world, truth)
+    assert abs(np.median(true_hips - hips)) < 0.015  # 0.6-0.8 cm
+    held = run.decided & run.valid[:, None]
+    assert held.sum() >= 8
+    assert run.feet[..., 1].min(axis=2)[held].min() > -0.005  # on or above the floor (-0.0-0.4 cm)
+    assert motion_bench.sinking(run.feet, run.rest, run.true_heights)[held].max() < 0.025  # 1.3-2.2 cm
