@@ -194,9 +194,12 @@ class FootLock:
 class PinGates(Gates):
     """The bone pin's gates (`FootPin`): times (s) and heights (m)."""
 
-    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose this long after its "
-                                   "hold began (a smoothstep; only down and its pitch: it does not slide); one below it "
-                                   "goes up at once")
+    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose at most this long "
+                                   "after its hold began (a smoothstep; only down and its pitch: it does not slide); one "
+                                   "below it goes up at once")
+    settle_speed: float = gate(1.5, "m/s", "and sooner where it has less to come down: in its height over this speed, "
+                                           "counted from the frame before the hold (the landing goes on: a foot within "
+                                           "this speed's one frame of its rest is put down at once)")
     rise_speed: float = gate(0.6, "m/s", "a held foot's heel rises (about its toes) at most this fast (a heel-off: 0.3-0.5 "
                                          "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
@@ -267,6 +270,7 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
+    settle: Optional[float] = None
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -330,6 +334,7 @@ class FootPin:
         """Forget the holds (the resting heights are the performer's and stay)."""
         self._pins: dict[str, Optional[_Pin]] = dict.fromkeys(SIDES)
         self._last: Optional[float] = None
+        self._step = 0.0
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
               floor: Optional[tuple[np.ndarray, float]]):
@@ -338,7 +343,7 @@ class FootPin:
         floor), or None where the floor is not known."""
         timestamp = float(timestamp)
         step = 0.0 if self._last is None or timestamp <= self._last else timestamp - self._last
-        self._last = timestamp
+        self._last, self._step = timestamp, step
         if floor is not None:
             up, height = floor
             for s, side in enumerate(SIDES):  # a held foot's heights: where feet rest
@@ -372,7 +377,7 @@ class FootPin:
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
-                pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
+                pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp - self._step,
                                               self._heading(toes - ankle, floor), lock.since[side])
                 if floor is not None:
                     measured = self._rest(side)
@@ -427,7 +432,10 @@ class FootPin:
         sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
                               REACH * legs.reach[s])
         placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
-        weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
+        if pin.settle is None:  # the hold's settle: its height to come down over settle_speed, at most settle
+            drop = max(float((start - goal) @ up) for start, goal in zip((ankle, toes), placed))
+            pin.settle = min(max(drop, 0.0) / self.gates.settle_speed, self.gates.settle)
+        weight = _smoothstep((timestamp - pin.start) / pin.settle) if pin.settle > 0 else 1.0
         out = []
         for start, goal in zip((ankle, toes), placed):  # the settle lowers a foot; one below where it rests goes up
             point = start + weight * (goal - start)  # there at once (a run's stance is about as short as the settle)
