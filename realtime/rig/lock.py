@@ -248,16 +248,17 @@ class RestingHeights:
 
 @dataclass
 class _Pin:
-    """One foot's pin: `offset` (3,) the avatar's ankle less the lock's held ankle when the hold began (so nothing
-    jumps), `toes` (3,) its toes less its ankle then, `start` the time, `heading` (3,) the foot's direction along the
-    floor then (None: no floor known, or a foot pointing up or down), `since` the lock's hold it belongs to, `share`
-    the lock's share of it on the last frame; `base` (3,) the pinned ankle as the lock held it on the last frame of
-    the hold (the lock, released, shows the foot's own motion: the heel's rise is taken from it, the place is not),
-    `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
-    it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`; the other foot's while its
-    own are not), else where the lock held its ankle and toes then, the ankle at most `first_ankle` up (kept for the
-    hold: an estimate refreshed within it would move the foot); `measured`: `rest` is measured resting heights, not
-    one frame's."""
+    """One foot's pin: `offset` (3,) the avatar's ankle less the lock's held ankle when the hold began (so nothing jumps),
+    `toes` (3,) its toes less its ankle then, `start` the time the settle counts from (the frame before the hold began),
+    `heading` (3,) the foot's direction along the floor then (None: no floor known, or a foot pointing up or down),
+    `since` the lock's hold it belongs to, `share` the lock's share of it on the last frame; `base` (3,) the pinned
+    ankle as the lock held it on the last frame of the hold (the lock, released, shows the foot's own motion: the heel's
+    rise is taken from it, the place is not), `rise` the heel's rise above it so far (m), `last` the last frame's time;
+    `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
+    (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
+    ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
+    `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
+    (`PinGates.settle_speed`), set on its first placed frame."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -315,9 +316,10 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), over `settle`
-      seconds the foot goes down to them, flat, heading as it came down; a foot below them goes up to them at once,
-      so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
+      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
+      to them, flat, heading as it came down, over its height at `settle_speed` (at most `settle` seconds) counted
+      from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
+      to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
       robust estimate's, a lifted frame's may be shorter); its heel rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
