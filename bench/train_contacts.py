@@ -21,10 +21,11 @@ with that model deciding (seed 11); the final model is trained on both rounds' f
 foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Then the
 hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the best mean of precision and recall
 (67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
-touchdown or lift-off weigh NEAR_WEIGHT in the loss.
+touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header).
 
-Reproducible: fixed seeds, torch on one thread; the header of the weights names the clips, rates, views, seeds,
-the command, the corpus's source and the scores on the training runs (`scores`), which a retrain reproduces.
+Reproducible: fixed seeds (`--seed` is torch's), torch on one thread; the header of the weights names the clips, rates,
+views, seeds, the command, the corpus's source and the scores on the training runs (`scores`), which a retrain
+reproduces.
 A few minutes on a 2-core CPU per 14 clips (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it
 (tests).
 """
@@ -146,8 +147,10 @@ def record_all(motions, rates, views, seed: int, net: ContactNet | None, log) ->
     return runs
 
 
-def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(N, W, C) windows, (N,) labels and (N,) loss weights: one per foot and frame, hindsight drawn per frame."""
+def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator,
+            near_weight: float = NEAR_WEIGHT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N, W, C) windows, (N,) labels and (N,) loss weights (`near_weight` for frames within the bench's tolerance
+    of a true event, else 1): one per foot and frame, hindsight drawn per frame."""
     xs, ys, ws = [], [], []
     for run in runs:
         count = len(run["times"])
@@ -158,7 +161,7 @@ def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator) -
         near = motion_bench.near_events(run["truth"], run["times"])
         xs.append(x.reshape(-1, *x.shape[2:]))
         ys.append(run["truth"].reshape(-1))
-        ws.append(np.where(near, NEAR_WEIGHT, 1.0).reshape(-1))
+        ws.append(np.where(near, near_weight, 1.0).reshape(-1))
     return np.concatenate(xs), np.concatenate(ys).astype(np.float32), np.concatenate(ws).astype(np.float32)
 
 
@@ -172,11 +175,12 @@ def shape_only(mean=None, scale=None) -> ContactNet:
                       step=STEP, past=PAST, future=FUTURE, on=0.5, off=0.5, header={})
 
 
-def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log) -> ContactNet:
-    """The model trained on (N, W, C) windows: Adam on the weighted binary cross-entropy, fixed seeds, one thread."""
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log, seed: int = TORCH_SEED) -> ContactNet:
+    """The model trained on (N, W, C) windows: Adam on the weighted binary cross-entropy, torch seeded with `seed`
+    (the initial weights and the batches' order), one thread."""
     import torch
 
-    torch.manual_seed(TORCH_SEED)
+    torch.manual_seed(seed)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     mean = x.mean(axis=(0, 1)).astype(np.float32)
@@ -189,7 +193,7 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, epochs: int, log) -> Contac
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs)
     tx = torch.from_numpy(((x - mean) / scale).transpose(0, 2, 1).copy()).float()  # torch's (N, C, W)
     ty, tw = torch.from_numpy(y), torch.from_numpy(w)
-    generator = torch.Generator().manual_seed(TORCH_SEED)
+    generator = torch.Generator().manual_seed(seed)
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     for epoch in range(epochs):
         order = torch.randperm(len(tx), generator=generator)
@@ -249,6 +253,24 @@ def with_thresholds(net: ContactNet, on: float, off: float, header: dict) -> Con
     return replace(net, on=on, off=off, header=header)
 
 
+def _near_weight(text: str) -> float | None:
+    """--near-weight's value, or None when it is not a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0.0 < value <= 1.0 else None  # NaN fails both
+
+
+def _seed(text: str) -> int | None:
+    """--seed's value, or None when it is not a whole number from 0 to 2**32 - 1."""
+    try:
+        value = int(text.strip()) if text.strip().isascii() else -1
+    except ValueError:
+        return None
+    return value if 0 <= value < 2 ** 32 else None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
@@ -261,6 +283,11 @@ def main(argv=None) -> int:
     parser.add_argument("--fps", type=float, nargs="+", default=list(RATES))
     parser.add_argument("--views", nargs="+", choices=list(VIEWS), default=list(VIEWS))
     parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument("--near-weight", default=str(NEAR_WEIGHT), metavar="W",
+                        help=f"the loss's weight of frames within 67 ms of a true touchdown or lift-off, above 0 and at "
+                             f"most 1 (default {NEAR_WEIGHT})")
+    parser.add_argument("--seed", default=str(TORCH_SEED), metavar="N",
+                        help=f"torch's seed: the initial weights and the batches' order, 0 to 2**32 - 1 (default {TORCH_SEED})")
     args = parser.parse_args(argv)
     log = sys.stderr
     started = time.perf_counter()
@@ -273,19 +300,27 @@ def main(argv=None) -> int:
         return 2
     if args.epochs < 1:
         parser.error("--epochs must be 1 or more")
+    near_weight = _near_weight(args.near_weight)
+    if near_weight is None:
+        print(f"error: --near-weight must be a number above 0 and at most 1, not {args.near_weight!r}", file=log)
+        return 2
+    seed = _seed(args.seed)
+    if seed is None:
+        print(f"error: --seed must be a whole number from 0 to 2**32 - 1, not {args.seed!r}", file=log)
+        return 2
     rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
     rng = np.random.default_rng(SAMPLE_SEED)
     print(f"round 1: {len(motions)} clips x {len(rates)} rates x {len(views)} views, the rules deciding", file=log)
     first = record_all(motions, rates, views, ROUND_SEEDS[0], None, log)
-    x, y, w = samples(first, shape_only(), rng)
+    x, y, w = samples(first, shape_only(), rng, near_weight)
     print(f"round 1: {len(y)} samples", file=log)
-    model = fit(x, y, w, args.epochs, log)
+    model = fit(x, y, w, args.epochs, log, seed)
     print("round 2: the round-1 model deciding", file=log)
     second = record_all(motions, rates, views, ROUND_SEEDS[1], model, log)
-    x2, y2, w2 = samples(second, shape_only(), rng)
+    x2, y2, w2 = samples(second, shape_only(), rng, near_weight)
     x, y, w = np.concatenate([x, x2]), np.concatenate([y, y2]), np.concatenate([w, w2])
     print(f"final: {len(y)} samples", file=log)
-    model = fit(x, y, w, args.epochs, log)
+    model = fit(x, y, w, args.epochs, log, seed)
     runs = first + second
     probs = {f: probabilities(runs, model, f) for f in (0, 3, FUTURE)}
     best = max(((on, off) for on in THRESHOLDS for off in THRESHOLDS if off <= on),
@@ -295,6 +330,7 @@ def main(argv=None) -> int:
         "features": list(FEATURES),
         "clips": sorted(m.name for m in motions),
         "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
+        "near_weight": near_weight, "torch_seed": seed,
         "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
                  "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap), tests/data/mocap"

@@ -1,14 +1,18 @@
 """bench/train_contacts.py --train-extra: folders of more training clips, named in the weights' header with their
-README's provenance; hostile folders and held-out clips refused with one sentence (exit 2)."""
+README's provenance; hostile folders and held-out clips refused with one sentence (exit 2). --near-weight: the loss's
+weight of frames near a true event, and --seed, torch's seed: both named in the header, hostile values refused
+likewise."""
 
 from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from bench import corpus, train_contacts
-from realtime.rig.contact_model import ContactNet
+from bench.motion import near_events
+from realtime.rig.contact_model import RAW, ContactNet
 
 TINY = ["--fps", "30", "--views", "side", "--epochs", "1"]
 
@@ -36,6 +40,7 @@ def test_a_train_extra_clip_is_trained_on_and_named_with_its_provenance(folders,
                                 "--clips", "walk_cmu_08_11", *TINY, "--out", str(out)]) == 0
     header = ContactNet.load(out).header
     assert header["clips"] == ["walk_cmu_08_11"] and "--train-extra" in header["command"]
+    assert header["near_weight"] == train_contacts.NEAR_WEIGHT and header["torch_seed"] == train_contacts.TORCH_SEED
     named = header["train_extra"]["train"]
     assert named["source"] == "Source: tests/data/mocap (CMU)"
     assert named["clips"] == {"walk_cmu_08_11": "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |"}
@@ -86,3 +91,42 @@ def test_held_out_clips_are_never_trained_on(folders, tmp_path, capsys):
     shutil.copy(base / "walk_cmu_07_04.bvh", held / "walk_cmu_07_04.bvh")
     (held / "cmu_05_01.bvh").unlink()
     _refused(capsys, run + ["--train-extra", str(held)], "already trained on")
+
+
+def test_near_weight_weighs_the_frames_near_a_true_event():
+    """The left foot lifts off at frame 15 of a 30 fps run: the frames within the bench's tolerance of it weigh
+    --near-weight in the loss, every other frame (and the right foot, never changing) 1."""
+    times = np.arange(30) / 30
+    truth = np.zeros((30, 2), bool)
+    truth[:15, 0] = True
+    run = {"times": times, "raw": np.random.default_rng(0).normal(size=(30, RAW)), "truth": truth}
+    near = near_events(truth, times).reshape(-1)
+    assert 0 < near.sum() < 10 and not near_events(truth, times)[:, 1].any()
+    for weight in (0.3, 1.0, 0.05):
+        _, y, w = train_contacts.samples([run], train_contacts.shape_only(), np.random.default_rng(0), weight)
+        assert np.array_equal(y, truth.reshape(-1)) and np.all(w[near] == np.float32(weight)) and np.all(w[~near] == 1)
+
+
+def test_near_weight_is_named_and_hostile_values_are_refused(folders, tmp_path, capsys):
+    base, train, extra = folders
+    out = tmp_path / "m.npz"
+    run = ["--corpus", str(base), "--clips", "walk_cmu_07_04", *TINY, "--out", str(out)]
+    for value in ("nan", "inf", "-1", "0", "1.5", "abc", "", "1e400"):
+        _refused(capsys, run + ["--near-weight", value], "--near-weight must be a number above 0 and at most 1")
+        assert not out.exists()
+    assert train_contacts.main(run + ["--near-weight", "1"]) == 0
+    assert ContactNet.load(out).header["near_weight"] == 1.0
+
+
+def test_the_seed_is_torchs_named_and_hostile_values_are_refused(folders, tmp_path, capsys):
+    base, _, _ = folders
+    run = ["--corpus", str(base), "--clips", "walk_cmu_07_04", *TINY]
+    for value in ("-1", "1.5", "abc", "", "4294967296", "1e3", "\u00b2"):
+        _refused(capsys, run + ["--out", str(tmp_path / "m.npz"), "--seed", value], "--seed must be a whole number")
+        assert not (tmp_path / "m.npz").exists()
+    nets = {}
+    for seed in ("0", "1"):
+        assert train_contacts.main(run + ["--out", str(tmp_path / f"{seed}.npz"), "--seed", seed]) == 0
+        nets[seed] = ContactNet.load(tmp_path / f"{seed}.npz")
+        assert nets[seed].header["torch_seed"] == int(seed)
+    assert not np.array_equal(nets["0"].w1, nets["1"].w1)  # another start, another model
