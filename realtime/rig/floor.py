@@ -31,6 +31,8 @@ from realtime.rig.leg_ik import FOOT_POINTS, SIDES
 K_SIGMA = 2.5  # robust deviations: candidates within this of the plane are on the floor
 LEVEL_START = 0.1  # `floor_level` starts from this quantile of the heights: inside the planted feet while at least
 # about a sixth of the candidates are planted (a run's depth frames: 15-30 %)
+LEVEL_SHARE = 0.15  # a level holding fewer of the heights than this (within `level_band`) is not the floor's: a few
+# feet measured low (a stretch of frames played twice, a depth error) is not where a run's 15-30 % planted feet stand
 
 
 @dataclass(frozen=True)
@@ -80,19 +82,27 @@ def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iteration
     """The level (m) the planted feet stand at among (N,) candidate heights along the floor's up (NaN ignored): a mean
     shift from their LEVEL_START quantile, each step to the mean of the heights within `gates.level_band` of the last
     level, until it stays. Feet in the air lie only above the floor, so the search starts among the lowest and stays on
-    the first dense level it finds, however many feet are in the air."""
+    the first dense level it finds, however many feet are in the air; a level holding less than LEVEL_SHARE of the
+    heights is passed over (the search starts again among the heights above it), unless no level holds that much
+    (then the first)."""
     values = np.asarray(heights, dtype=np.float64)
     values = values[np.isfinite(values)]
     if len(values) == 0:
         raise ValueError("a floor's level needs at least one finite height")
-    level = float(np.quantile(values, LEVEL_START))
-    for _ in range(iterations):
-        near = values[np.abs(values - level) <= gates.level_band]
-        moved = float(near.mean()) if len(near) else level
-        if abs(moved - level) < 1e-6:
-            break
-        level = moved
-    return level
+    first, rest = None, values
+    while len(rest):
+        level = float(np.quantile(rest, LEVEL_START))
+        for _ in range(iterations):
+            near = rest[np.abs(rest - level) <= gates.level_band]
+            moved = float(near.mean()) if len(near) else level
+            if abs(moved - level) < 1e-6:
+                break
+            level = moved
+        first = level if first is None else first
+        if np.sum(np.abs(values - level) <= gates.level_band) >= LEVEL_SHARE * len(values):
+            return level
+        rest = rest[rest > level + gates.level_band]
+    return first
 
 
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,

@@ -194,9 +194,12 @@ class FootLock:
 class PinGates(Gates):
     """The bone pin's gates (`FootPin`): times (s) and heights (m)."""
 
-    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose this long after its "
-                                   "hold began (a smoothstep; only down and its pitch: it does not slide); one below it "
-                                   "goes up at once")
+    settle: float = gate(0.1, "s", "a planted foot above the floor comes down to it and its flat pose at most this long "
+                                   "after its hold began (a smoothstep; only down and its pitch: it does not slide); one "
+                                   "below it goes up at once")
+    settle_speed: float = gate(1.5, "m/s", "and sooner where it has less to come down: in its height over this speed, "
+                                           "counted from the frame before the hold (the landing goes on: a foot within "
+                                           "this speed's one frame of its rest is put down at once)")
     rise_speed: float = gate(0.6, "m/s", "a held foot's heel rises (about its toes) at most this fast (a heel-off: 0.3-0.5 "
                                          "m/s; a depth frame re-measuring the ankle jumps it by centimetres in a frame)")
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
@@ -245,16 +248,17 @@ class RestingHeights:
 
 @dataclass
 class _Pin:
-    """One foot's pin: `offset` (3,) the avatar's ankle less the lock's held ankle when the hold began (so nothing
-    jumps), `toes` (3,) its toes less its ankle then, `start` the time, `heading` (3,) the foot's direction along the
-    floor then (None: no floor known, or a foot pointing up or down), `since` the lock's hold it belongs to, `share`
-    the lock's share of it on the last frame; `base` (3,) the pinned ankle as the lock held it on the last frame of
-    the hold (the lock, released, shows the foot's own motion: the heel's rise is taken from it, the place is not),
-    `rise` the heel's rise above it so far (m), `last` the last frame's time; `rest` the resting heights (ankle, toes)
-    it puts the foot at: the foot's measured ones when the hold began (`RestingHeights`; the other foot's while its
-    own are not), else where the lock held its ankle and toes then, the ankle at most `first_ankle` up (kept for the
-    hold: an estimate refreshed within it would move the foot); `measured`: `rest` is measured resting heights, not
-    one frame's."""
+    """One foot's pin: `offset` (3,) the avatar's ankle less the lock's held ankle when the hold began (so nothing jumps),
+    `toes` (3,) its toes less its ankle then, `start` the time the settle counts from (the frame before the hold began),
+    `heading` (3,) the foot's direction along the floor then (None: no floor known, or a foot pointing up or down),
+    `since` the lock's hold it belongs to, `share` the lock's share of it on the last frame; `base` (3,) the pinned
+    ankle as the lock held it on the last frame of the hold (the lock, released, shows the foot's own motion: the heel's
+    rise is taken from it, the place is not), `rise` the heel's rise above it so far (m), `last` the last frame's time;
+    `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
+    (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
+    ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
+    `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
+    (`PinGates.settle_speed`), set on its first placed frame."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -267,6 +271,7 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
+    settle: Optional[float] = None
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -311,9 +316,10 @@ class FootPin:
     - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
       of the leg's reach is moved by the lock): nothing jumps when a hold begins;
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
-      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), over `settle`
-      seconds the foot goes down to them, flat, heading as it came down; a foot below them goes up to them at once,
-      so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
+      (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
+      to them, flat, heading as it came down, over its height at `settle_speed` (at most `settle` seconds) counted
+      from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
+      to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
       robust estimate's, a lifted frame's may be shorter); its heel rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
@@ -330,6 +336,7 @@ class FootPin:
         """Forget the holds (the resting heights are the performer's and stay)."""
         self._pins: dict[str, Optional[_Pin]] = dict.fromkeys(SIDES)
         self._last: Optional[float] = None
+        self._step = 0.0
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
               floor: Optional[tuple[np.ndarray, float]]):
@@ -338,7 +345,7 @@ class FootPin:
         floor), or None where the floor is not known."""
         timestamp = float(timestamp)
         step = 0.0 if self._last is None or timestamp <= self._last else timestamp - self._last
-        self._last = timestamp
+        self._last, self._step = timestamp, step
         if floor is not None:
             up, height = floor
             for s, side in enumerate(SIDES):  # a held foot's heights: where feet rest
@@ -372,7 +379,7 @@ class FootPin:
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
-                pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp,
+                pin = self._pins[side] = _Pin(ankle - locked[s, 0], toes - ankle, timestamp - self._step,
                                               self._heading(toes - ankle, floor), lock.since[side])
                 if floor is not None:
                     measured = self._rest(side)
@@ -427,7 +434,10 @@ class FootPin:
         sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
                               REACH * legs.reach[s])
         placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
-        weight = _smoothstep((timestamp - pin.start) / self.gates.settle)
+        if pin.settle is None:  # the hold's settle: its height to come down over settle_speed, at most settle
+            drop = max(float((start - goal) @ up) for start, goal in zip((ankle, toes), placed))
+            pin.settle = min(max(drop, 0.0) / self.gates.settle_speed, self.gates.settle)
+        weight = _smoothstep((timestamp - pin.start) / pin.settle) if pin.settle > 0 else 1.0
         out = []
         for start, goal in zip((ankle, toes), placed):  # the settle lowers a foot; one below where it rests goes up
             point = start + weight * (goal - start)  # there at once (a run's stance is about as short as the settle)
