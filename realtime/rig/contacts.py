@@ -249,7 +249,8 @@ class ContactDetector:
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
                     self._began[side] = timestamp
-                    self._measures[side].clear()
+                    self._measures[side].clear()  # this frame's measures (on the floor) open the window
+                    self._measures[side].append((timestamp, (0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         return np.array([self.state[s] for s in SIDES])
