@@ -11,11 +11,13 @@ landing heel comes down ahead of them; a late swing along the line of sight is s
 sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
 `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
-foot lands under them). A contact ends once, for `off_time` in a row, the heel moves faster than `off_speed`, is
-higher than `off_height`, has left its stance position (its median over the contact's first `stance_time`) by
-more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
-`off_rise_speed`: heel-off, a rise too slow for the speed gate). Every gate is a `ContactGates` field; why each
-has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
+foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
+`off_speed`, is higher than `off_height`, has left its stance position (its median over the contact's first
+`stance_time`) by more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
+`off_rise_speed`: heel-off, a rise too slow for the speed gate). Judged over a time, not counted over frames in a
+row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
+frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
+is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ class ContactGates(Gates):
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
-    off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor this long in a row (one "
-                                        "noisy frame does not end it)")
+    off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
+                                        "of each measure: one noisy frame does not end it)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
@@ -105,9 +107,10 @@ class ContactDetector:
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
+        self._began: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the contact's first frame
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
-        self._off: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the heel looked off
+        self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
 
@@ -171,13 +174,26 @@ class ContactDetector:
             hips = hips - velocity * self.gates.speed_window
         return float((heel - hips) @ velocity) < 0.0
 
-    def _lifting(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray) -> bool:
-        """The heel risen more than off_rise above its stance position `place` and rising faster than off_rise_speed,
-        both along the floor's up less its component along the line of sight (what the image shows of it)."""
+    def _rise(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray
+              ) -> tuple[float, float]:
+        """(m, m/s): how far the heel has risen above its stance position `place` and how fast it rises (0 without a
+        velocity), both along the floor's up less its component along the line of sight (what the image shows of it)."""
         up = _across(self.floor.normal, heel - camera)
         up = up / max(float(np.linalg.norm(up)), 1e-9)
-        rise = float((heel - place) @ up)
-        return velocity is not None and rise > self.gates.off_rise and float(velocity @ up) > self.gates.off_rise_speed
+        return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
+
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> bool:
+        """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
+        this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
+        and the frames' before (one spike does not end it)."""
+        window = self._measures[side]
+        window.append((timestamp, measures))
+        while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
+            window.popleft()
+        drift, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
+        gates = self.gates
+        return bool(drift > gates.off_drift or speed > gates.off_speed or height > gates.off_height
+                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
@@ -201,8 +217,9 @@ class ContactDetector:
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._off[side], self._stance[side] = False, None, []
+                self.state[side], self._stance[side] = False, []
                 history.clear()
+                self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
             while timestamp - history[0][0] > gates.speed_window + 1e-9:
@@ -211,17 +228,18 @@ class ContactDetector:
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
             if self.state[side]:
-                if not self._stood[side]:  # the stance position: the heel over the contact's first stance_time
+                stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
+                if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
                 place = np.median(self._stance[side], axis=0)
                 drift = float(np.linalg.norm(_across(heel - place, heel - camera)))
-                off = (drift > gates.off_drift or speed > gates.off_speed or height > gates.off_height
-                       or self._lifting(heel, place, velocity, camera))
-                self._off[side] = (self._off[side] if self._off[side] is not None else previous) if off else None
-                if off and lasted(timestamp - self._off[side], gates.off_time, step):
-                    self.state[side], self._off[side], self._stance[side] = False, None, []
-                    if self._stood[side]:  # a stance ended (heel-off): no new one for `refractory`
+                off = self._looks_off(side, timestamp, step, (drift, min(speed, 1e3), height,
+                                                              *self._rise(heel, place, velocity, camera)))
+                if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
+                    self.state[side], self._stance[side] = False, []
+                    self._measures[side].clear()
+                    if stood:  # a stance ended (heel-off): no new one for `refractory`
                         self._released[side] = timestamp
             else:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
@@ -230,6 +248,9 @@ class ContactDetector:
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
+                    self._began[side] = timestamp
+                    self._measures[side].clear()  # this frame's measures (on the floor) open the window
+                    self._measures[side].append((timestamp, (0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         return np.array([self.state[s] for s in SIDES])
