@@ -65,7 +65,7 @@ THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
 TORCH_SEED, SAMPLE_SEED = 0, 0
 # synthetic lifts (`lift_samples`): per second a foot stands, from a frame standing this long either side (s), at a
 # speed drawn in this range (m/s), the frames up to this long after the lift (s)
-LIFT_RATE, LIFT_CLEAR, LIFT_SPEEDS, LIFT_SPAN = 0.3, 0.2, (0.3, 1.5), 0.3
+LIFT_RATE, LIFT_CLEAR, LIFT_SPEEDS, LIFT_SPAN = 0.1, 0.2, (0.3, 1.5), 0.3
 
 
 def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
