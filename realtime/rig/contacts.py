@@ -113,6 +113,7 @@ class ContactDetector:
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
+        self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
         """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
@@ -243,7 +244,9 @@ class ContactDetector:
                         self._released[side] = timestamp
             else:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
-                landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
+                # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
+                landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
+                           and lasted(timestamp - self._flown, gates.landing_recent, step))
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
@@ -253,4 +256,6 @@ class ContactDetector:
                     self._measures[side].append((timestamp, (0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
+        if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
+            self._flown = timestamp
         return np.array([self.state[s] for s in SIDES])
