@@ -80,4 +80,3 @@ def test_both_feet_of_a_jump_plant_when_they_land(fps, view):
         planted = times[(times >= LANDING) & decided[:, column]]
         assert len(planted) and planted[0] - LANDING <= 0.1 + 1e-9, (fps, view, column, planted[:3])
         assert decided[times >= planted[0], column].all()  # and stays planted
-
