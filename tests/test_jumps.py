@@ -1,10 +1,11 @@
-"""Foot contacts of a body jumping forwards (issue 51, jumps): a synthetic broad jump with exact plants, seen by the
-camera of tests/ground_synthetic.py (1.5 m up, 15 degrees down) from the front (the jump along the line of sight) and
-the side (across it), its exact 3D keypoints fed to the rule-based `ContactDetector` frame by frame.
+"""A body jumping (issue 51, jumps), seen by the camera of tests/ground_synthetic.py (1.5 m up, 15 degrees down).
 
-Both feet stand, leave the floor together, fly 0.5 m forwards with the heels up to 25 cm, and land together a little
-ahead of the hips; the hips go on forwards over the planted feet as the landing's squat stops them, so the heels end
-behind the hips along the jump, as a real landing's do (CMU 118_10's)."""
+Foot contacts of a synthetic broad jump with exact plants, from the front (the jump along the line of sight) and the
+side (across it), its exact 3D keypoints fed to the rule-based `ContactDetector` frame by frame: both feet stand,
+leave the floor together, fly 0.5 m forwards with the heels up to 25 cm, and land together a little ahead of the hips;
+the hips go on forwards over the planted feet as the landing's squat stops them, so the heels end behind the hips
+along the jump, as a real landing's do (CMU 118_10's). And the lifter on a body rising from a crouch to jump, its
+feet planted, between its first depth frames."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from realtime.rig.contacts import ContactDetector
 from realtime.rig.floor import Floor
-from tests.ground_synthetic import camera_pose
+from realtime.rig.lift import LEG_SLACK, Lifter
+from tests.ground_synthetic import CENTRE, FOCAL, camera_pose, walk
 from tests.mocap_synthetic import NAMES
 
 _K = {n: i for i, n in enumerate(NAMES)}
@@ -80,3 +82,40 @@ def test_both_feet_of_a_jump_plant_when_they_land(fps, view):
         planted = times[(times >= LANDING) & decided[:, column]]
         assert len(planted) and planted[0] - LANDING <= 0.1 + 1e-9, (fps, view, column, planted[:3])
         assert decided[times >= planted[0], column].all()  # and stays planted
+
+
+def _pitched(points: np.ndarray, degrees: float) -> np.ndarray:
+    """(K, 3) camera-frame keypoints with everything but the hips and legs turned about the hips' line by `degrees`,
+    the shoulders towards the camera (a crouch's torso leaning forwards, the body facing the camera)."""
+    legs = [i for i, n in enumerate(NAMES) if any(p in n for p in ("hip", "knee", "ankle", "heel", "toe"))]
+    hips = points[[_K["left_hip"], _K["right_hip"]]].mean(axis=0)
+    a = np.radians(degrees)
+    turn = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(a), np.sin(a)], [0.0, -np.sin(a), np.cos(a)]])  # about camera x
+    out = hips + (points - hips) @ turn.T
+    out[legs] = points[legs]
+    return out
+
+
+def test_a_body_rising_from_a_crouch_stays_within_reach_of_its_planted_feet():
+    """A track whose first depth frame shows a crouch's torso leaning towards the camera, then the torso upright, the
+    feet planted (the push-off of a standing jump, facing the camera): the torso grows in the image by a quarter, which
+    its image size alone reads as the body 0.8 m nearer, its hips up to 0.57 m beyond their legs' reach of the planted
+    feet. The lifted body is moved back along the line of sight until the hips are within reach (with LEG_SLACK): its
+    depth 0.13 m off instead of 0.81."""
+    upright = walk(2).camera[0]
+    crouch = _pitched(upright, 40.0)
+
+    def pixels(points):
+        return FOCAL * points[:, :2] / points[:, 2:] + CENTRE
+
+    lifter = Lifter(NAMES)
+    lifter.update(pixels(crouch), crouch, timestamp=0.0)
+    legs = [[_K[f"{side}_{p}"] for p in ("hip", "knee", "ankle")] for side in ("left", "right")]
+    for k, share in enumerate((0.3, 0.6, 1.0, 1.0), start=1):  # rising over three frames, then upright
+        shown = _pitched(upright, 40.0 * (1.0 - share))
+        out = lifter.update(pixels(shown), planted=[True, True], timestamp=k / 30)
+        for hip, knee, ankle in legs:
+            leg = np.linalg.norm(crouch[knee] - crouch[hip]) + np.linalg.norm(crouch[ankle] - crouch[knee])
+            assert np.linalg.norm(out[hip] - out[ankle]) <= (1 + LEG_SLACK) * leg + 1e-6, k
+            assert np.linalg.norm(out[ankle] - shown[ankle]) < 0.01  # the planted feet stay
+        assert abs(out[_K["left_hip"], 2] - shown[_K["left_hip"], 2]) < 0.2, k
