@@ -18,11 +18,7 @@ time.
 Two rounds (the lifter holds the feet the decider planted on the frame before, so what is decided changes what is
 seen): round 1 runs the ground stage with the rule-based detector (noise seed 10), trains a model; round 2 runs it
 with that model deciding (seed 11); the final model is trained on both rounds' frames. Each frame is one sample per
-foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Each
-round adds synthetic lifts of its recorded frames (`lift_samples`: a standing foot's heel, toes and ankle raised
-straight up at 0.3-1.5 m/s, in contact until 3 cm up as the truth says): the corpus's feet leave the floor heel first,
-and a model that never saw a whole foot rise held one lifted from standing for frames (RESULTS, "Issue 51: the contact
-model, more training motion (round 2)" and "... a foot lifted whole"). Then the
+foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Then the
 hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the best mean of precision and recall
 (67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
 touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header).
@@ -50,8 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import corpus  # noqa: E402
 from bench import motion as motion_bench  # noqa: E402
 from bench.corpus import NAMES  # noqa: E402
-from realtime.rig.contact_model import _UP, FEATURES, ContactNet, _Index, frame_sample, windows  # noqa: E402
-from realtime.rig.floor import Floor  # noqa: E402
+from realtime.rig.contact_model import FEATURES, ContactNet, _Index, frame_sample, windows  # noqa: E402
 from realtime.stages import EgomotionStage, GroundStage  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "realtime" / "data" / "contact_model.npz"
@@ -63,9 +58,6 @@ NEAR_WEIGHT = 0.3  # the loss's weight of frames within bench/motion.py's tolera
 EPOCHS, BATCH, LEARNING_RATE, WEIGHT_DECAY = 12, 256, 3e-3, 1e-4
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
 TORCH_SEED, SAMPLE_SEED = 0, 0
-# synthetic lifts (`lift_samples`): per second a foot stands, from a frame standing this long either side (s), at a
-# speed drawn in this range (m/s), the frames up to this long after the lift (s)
-LIFT_RATE, LIFT_CLEAR, LIFT_SPEEDS, LIFT_SPAN = 0.1, 0.2, (0.3, 1.5), 0.3
 
 
 def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
@@ -125,7 +117,7 @@ def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, 
     ground = GroundStage(NAMES, contacts="rules" if net is None else "learned", contact_model=net)
     stages = [EgomotionStage(camera="static"), ground]
     index = _Index(NAMES)
-    times, raw, points, rows = [], [], [], []
+    times, raw, rows = [], [], []
     for frame in motion_bench.run_frames(stages, motion, walk, seed):
         t = frame.index - motion_bench.WARMUP_DEPTH_FRAMES
         person = frame.people[0]
@@ -133,13 +125,11 @@ def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, 
             continue
         times.append(motion.times[t])
         raw.append(frame_sample(person.keypoints3d, ground.floor, index))
-        points.append(np.asarray(person.keypoints3d, np.float64)[index.rows])
         rows.append(t)
     for stage in stages:
         stage.close()
     return {"name": motion.name, "fps": motion.fps, "view": view, "times": np.array(times),
-            "raw": np.array(raw).reshape(len(times), -1), "points": np.array(points).reshape(len(times), -1, 3),
-            "truth": truth.contact[rows].reshape(len(rows), 2)}
+            "raw": np.array(raw).reshape(len(times), -1), "truth": truth.contact[rows].reshape(len(rows), 2)}
 
 
 def record_all(motions, rates, views, seed: int, net: ContactNet | None, log) -> list[dict]:
@@ -173,62 +163,6 @@ def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator,
         ys.append(run["truth"].reshape(-1))
         ws.append(np.where(near, near_weight, 1.0).reshape(-1))
     return np.concatenate(xs), np.concatenate(ys).astype(np.float32), np.concatenate(ws).astype(np.float32)
-
-
-def lift_samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator,
-                 near_weight: float = NEAR_WEIGHT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`samples` of synthetic lifts: recorded frames where a foot stands (a true contact LIFT_CLEAR seconds either
-    side; LIFT_RATE per second of such frames) with that foot's heel, toes and ankle lifted along the floor's up at a
-    speed drawn from LIFT_SPEEDS from the frame on (its knee by a drawn share of that), labelled as
-    `bench.corpus.true_contacts` labels a lift: in contact until it is CONTACT_HEIGHT up. The corpus's lift-offs roll
-    the heel up first (the toes leave last, the heel rising on planted toes is a contact: walks, kneels); these are
-    the lifts it lacks, a whole foot leaving the floor at once. The frames whose windows see the lift, both feet."""
-    xs, ys, ws = [], [], []
-    rows = _Index([NAMES[i] for i in _Index(NAMES).rows])  # the recorded points are `_Index`'s rows already
-    for run in runs:
-        times, raw, points, truth = run["times"], run["raw"], run.get("points"), run["truth"]
-        if points is None or len(times) < 2:
-            continue
-        reach = (net_shape.past + 2) * net_shape.step
-        for side in range(2):
-            standing = np.array([truth[(times >= t - LIFT_CLEAR) & (times <= t + LIFT_CLEAR), side].all()
-                                 and times[0] + reach <= t <= times[-1] - LIFT_SPAN - net_shape.future * net_shape.step
-                                 for t in times])
-            at = np.flatnonzero(standing)
-            count = min(len(at), int(len(at) / run["fps"] * LIFT_RATE + rng.random()))
-            for start in np.sort(rng.choice(at, count, replace=False)) if count else ():
-                speed, knee = rng.uniform(*LIFT_SPEEDS), rng.random()
-                lift = speed * np.maximum(times - times[start], 0.0)  # (T,) m up
-                moved = np.flatnonzero((lift > 0) & (times <= times[start] + LIFT_SPAN + (net_shape.future + 1) * net_shape.step))
-                if not np.isfinite(raw[start:moved[-1] + 1]).all() or not np.isfinite(points[start:moved[-1] + 1]).all():
-                    continue
-                lifted = raw.copy()
-                for t in moved:
-                    normal = raw[t, _UP:_UP + 3]
-                    p = points[t].copy()
-                    p[[side, 2 + 2 * side, 3 + 2 * side, 6 + side]] += normal * lift[t]  # heel, toes, ankle
-                    p[8 + side] += normal * lift[t] * knee
-                    floor = Floor(normal, points[t, 0] - normal * raw[t, 6])  # the floor under the left heel's height
-                    lifted[t] = frame_sample(p, floor, rows)
-                label = truth.copy()
-                label[:, side] &= lift < corpus.CONTACT_HEIGHT
-                seen = np.flatnonzero((times >= times[start] - net_shape.future * net_shape.step - 1e-6)
-                                      & (times <= times[start] + LIFT_SPAN))
-                future = np.where(rng.random(len(seen)) < 0.5, 0, rng.integers(1, FUTURE + 1, len(seen)))
-                x = windows(times, lifted, times[seen], future, net_shape)
-                near = motion_bench.near_events(label, times)[seen]
-                xs.append(x.reshape(-1, *x.shape[2:]))
-                ys.append(label[seen].reshape(-1))
-                ws.append(np.where(near, near_weight, 1.0).reshape(-1))
-    if not xs:
-        return np.zeros((0, net_shape.width, len(FEATURES)), np.float32), np.zeros(0, np.float32), np.zeros(0, np.float32)
-    return np.concatenate(xs), np.concatenate(ys).astype(np.float32), np.concatenate(ws).astype(np.float32)
-
-
-def training_samples(runs: list[dict], rng: np.random.Generator, near_weight: float) -> tuple[np.ndarray, ...]:
-    """`samples` of the recorded runs, then `lift_samples` of them."""
-    recorded, lifts = samples(runs, shape_only(), rng, near_weight), lift_samples(runs, shape_only(), rng, near_weight)
-    return tuple(np.concatenate([a, b]) for a, b in zip(recorded, lifts))
 
 
 def shape_only(mean=None, scale=None) -> ContactNet:
@@ -378,12 +312,12 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(SAMPLE_SEED)
     print(f"round 1: {len(motions)} clips x {len(rates)} rates x {len(views)} views, the rules deciding", file=log)
     first = record_all(motions, rates, views, ROUND_SEEDS[0], None, log)
-    x, y, w = training_samples(first, rng, near_weight)
+    x, y, w = samples(first, shape_only(), rng, near_weight)
     print(f"round 1: {len(y)} samples", file=log)
     model = fit(x, y, w, args.epochs, log, seed)
     print("round 2: the round-1 model deciding", file=log)
     second = record_all(motions, rates, views, ROUND_SEEDS[1], model, log)
-    x2, y2, w2 = training_samples(second, rng, near_weight)
+    x2, y2, w2 = samples(second, shape_only(), rng, near_weight)
     x, y, w = np.concatenate([x, x2]), np.concatenate([y, y2]), np.concatenate([w, w2])
     print(f"final: {len(y)} samples", file=log)
     model = fit(x, y, w, args.epochs, log, seed)
@@ -397,7 +331,6 @@ def main(argv=None) -> int:
         "clips": sorted(m.name for m in motions),
         "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
         "near_weight": near_weight, "torch_seed": seed,
-        "lifts": {"rate_per_s": LIFT_RATE, "clear_s": LIFT_CLEAR, "speeds_m_s": list(LIFT_SPEEDS), "span_s": LIFT_SPAN},
         "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
                  "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap), tests/data/mocap"

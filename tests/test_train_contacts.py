@@ -12,7 +12,7 @@ import pytest
 
 from bench import corpus, train_contacts
 from bench.motion import near_events
-from realtime.rig.contact_model import FEATURES, RAW, ContactNet
+from realtime.rig.contact_model import RAW, ContactNet
 
 TINY = ["--fps", "30", "--views", "side", "--epochs", "1"]
 
@@ -130,32 +130,3 @@ def test_the_seed_is_torchs_named_and_hostile_values_are_refused(folders, tmp_pa
         nets[seed] = ContactNet.load(tmp_path / f"{seed}.npz")
         assert nets[seed].header["torch_seed"] == int(seed)
     assert not np.array_equal(nets["0"].w1, nets["1"].w1)  # another start, another model
-
-
-def test_synthetic_lifts_raise_a_standing_foot_whole_and_label_it_off_once_3_cm_up(monkeypatch):
-    """A walker's recorded frames (exact points): the lifts raise a standing foot's heel, toes and ankle straight up
-    from a frame on (no motion along the floor, which no step of the walk has), labelled in contact below 3 cm up
-    (`bench.corpus.true_contacts`' height) and off above; the walk's own frames keep their labels."""
-    from realtime.rig.contact_model import _Index, frame_sample
-    from realtime.rig.floor import Floor
-    from tests.ground_synthetic import NAMES, walk
-
-    truth = walk(120, 30.0)
-    heel = NAMES.index("left_heel")
-    floor = Floor(truth.up, truth.camera[0, heel] - truth.up * truth.world[0, heel, 1])
-    index = _Index(NAMES)
-    run = {"times": truth.times, "fps": 30.0, "raw": np.array([frame_sample(p, floor, index) for p in truth.camera]),
-           "points": truth.camera[:, index.rows], "truth": truth.contacts}
-    monkeypatch.setattr(train_contacts, "LIFT_RATE", 4.0)
-    x, y, w = train_contacts.lift_samples([run], train_contacts.shape_only(), np.random.default_rng(0))
-    assert len(x) == len(y) == len(w) > 0 and set(np.unique(w)) <= {np.float32(train_contacts.NEAR_WEIGHT), 1.0}
-    centre = x[:, train_contacts.PAST]  # (N, C) the frame decided
-    column = {name: i for i, name in enumerate(FEATURES)}
-    along = np.hypot(centre[:, column["heel_across_speed"]], centre[:, column["heel_along_speed"]])
-    lifted = (centre[:, column["heel_up_speed"]] > 0.2) & (along < 0.01)  # up, and not along the floor: a lift
-    up = centre[:, column["heel_height"]] - 0.01  # the walker's heel rests 1 cm up
-    assert lifted.sum() >= 20 and (up[lifted] > 0.03).any() and (up[lifted] < 0.03).any()
-    assert np.array_equal(y[lifted] == 1, up[lifted] < 0.03)
-    plain = train_contacts.samples([run], train_contacts.shape_only(), np.random.default_rng(0))[0][:, train_contacts.PAST]
-    along = np.hypot(plain[:, column["heel_across_speed"]], plain[:, column["heel_along_speed"]])
-    assert not ((plain[:, column["heel_up_speed"]] > 0.2) & (along < 0.01)).any()  # the walk itself has no such frame
