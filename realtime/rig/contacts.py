@@ -11,7 +11,11 @@ landing heel comes down ahead of them; a late swing along the line of sight is s
 sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
 `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
-foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
+foot lands under them). Once the performer has stood (a contact of `stance_time`), a foot whose lowest point (heel
+or toe) is more than `on_above_rest` above where the feet rest (the median height of the lowest foot points of the
+stances within `rest_window`) does not plant either: a raised foot held still is in the air, though under
+`on_height` (a floor fit centimetres off where the feet rest moves that gate, not this one); a foot on its toes has
+its lowest point where the feet rest. A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
 `off_speed`, is higher than `off_height`, has left its stance position (its median over the contact's first
 `stance_time`) by more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
 `off_rise_speed`: heel-off, a rise too slow for the speed gate). Judged over a time, not counted over frames in a
