@@ -67,7 +67,7 @@ class ContactGates(Gates):
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
-    on_above_rest: float = gate(0.045, "m", "a foot whose lowest point (heel or toe) is higher than this above where the "
+    on_above_rest: float = gate(0.035, "m", "a foot whose lowest point (heel or toe) is higher than this above where the "
                                             "performer's feet rest does not plant (a raised foot held still; the floor's "
                                             "height can be centimetres off where the feet rest, which on_height allows for)")
     rest_window: float = gate(10.0, "s", "where the feet rest: the median height of the lowest foot points of the stances "
