@@ -496,7 +496,8 @@ class LiveSolver:
         if measured is not None:
             measured = np.asarray(measured, dtype=np.float64)
             if measured.shape != np.shape(points3d):
-                raise ValueError(f"LiveSolver.update measured must be shaped as points3d {np.shape(points3d)}, got {measured.shape}")
+                raise ValueError(f"LiveSolver.update measured must be shaped as points3d {np.shape(points3d)}, "
+                                 f"got {measured.shape}")
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
         points = solver_points(rig, self._point_index)
         primary, secondary, quality = measure(points, self._plan)
