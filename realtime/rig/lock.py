@@ -393,8 +393,14 @@ class FootPin:
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
-            ankles[s] = share * ankle + (1.0 - share) * free[0]
-            aims[s] = share * toes + (1.0 - share) * free[1]
+            ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
+            if lock.since[side] is None:  # released (waiting to swing, or easing out): where the leg cannot reach it, the
+                # foot goes as far as the leg reaches rather than pulling the hips back (a run's toe-off: they run on)
+                to = ankle - legs.hip[s]
+                beyond = float(np.linalg.norm(to)) - REACH * float(legs.reach[s])
+                if beyond > 0.0:
+                    ankle, toes = ankle - beyond * to / np.linalg.norm(to), toes - beyond * to / np.linalg.norm(to)
+            ankles[s], aims[s] = ankle, toes
         return (ankles, aims) if np.isfinite(ankles).any() else None
 
     @staticmethod
