@@ -324,7 +324,8 @@ class FootPin:
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
-      share.
+      share; where the leg no longer reaches a released foot's place it goes as far as the leg reaches, so a released
+      foot never moves the hips (a run's toe-off: the lock waits for a swing while the body runs on).
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
 
     def __init__(self, *, gates: PinGates = PinGates()):
