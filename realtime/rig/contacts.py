@@ -8,8 +8,9 @@ point's motion across the line of sight is measured and its motion along it is n
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
 landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
-sideways, the trailing foot comes down behind them along the walk and the rule is off). The onset gate is
-`on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
+sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
+together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
+onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
 `off_speed`, is higher than `off_height`, has left its stance position (its median over the contact's first
@@ -113,6 +114,7 @@ class ContactDetector:
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
+        self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
         """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
@@ -243,7 +245,9 @@ class ContactDetector:
                         self._released[side] = timestamp
             else:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
-                landing = not lasted(timestamp - self._swung[side], gates.landing_recent, step)  # down from a swing
+                # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
+                landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
+                           and lasted(timestamp - self._flown, gates.landing_recent, step))
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
@@ -253,4 +257,6 @@ class ContactDetector:
                     self._measures[side].append((timestamp, (0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
+        if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
+            self._flown = timestamp
         return np.array([self.state[s] for s in SIDES])

@@ -30,6 +30,13 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    foot at 60 fps is as large as at 30 while the gate's share of it halves. Carried
    with the root instead, a planted foot of someone walking away from the camera drifts with the hips
    along the line of sight and jumps back on the next depth frame.
+5. A hip stays within its leg's reach of its ankle while the contact detector has that foot planted (thigh
+   and shin as the last depth frame measured them, LEG_SLACK more; not a foot that only looks still: one
+   swinging along the line of sight does): where the root's depth puts it further, the body but its held
+   feet moves along the line of sight, by the same depth for every point and as little as it takes. The root's depth from
+   the torso's image size alone (a track's first depth frame, before a line has two) takes a torso that
+   pitches for a body that moves: rising from a crouch towards the camera (a jump's push-off), the torso
+   grows in the image by a quarter and the hips came 0.8 m nearer, half a metre past the planted feet's reach.
 The gates are `LiftGates` fields; why each has its value is in bench/RESULTS.md (issue 32; issue 51).
 With `stabilise_scale` (the ground stage), each depth frame is first divided by its pointmap
 scale against the person's own bone lengths (`realtime.rig.scale.ScaleFilter`, the bones measured
@@ -56,6 +63,8 @@ ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
+LEG_SLACK = 0.05  # a hip may be this share of its leg's length (the last depth frame's) further from a held ankle
+# than the leg reaches: the depth frame's own noise (1.5 cm a point) is not taken for a depth error
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,7 @@ class Lifter:
         self.root = index[ROOT]
         self.torso = np.array([(index[a], index[b]) for a, b in TORSO])
         self.feet = [np.array([index[f"{side}_{p}"] for p in ("ankle", *FOOT_POINTS)]) for side in SIDES]
+        self.legs = [np.array([index[f"{side}_{p}"] for p in ("hip", "knee", "ankle")]) for side in SIDES]
         self.intrinsics = Intrinsics()
         self._last3d: Optional[np.ndarray] = None
         self._previous: Optional[np.ndarray] = None  # the last frame's output (K, 3)
@@ -186,7 +196,8 @@ class Lifter:
         if camera_motion is not None:  # the soles seen before, in this frame's camera
             for _, soles in self._soles:
                 soles[:] = soles @ camera_motion[:3, :3].T + camera_motion[:3, 3]
-        self._hold_feet(out, ray, planted, camera_motion, time)
+        held = self._hold_feet(out, ray, planted, camera_motion, time)
+        self._within_reach(out, ray, held, [planted is not None and bool(p) for p in (planted or (False, False))])
         self._remember_soles(out, pixels, time)
         self._previous, self._previous_time = out.copy(), time
         return out
@@ -205,10 +216,11 @@ class Lifter:
             self._soles.popleft()
 
     def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
-                   camera_motion: Optional[np.ndarray], time: float) -> None:
+                   camera_motion: Optional[np.ndarray], time: float) -> list[bool]:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
-        were on the previous frame (step 4 of the module's docstring)."""
+        were on the previous frame (step 4 of the module's docstring); which feet (left, right)."""
         then, soles = self._still_reference(time)
+        held_feet = []
         for side, foot in enumerate(self.feet):
             before = self._previous[foot]
             if camera_motion is not None:
@@ -220,8 +232,37 @@ class Lifter:
                 r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
                 moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
                 still = np.fmin(*moved) < self.gates.still_speed * (time - then)  # either one still (NaN: unknown)
-            if (planted is not None and planted[side]) or still:
+            held_feet.append(bool((planted is not None and planted[side]) or still))
+            if held_feet[-1]:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
+        return held_feet
+
+    def _within_reach(self, out: np.ndarray, ray: np.ndarray, held: list[bool], planted: list[bool]) -> None:
+        """The body in `out` (all but the `held` feet) moved along the line of sight, every point by the same depth and
+        as little as it takes, until each hip is within its leg's reach of its `planted` ankle (step 5 of the module's
+        docstring); unchanged where it is, or where no depth brings it there."""
+        low, high = -np.inf, np.inf  # the depth changes that keep every held leg within reach
+        for side, leg in enumerate(self.legs):
+            hip, knee, ankle = self._last3d[leg]
+            reach = (1.0 + LEG_SLACK) * (np.linalg.norm(knee - hip) + np.linalg.norm(ankle - knee))
+            if not (planted[side] and np.isfinite(reach) and np.isfinite(out[leg[[0, 2]]]).all()):
+                continue
+            # the hip at depth z on its ray (ray z = 1) is within reach of the ankle for z in the roots of
+            # |ray z - ankle|^2 = reach^2
+            r, a, z = ray[leg[0]], out[leg[2]], out[leg[0], 2]
+            rr, ra = float(r @ r), float(r @ a)
+            disc = ra * ra - rr * (float(a @ a) - reach * reach)
+            if disc < 0:
+                return
+            root = np.sqrt(disc)
+            low, high = max(low, (ra - root) / rr - z), min(high, (ra + root) / rr - z)
+        if low > high or (low <= 0.0 <= high):
+            return
+        shift = low if low > 0.0 else high
+        body = np.ones(len(out), bool)
+        for side, foot in enumerate(self.feet):
+            body[foot] &= not held[side]
+        out[body] += ray[body] * shift
 
     def _still_reference(self, time: float) -> tuple[float, Optional[np.ndarray]]:
         """(its time, (2, 2, 3) the heels and big toes) of the kept frame nearest still_time before `time` (the last
