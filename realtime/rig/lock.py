@@ -329,7 +329,8 @@ class FootPin:
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
-      share.
+      share; where the leg no longer reaches a released foot's place it goes as far as the leg reaches, so a released
+      foot never moves the hips (a run's toe-off: the lock waits for a swing while the body runs on).
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
 
     def __init__(self, *, gates: PinGates = PinGates()):
@@ -406,8 +407,14 @@ class FootPin:
                 pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
-            ankles[s] = share * ankle + (1.0 - share) * free[0]
-            aims[s] = share * toes + (1.0 - share) * free[1]
+            ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
+            if lock.since[side] is None:  # released (waiting to swing, or easing out): where the leg cannot reach it, the
+                # foot goes as far as the leg reaches rather than pulling the hips back (a run's toe-off: they run on)
+                to = ankle - legs.hip[s]
+                beyond = float(np.linalg.norm(to)) - REACH * float(legs.reach[s])
+                if beyond > 0.0:
+                    ankle, toes = ankle - beyond * to / np.linalg.norm(to), toes - beyond * to / np.linalg.norm(to)
+            ankles[s], aims[s] = ankle, toes
         return (ankles, aims) if np.isfinite(ankles).any() else None
 
     @staticmethod
