@@ -40,8 +40,12 @@ def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.ndarr
     return solve_leg(hip, knee, target, np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee))[0]
 
 
-def _path(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Arc length -> (position on the floor (.., 3), forward direction (.., 3))."""
+def _path(s: np.ndarray, straight: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Arc length -> (position on the floor (.., 3), forward direction (.., 3)); `straight`: a line along +x through
+    the circle's centre instead (the walker's path seen from the side; bench/motion.py turns it to any view)."""
+    if straight:
+        pos = np.stack([s, np.zeros_like(s), np.full_like(s, 4.0)], axis=-1)
+        return pos, np.tile([1.0, 0.0, 0.0], s.shape + (1,))
     a = s / RADIUS
     pos = np.stack([RADIUS * np.cos(a), np.zeros_like(a), 4.0 + RADIUS * np.sin(a)], axis=-1)
     fwd = np.stack([-np.sin(a), np.zeros_like(a), np.cos(a)], axis=-1)
@@ -53,13 +57,14 @@ def _lateral(fwd: np.ndarray) -> np.ndarray:
     return np.stack([fwd[..., 2], np.zeros(fwd.shape[:-1]), -fwd[..., 0]], axis=-1)
 
 
-def _foot(t: np.ndarray, shift: float, side: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _foot(t: np.ndarray, shift: float, side: float, speed: float = SPEED, straight: bool = False
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ankle position (T, 3), forward (T, 3) and planted (T,) for one foot (cycle phase shift, side +1 left)."""
     phase = (t / CYCLE + shift) % 1.0
     start = t - phase * CYCLE  # this cycle's plant time
-    plant_s = SPEED * (start + STANCE * CYCLE / 2)  # the hip passes over the foot mid-stance
-    pos0, fwd0 = _path(plant_s)
-    pos1, fwd1 = _path(plant_s + SPEED * CYCLE)
+    plant_s = speed * (start + STANCE * CYCLE / 2)  # the hip passes over the foot mid-stance
+    pos0, fwd0 = _path(plant_s, straight)
+    pos1, fwd1 = _path(plant_s + speed * CYCLE, straight)
     a = pos0 + side * 0.1 * _lateral(fwd0)
     b = pos1 + side * 0.1 * _lateral(fwd1)
     planted = phase < STANCE
@@ -87,10 +92,11 @@ def world_from_camera() -> np.ndarray:
     return pose
 
 
-def walk(frames: int = 300, fps: float = FPS) -> Walk:
-    """`frames` frames of the walker at `fps` (its motion is a function of time: any rate gives the same walk)."""
+def walk(frames: int = 300, fps: float = FPS, *, speed: float = SPEED, straight: bool = False) -> Walk:
+    """`frames` frames of the walker at `fps` (its motion is a function of time: any rate gives the same walk), at
+    `speed` (m/s) along the circle, or along a straight line (`straight`)."""
     t = np.arange(frames) / fps
-    hip_pos, fwd = _path(SPEED * t)
+    hip_pos, fwd = _path(speed * t, straight)
     left = _lateral(fwd)
     up = np.array([0.0, 1.0, 0.0])
     pelvis = hip_pos + up * (HIP_HEIGHT + 0.02 * np.cos(4 * np.pi * t / CYCLE))[:, None]
@@ -102,7 +108,7 @@ def walk(frames: int = 300, fps: float = FPS) -> Walk:
     contacts = []
     for side, sign, shift in (("left", 1.0, 0.0), ("right", -1.0, 0.5)):
         hip = pelvis + sign * 0.09 * left
-        ankle, foot_fwd, planted = _foot(t, shift, sign)
+        ankle, foot_fwd, planted = _foot(t, shift, sign, speed, straight)
         contacts.append(planted)
         foot_left = _lateral(foot_fwd)
         bent = hip + 0.5 * (ankle - hip) + 0.1 * foot_fwd  # knees bend forward

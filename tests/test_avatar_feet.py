@@ -339,3 +339,25 @@ def test_a_first_hold_before_any_resting_heights_are_measured_does_not_keep_a_fo
     assert ankles[late, 0, 1].max() <= 0.105, ankles[late, 0, 1]  # 10 cm up at most: an ankle rests 5-9 cm up
     assert toes[late, 0, 1].max() <= ankles[late, 0, 1].min() + 0.005  # level or toes down, not pitched up
     assert np.abs(ankles[late, 0][:, [0, 2]] - ankles[late][0, 0, [0, 2]]).max() < 1e-9  # not moved along the floor
+
+
+def test_a_first_hold_that_outlasts_the_measuring_goes_over_to_the_measured_resting_heights():
+    """A foot held from its first frame for 3 s (standing, a lunge, a sit), that first frame showing it 2 cm low (one
+    frame's noise): once its resting heights are measured (`rest_after`) the avatar's foot goes up to them, over
+    `settle`, not moving along the floor; it stood 2 cm in the floor for the whole hold."""
+    fps = 30.0
+    plan = []
+    for k in range(int(3.0 * fps)):
+        left = _foot(np.array([0.0, _REST[1], 0.3]), 0.0)
+        if k == 0:
+            left[:, 1] -= 0.02  # the hold's first frame: 2 cm low
+        right = _foot(np.array([0.3, 0.3, 0.0]), 0.0)  # in the air, never held
+        plan.append((k / fps, (1.0, 0.0), (0.0, None), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    assert np.abs(ankles[times < 0.4, 0, 1] - (_REST[0] - 0.02)).max() < 0.005  # one frame's heights, before measuring
+    late = times >= 1.0
+    assert np.abs(ankles[late, 0, 1] - _REST[0]).max() < 0.005, ankles[late, 0, 1]
+    assert np.abs(toes[late, 0, 1] - _REST[1]).max() < 0.005
+    assert np.abs(np.diff(ankles[:, 0, 1])).max() < 0.012  # eased over `settle` (0.1 s), no 2 cm jump in a frame
+    assert np.abs(ankles[:, 0, [0, 2]] - ankles[0, 0, [0, 2]]).max() < 0.001  # not moved along the floor

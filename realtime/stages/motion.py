@@ -1,5 +1,6 @@
 """The motion stage: per tracked person, the live 3D filter, foot locking and the skeleton
-solve, once per frame, into `Person.keypoints3d_smoothed` and `Person.bones`. The live senders
+solve, once per frame, into `Person.keypoints3d_smoothed` and `Person.bones` (the bones' lengths
+from the depth frames' points, as the ground stage gave them: lifted frames stretch them). The live senders
 (`realtime.sinks.osc`) and the tracks file only encode what it gives.
 
 Runs after the ground stage, which has already lifted the 3D keypoints to every frame (between
@@ -21,6 +22,7 @@ from realtime.rig.bones import bone_table
 from realtime.rig.lock import FootLock, FootPin, LockGates, PinGates
 from realtime.rig.solver import LiveSolver, camera_to_rig
 from realtime.rig.world import RIG_FROM_CAMERA, transform_points
+from realtime.stages.egomotion import fresh_map
 
 
 class Filter3D:
@@ -121,7 +123,7 @@ class MotionStage:
             performer.lock.reset()  # not on the last frame processed: the feet it showed are stale
             performer.pin.reset()
         performer.last_frame = self._frames
-        smoothed, feet = None, None
+        smoothed, feet, measured = None, None, None
         points = np.full((len(self.keypoint_names), 3), np.nan)
         world = None  # (4, 4) the world in camera axes (x, -y, -z of the world) from the camera, when in the world
         if self._in_world:
@@ -129,6 +131,8 @@ class MotionStage:
             world[:3] = RIG_FROM_CAMERA @ world[:3]
         if person.keypoints3d is not None:
             points = person.keypoints3d if world is None else transform_points(world, person.keypoints3d)
+            if fresh_map(frame, "pointmap") is not None:  # a depth frame's measured points: the bone lengths' samples
+                measured = points
             points = self.filter(frame.timestamp, person.track_id, points, person.keypoint_scores)
             smoothed = (points if world is None else transform_points(np.linalg.inv(world), points)).astype(np.float32)
             if person.contacts is not None:  # a foot on the floor stays where it landed, the avatar's too
@@ -138,7 +142,7 @@ class MotionStage:
                                            self._floor(frame))
             else:
                 performer.pin.reset()
-        pose = performer.solver.update(points, absolute_root=world is not None, feet=feet)
+        pose = performer.solver.update(points, absolute_root=world is not None, feet=feet, measured=measured)
         bones = rounded_bones(self.bone_names, pose.skeleton.offsets, pose.root_position, pose.rotations, pose.held,
                               pose.root_held)
         return person.replace(keypoints3d_smoothed=smoothed, bones=bones)
