@@ -13,9 +13,11 @@ together and neither foot planted, it is off too: a jump's feet land together an
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
-`off_speed`, is higher than `off_height`, has left its stance position (its median over the contact's first
-`stance_time`) by more than `off_drift`, or is lifting (risen `off_rise` above that position and rising faster than
-`off_rise_speed`: heel-off, a rise too slow for the speed gate). Judged over a time, not counted over frames in a
+`off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
+first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
+the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises), or is lifting
+(risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
+gate). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -59,8 +61,11 @@ class ContactGates(Gates):
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
-    off_drift: float = gate(0.028, "m", "the heel this far from its stance position, across the line of sight, has lifted "
-                                        "(heel-off: a slow, steady rise no single frame's speed shows)")
+    off_drift: float = gate(0.028, "m", "the heel this far above or below its stance position (up across the line of "
+                                        "sight) has lifted (heel-off: a slow, steady rise no single frame's speed shows)")
+    off_slide: float = gate(0.06, "m", "the heel this far from its stance position along the floor, across the line of "
+                                       "sight, has moved off (a planted foot shifting as the body sits or turns slides "
+                                       "slower than any gate's speed; heel-off is a rise, off_drift's)")
     off_rise: float = gate(0.02, "m", "the heel this far above its stance position, and rising, is lifting")
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
@@ -216,9 +221,9 @@ class ContactDetector:
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        drift, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
+        drift, slide, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
         gates = self.gates
-        return bool(drift > gates.off_drift or speed > gates.off_speed or height > gates.off_height
+        return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
                     or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
@@ -264,9 +269,10 @@ class ContactDetector:
                     if self._stood[side] and self._lows[side]:  # a stance: where this foot rests
                         self._rests.append((timestamp, np.median(self._lows[side], axis=0)))
                 place = np.median(self._stance[side], axis=0)
-                drift = float(np.linalg.norm(_across(heel - place, heel - camera)))
-                off = self._looks_off(side, timestamp, step, (drift, min(speed, 1e3), height,
-                                                              *self._rise(heel, place, velocity, camera)))
+                rise, rising = self._rise(heel, place, velocity, camera)
+                moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
+                slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
+                off = self._looks_off(side, timestamp, step, (abs(rise), slide, min(speed, 1e3), height, rise, rising))
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side] = False, []
                     self._measures[side].clear()
@@ -285,7 +291,7 @@ class ContactDetector:
                     self._lows[side] = [low] if np.isfinite(low).all() else []
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
