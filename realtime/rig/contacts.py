@@ -15,7 +15,9 @@ onset gate is `on_speed` walking along the line of sight, rises towards `on_spee
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
 `off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
 first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
-the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises), or is lifting
+the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises; while the
+body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
+foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
 gate). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
@@ -272,7 +274,9 @@ class ContactDetector:
                 rise, rising = self._rise(heel, place, velocity, camera)
                 moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
                 slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
-                off = self._looks_off(side, timestamp, step, (abs(rise), slide, min(speed, 1e3), height, rise, rising))
+                # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
+                drift = abs(rise) if stood and walk is None else moved
+                off = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side] = False, []
                     self._measures[side].clear()
