@@ -23,12 +23,6 @@ gate). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
-
-Once the performer has stood (a contact of `stance_time`), a foot whose lowest point (heel or toe) is more than
-`on_above_rest` above where the feet rest (the median height of the lowest foot points of the stances within
-`rest_window`) does not plant: a raised foot held still is in the air, though under `on_height` (a floor fit
-centimetres off where the feet rest moves that gate, not this one); a foot on its toes has its lowest point where
-the feet rest.
 """
 
 from __future__ import annotations
@@ -39,7 +33,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.rig.floor import Floor, foot_centres, foot_indices, lowest_points
+from realtime.rig.floor import Floor, foot_centres, foot_indices
 from realtime.rig.gates import Gates, gate, lasted
 from realtime.rig.leg_ik import SIDES
 
@@ -77,11 +71,6 @@ class ContactGates(Gates):
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
-    on_above_rest: float = gate(0.035, "m", "a foot whose lowest point (heel or toe) is higher than this above where the "
-                                            "performer's feet rest does not plant (a raised foot held still; the floor's "
-                                            "height can be centimetres off where the feet rest, which on_height allows for)")
-    rest_window: float = gate(10.0, "s", "where the feet rest: the median height of the lowest foot points of the stances "
-                                         "that began within this long")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -132,8 +121,6 @@ class ContactDetector:
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
-        self._lows: dict[str, list] = {side: [] for side in SIDES}  # the foot's lowest point over the first stance_time
-        self._rests: deque = deque()  # (time, the median of a stance's lowest points) of the stances over rest_window
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
@@ -196,17 +183,6 @@ class ContactDetector:
             hips = hips - velocity * self.gates.speed_window
         return float((heel - hips) @ velocity) < 0.0
 
-    def _raised(self, timestamp: float, low: np.ndarray) -> bool:
-        """Whether a foot's lowest point `low` (3,) is more than on_above_rest above where the performer's feet rest:
-        the median height of the stances' lowest points over rest_window, on the floor as it is now (a refit moves
-        it). False before a stance, or where the point is not seen."""
-        while self._rests and timestamp - self._rests[0][0] > self.gates.rest_window + 1e-9:
-            self._rests.popleft()
-        if not self._rests or not np.isfinite(low).all():
-            return False
-        rest = float(np.median(self.floor.height(np.stack([p for _, p in self._rests]))))
-        return float(self.floor.height(low)) > rest + self.gates.on_above_rest
-
     def _rise(self, heel: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], camera: np.ndarray
               ) -> tuple[float, float]:
         """(m, m/s): how far the heel has risen above its stance position `place` and how fast it rises (0 without a
@@ -246,8 +222,7 @@ class ContactDetector:
         forward = self._forward(walk, points)
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
-        lows = lowest_points(points, self.feet, self.floor.normal)
-        for side, centre, low in zip(SIDES, centres, lows):
+        for side, centre in zip(SIDES, centres):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
@@ -265,11 +240,7 @@ class ContactDetector:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
-                    if np.isfinite(low).all():
-                        self._lows[side].append(low)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
-                    if self._stood[side] and self._lows[side]:  # a stance: where this foot rests
-                        self._rests.append((timestamp, np.median(self._lows[side], axis=0)))
                 place = np.median(self._stance[side], axis=0)
                 rise, rising = self._rise(heel, place, velocity, camera)
                 moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
@@ -288,11 +259,9 @@ class ContactDetector:
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
-                                    and not (landing and self._behind(heel, walk, forward))
-                                    and not self._raised(timestamp, low))
+                                    and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
-                    self._lows[side] = [low] if np.isfinite(low).all() else []
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
