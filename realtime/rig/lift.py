@@ -185,7 +185,7 @@ class Lifter:
             if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
                 self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
-            self._remember_soles(points3d, pixels, time)
+            self._remember_soles(points3d, ray, time)
             self._previous, self._previous_time = points3d.copy(), time
             return points3d
         if self._last3d is None or not self.intrinsics.ready:
@@ -196,27 +196,28 @@ class Lifter:
         if camera_motion is not None:  # the soles seen before, in this frame's camera
             for _, soles in self._soles:
                 soles[:] = soles @ camera_motion[:3, :3].T + camera_motion[:3, 3]
+        planted = [planted is not None and bool(planted[side]) for side in range(len(self.feet))]
         held = self._hold_feet(out, ray, planted, camera_motion, time)
-        self._within_reach(out, ray, held, [planted is not None and bool(p) for p in (planted or (False, False))])
-        self._remember_soles(out, pixels, time)
+        self._within_reach(out, ray, held, planted)
+        self._remember_soles(out, ray, time)
         self._previous, self._previous_time = out.copy(), time
         return out
 
-    def _remember_soles(self, points: np.ndarray, pixels: np.ndarray, time: float) -> None:
-        """Keeps this frame's heels and big toes (on their pixels' rays at their depths: a depth frame's 3D is
-        noisier across the line of sight) for the still test, as far back as still_time reaches."""
+    def _remember_soles(self, points: np.ndarray, ray: Optional[np.ndarray], time: float) -> None:
+        """Keeps this frame's heels and big toes for the still test, as far back as still_time reaches. `points` are
+        on their keypoints' rays `ray` (a depth frame's 3D is noisier across the line of sight); unknown where the ray
+        is (None: no intrinsics yet, the points as they are)."""
         soles = np.stack([points[foot[1:3]] for foot in self.feet])
-        if self.intrinsics.ready:
-            at = np.stack([rays(pixels[foot[1:3]], self.intrinsics.solve()) for foot in self.feet])
-            soles = at * soles[..., 2:]
+        if ray is not None:
+            soles = np.where(np.isfinite(np.stack([ray[foot[1:3]] for foot in self.feet])), soles, np.nan)
         if self._soles and time <= self._soles[-1][0]:  # the source started over
             self._soles.clear()
         self._soles.append((time, soles))
         while len(self._soles) > 1 and self._soles[1][0] <= time - self.gates.still_time:
             self._soles.popleft()
 
-    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: Optional[Sequence[bool]],
-                   camera_motion: Optional[np.ndarray], time: float) -> list[bool]:
+    def _hold_feet(self, out: np.ndarray, ray: np.ndarray, planted: list[bool], camera_motion: Optional[np.ndarray],
+                   time: float) -> list[bool]:
         """Each still foot's points (ankle, heel, toes) in `out` moved along their rays to where they
         were on the previous frame (step 4 of the module's docstring); which feet (left, right)."""
         then, soles = self._still_reference(time)
@@ -232,7 +233,7 @@ class Lifter:
                 r = ray[foot[1:3]] / np.linalg.norm(ray[foot[1:3]], axis=1, keepdims=True)
                 moved = np.linalg.norm(last - (last * r).sum(axis=1, keepdims=True) * r, axis=1)  # across the line of sight
                 still = np.fmin(*moved) < self.gates.still_speed * (time - then)  # either one still (NaN: unknown)
-            held_feet.append(bool((planted is not None and planted[side]) or still))
+            held_feet.append(bool(planted[side] or still))
             if held_feet[-1]:
                 out[foot] = np.where(np.isfinite(held), held, out[foot])
         return held_feet

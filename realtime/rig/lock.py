@@ -397,23 +397,25 @@ class FootPin:
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
                         measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif (floor is not None and pin.rest is not None and not pin.measured and self._rest(side) is not None
-                  and self._rest(side)[0] <= self.gates.first_ankle):
+            elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
                 # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
                 # rest there (a foot held in the air all along measures its own height in the air)
                 measured = self._rest(side)
-                pin.rest_from, pin.rest_since = pin.rest, timestamp
-                pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
+                if measured is not None and measured[0] <= self.gates.first_ankle:
+                    pin.rest_from, pin.rest_since = pin.rest, timestamp
+                    pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
             if lock.since[side] is None:  # released (waiting to swing, or easing out): where the leg cannot reach it, the
                 # foot goes as far as the leg reaches rather than pulling the hips back (a run's toe-off: they run on)
                 to = ankle - legs.hip[s]
-                beyond = float(np.linalg.norm(to)) - REACH * float(legs.reach[s])
+                distance = float(np.linalg.norm(to))
+                beyond = distance - REACH * float(legs.reach[s])
                 if beyond > 0.0:
-                    ankle, toes = ankle - beyond * to / np.linalg.norm(to), toes - beyond * to / np.linalg.norm(to)
+                    back = beyond / distance * to
+                    ankle, toes = ankle - back, toes - back
             ankles[s], aims[s] = ankle, toes
         return (ankles, aims) if np.isfinite(ankles).any() else None
 
