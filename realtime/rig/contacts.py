@@ -106,18 +106,23 @@ class ContactDetector:
         self.feet = foot_indices(keypoint_names)
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.heels = {side: index[f"{side}_heel"] for side in SIDES}
+        self.toes = {side: [index[f"{side}_big_toe"], index[f"{side}_small_toe"]] for side in SIDES}
         self.hips = [index["left_hip"], index["right_hip"]]
         self._start()
 
     def _start(self) -> None:
         self._last: Optional[float] = None  # the last frame's time
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
+        self._settling = False  # the hips move more up or down than along the floor (sitting down, standing up)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
         self._began: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the contact's first frame
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
+        self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
+        self._toe_stance: dict[str, list] = {side: [] for side in SIDES}  # the toes over the contact's first stance_time
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
+        self._tiptoe = dict.fromkeys(SIDES, False)  # the contact began on the toes, the heel raised
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
@@ -134,6 +139,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
+        self._settling = False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -145,7 +151,9 @@ class ContactDetector:
             return None
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         walk = velocity - (velocity @ up) * up
-        return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
+        along = float(np.linalg.norm(walk))
+        self._settling = abs(float(velocity @ up)) > along  # the hips go down or up more than along the floor
+        return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
         """m/s: the hips' velocity along the floor (`walk`'s) along the body's facing, the floor's direction square to
@@ -191,18 +199,50 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
-    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> bool:
-        """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
-        this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
-        and the frames' before (one spike does not end it)."""
+    def _toe_point(self, points: np.ndarray, side: str) -> Optional[np.ndarray]:
+        """The midpoint of the foot's known toe points (None without one)."""
+        known = [points[i] for i in self.toes[side] if np.isfinite(points[i]).all()]
+        return np.mean(known, axis=0) if known else None
+
+    def _moves(self, point: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], speed: float, height: float,
+               camera: np.ndarray, drift: str) -> tuple:
+        """A foot point's off-gate measures from its stance position `place`: (drift, slide, speed, height, rise, rising
+        speed), moves across the line of sight. drift: "any" (any move: walking, or a foot passing through), "rise"
+        (the rise only: a standing body's heel coming back down onto the floor is not lifting; the slide along the
+        floor apart) or "toes" (the rise only, and a fall's speed left out: toes pressed down or swung down as the
+        heel goes up are not lifting)."""
+        rise, rising = self._rise(point, place, velocity, camera)
+        moved = float(np.linalg.norm(_across(point - place, point - camera)))
+        slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
+        if drift == "toes":
+            speed = float(np.sqrt(max(speed ** 2 - min(rising, 0.0) ** 2, 0.0)))
+        return (moved if drift == "any" else max(rise, 0.0)), slide, min(speed, 1e3), height, rise, rising
+
+    def _off(self, drift: float, slide: float, speed: float, height: float, rise: float, rising: float,
+             off_speed: float) -> bool:
+        """Whether one point's measures (medians over off_time) say it has left the floor (faster than `off_speed`)."""
+        gates = self.gates
+        return bool(drift > gates.off_drift or slide > gates.off_slide or speed > off_speed or height > gates.off_height
+                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
+
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple, toes: Optional[tuple] = None) -> bool:
+        """Whether the foot has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
+        this frame's interval): the median of each of `measures` (the heel's drift, slide, speed, height, rise and
+        rising speed now) and the frames' before (one spike does not end it). `toes`: the toes' same measures from
+        their own stance position, given while a stance of a body that does not walk may go on on its toes (heel
+        raised): the foot is off only once the toes look off too (a frame without them: the heel alone decides)."""
         window = self._measures[side]
-        window.append((timestamp, measures))
+        window.append((timestamp, (*measures, *(toes if toes is not None else (np.nan,) * 6))))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        drift, slide, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
-        gates = self.gates
-        return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
-                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
+        values = np.array([m for _, m in window])
+        if not self._off(*np.median(values[:, :6], axis=0), self.gates.off_speed):
+            return False
+        known = np.isfinite(values[:, 6:]).all(axis=1)
+        if toes is None or not known.any():
+            return True
+        # the toes hold while slower than a contact starts at (a foot shuffled on its toes slides off at 0.3-0.4 m/s)
+        return self._off(*np.median(values[known, 6:], axis=0), self.gates.on_speed)
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
@@ -226,8 +266,9 @@ class ContactDetector:
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._stance[side] = False, []
+                self.state[side], self._stance[side], self._toe_stance[side] = False, [], []
                 history.clear()
+                self._toe_history[side].clear()
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
@@ -236,20 +277,35 @@ class ContactDetector:
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
+            toes = self._toe_point(points, side)
+            toe_history = self._toe_history[side]
+            if toes is None:
+                toe_history.clear()
+            else:
+                toe_history.append((timestamp, toes))
+                while timestamp - toe_history[0][0] > gates.speed_window + 1e-9:
+                    toe_history.popleft()
             if self.state[side]:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
-                if not stood:  # the stance position: the heel over the contact's first stance_time
+                if not stood:  # the stance position: the heel (and the toes) over the contact's first stance_time
                     self._stance[side].append(heel)
+                    if toes is not None:
+                        self._toe_stance[side].append(toes)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
-                place = np.median(self._stance[side], axis=0)
-                rise, rising = self._rise(heel, place, velocity, camera)
-                moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
-                slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
                 # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
-                drift = abs(rise) if stood and walk is None else moved
-                off = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
+                # a body that does not walk (it stands or sits), in a stance or on the toes it planted on
+                standing = (stood or self._tiptoe[side]) and (walk is None or self._settling)
+                measures = self._moves(heel, np.median(self._stance[side], axis=0), velocity, speed, height, camera,
+                                       "rise" if standing else "any")
+                on_toes = None  # a standing body's stance goes on while its toes stay down (the heel raised onto them)
+                if standing and toes is not None and self._toe_stance[side]:
+                    toe_velocity = _velocity(toe_history)
+                    on_toes = self._moves(toes, np.median(self._toe_stance[side], axis=0), toe_velocity,
+                                          self._speed(toe_velocity, toes, camera), float(self.floor.height(toes)), camera,
+                                          "toes")
+                off = self._looks_off(side, timestamp, step, measures, on_toes)
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
-                    self.state[side], self._stance[side] = False, []
+                    self.state[side], self._stance[side], self._toe_stance[side] = False, [], []
                     self._measures[side].clear()
                     if stood:  # a stance ended (heel-off): no new one for `refractory`
                         self._released[side] = timestamp
@@ -260,11 +316,18 @@ class ContactDetector:
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
+                # a body that does not walk may plant a foot on its toes, the heel raised (crouched, sitting down)
+                self._tiptoe[side] = (not self.state[side] and rested and toes is not None and (walk is None or self._settling)
+                                      and float(self.floor.height(toes)) < gates.on_height
+                                      and self._speed(_velocity(toe_history), toes, camera) < gates.on_speed)
+                self.state[side] = self.state[side] or self._tiptoe[side]
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
+                    self._toe_stance[side] = [] if toes is None else [toes]
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
+                                                             *(np.nan,) * 6)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
