@@ -13,13 +13,17 @@ together and neither foot planted, it is off too: a jump's feet land together an
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
-`off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
+`off_speed`, is higher than `off_height`, has risen from its stance position (its median over the contact's
 first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
 the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises; while the
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
-gate). Judged over a time, not counted over frames in a
+gate). A body seen not walking (its hips slower than `walking` along the floor, or moving more up or down than along it:
+sitting down, crouching, standing up) stands on its toes as well as its heel: a stance whose heel rises onto still toes
+goes on until the toes look off too (the same gates on the toes from their own stance position, their speed against
+`on_speed`; a heel or toes coming back down onto the floor is not lifting), and a foot may plant on its toes (lower than
+`on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -57,8 +61,9 @@ class ContactGates(Gates):
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
-    off_drift: float = gate(0.028, "m", "the heel this far above or below its stance position (up across the line of "
-                                        "sight) has lifted (heel-off: a slow, steady rise no single frame's speed shows)")
+    off_drift: float = gate(0.028, "m", "the heel this far above its stance position (up across the line of sight; "
+                                        "walking, this far from it any way) has lifted (heel-off: a slow, steady rise no "
+                                        "single frame's speed shows)")
     off_slide: float = gate(0.06, "m", "the heel this far from its stance position along the floor, across the line of "
                                        "sight, has moved off (a planted foot shifting as the body sits or turns slides "
                                        "slower than any gate's speed; heel-off is a rise, off_drift's)")
@@ -114,6 +119,7 @@ class ContactDetector:
         self._last: Optional[float] = None  # the last frame's time
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
         self._settling = False  # the hips move more up or down than along the floor (sitting down, standing up)
+        self._standing = False  # the hips are seen not walking (slower than `walking` along the floor, or settling)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -139,7 +145,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._settling = False
+        self._settling = self._standing = False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -152,7 +158,9 @@ class ContactDetector:
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         walk = velocity - (velocity @ up) * up
         along = float(np.linalg.norm(walk))
-        self._settling = abs(float(velocity @ up)) > along  # the hips go down or up more than along the floor
+        # seen not walking: slower than `walking` along the floor, or going down or up faster than along it
+        self._settling = abs(float(velocity @ up)) > along
+        self._standing = along < self.gates.walking or self._settling
         return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
@@ -298,7 +306,7 @@ class ContactDetector:
                 measures = self._moves(heel, np.median(self._stance[side], axis=0), velocity, speed, height, camera,
                                        "rise" if standing else "any")
                 on_toes = None  # a standing body's stance goes on while its toes stay down (the heel raised onto them)
-                if standing and toes is not None and self._toe_stance[side]:
+                if standing and self._standing and toes is not None and self._toe_stance[side]:
                     toe_velocity = _velocity(toe_history)
                     on_toes = self._moves(toes, np.median(self._toe_stance[side], axis=0), toe_velocity,
                                           self._speed(toe_velocity, toes, camera), float(self.floor.height(toes)), camera,
@@ -317,7 +325,7 @@ class ContactDetector:
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 # a body that does not walk may plant a foot on its toes, the heel raised (crouched, sitting down)
-                self._tiptoe[side] = (not self.state[side] and rested and toes is not None and (walk is None or self._settling)
+                self._tiptoe[side] = (not self.state[side] and rested and toes is not None and self._standing
                                       and float(self.floor.height(toes)) < gates.on_height
                                       and self._speed(_velocity(toe_history), toes, camera) < gates.on_speed)
                 self.state[side] = self.state[side] or self._tiptoe[side]
