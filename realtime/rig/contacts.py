@@ -216,8 +216,9 @@ class ContactDetector:
             window.popleft()
         drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
         gates = self.gates
+        lifting = rise > gates.off_rise or (rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
         return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
-                    or (rising > gates.off_rise_speed and (rise > gates.off_rise or min(rise, toes) > gates.off_lift)))
+                    or (lifting and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
