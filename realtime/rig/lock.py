@@ -384,9 +384,8 @@ class FootPin:
         for s, side in enumerate(SIDES):
             share, pin = lock.share[side], self._pins[side]
             free = (legs.ankle[s], legs.toes[s])
-            trail = self._trail[side]
             if not np.isfinite(np.concatenate(free)).all():
-                trail.clear()
+                self._trail[side].clear()  # the leg not solved: no foot to begin a hold from
             if share <= 0.0 or not np.isfinite(locked[s, 0]).all() or not np.isfinite(np.concatenate(free)).all():
                 self._pins[side] = None
                 self._remember(side, timestamp, free, lock.gates.anchor_back)
@@ -446,8 +445,9 @@ class FootPin:
     def _back(self, side: str, time: float, now: float, free: tuple[np.ndarray, np.ndarray]
               ) -> tuple[np.ndarray, np.ndarray]:
         """The avatar's foot (ankle, toes) at `time`, interpolated between the kept frames and this one (`free` at
-        `now`); the oldest kept where `time` is before it, this frame's where nothing is kept."""
-        points = [*self._trail[side], (now, *free)]
+        `now`); the oldest kept where `time` is before it, this frame's where nothing is kept (or only frames not before
+        this one: the source started over)."""
+        points = [*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)]
         if time <= points[0][0]:
             return points[0][1], points[0][2]
         for (t0, a0, b0), (t1, a1, b1) in zip(points, points[1:]):
