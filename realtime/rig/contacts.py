@@ -19,11 +19,14 @@ the line of sight: a planted foot shifts a few centimetres as the body sits or t
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
-gate). A body seen not walking (its hips slower than `walking` along the floor, or moving more up or down than along it:
-sitting down, crouching, standing up) stands on its toes as well as its heel: a stance whose heel rises onto still toes
-goes on until the toes look off too (the same gates on the toes from their own stance position, their speed against
-`on_speed`; a heel or toes coming back down onto the floor is not lifting), and a foot may plant on its toes (lower than
-`on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
+gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
+shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
+alone and the toes stay down). A stance begun with the hips seen not walking (slower than `walking` along the floor,
+or moving more up or down than along it: standing, sitting down, crouching) stands on its toes as well as its heel:
+once its heel rises onto still toes it goes on until the toes look off too (the same gates on the toes from their own
+stance position, their speed against `on_speed`; a heel or toes coming back down onto the floor is not lifting; a flat
+lift ends it still), and such a body, on its other foot and its hips not pushing up, may plant a foot on its toes
+(lower than `on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -69,6 +72,9 @@ class ContactGates(Gates):
                                        "slower than any gate's speed; heel-off is a rise, off_drift's)")
     off_rise: float = gate(0.02, "m", "the heel this far above its stance position, and rising, is lifting")
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
+    off_lift: float = gate(0.012, "m", "the heel and the toes both this far above their stance positions (up across the "
+                                       "line of sight), the heel rising, are lifting: the whole foot off the floor, as a "
+                                       "side step lifts it along the line of sight; heel-off lifts the heel alone")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
@@ -239,21 +245,27 @@ class ContactDetector:
     def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple, toes: Optional[tuple] = None) -> bool:
         """Whether the foot has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
         this frame's interval): the median of each of `measures` (the heel's drift, slide, speed, height, rise and
-        rising speed now) and the frames' before (one spike does not end it). `toes`: the toes' same measures from
-        their own stance position, given while a stance of a body that does not walk may go on on its toes (heel
-        raised): the foot is off only once the toes look off too (a frame without them: the heel alone decides)."""
+        rising speed, and the toes' rise, now) and the frames' before (one spike does not end it; unseen toes: NaN, no
+        flat lift). `toes`: the toes' own measures (as the heel's six) from their stance position, given while a stance
+        of a body that does not walk may go on on its toes (heel raised): unless the whole foot lifted flat, it is off
+        only once the toes look off too (a frame without them: the heel alone decides)."""
         window = self._measures[side]
         window.append((timestamp, (*measures, *(toes if toes is not None else (np.nan,) * 6))))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
         values = np.array([m for _, m in window])
-        if not self._off(*np.median(values[:, :6], axis=0), self.gates.off_speed):
+        drift, slide, speed, height, rise, rising, lifted = np.median(values[:, :7], axis=0)
+        gates = self.gates
+        flat = rise > gates.off_lift and lifted > gates.off_lift and rising > gates.off_rise_speed  # the toes NaN: not flat
+        if flat:
+            return True
+        if not self._off(drift, slide, speed, height, rise, rising, gates.off_speed):
             return False
-        known = np.isfinite(values[:, 6:]).all(axis=1)
+        known = np.isfinite(values[:, 7:]).all(axis=1)
         if toes is None or not known.any():
             return True
         # the toes hold while slower than a contact starts at (a foot shuffled on its toes slides off at 0.3-0.4 m/s)
-        return self._off(*np.median(values[known, 6:], axis=0), self.gates.on_speed)
+        return self._off(*np.median(values[known, 7:], axis=0), gates.on_speed)
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
@@ -308,6 +320,8 @@ class ContactDetector:
                 standing = (stood or self._tiptoe[side]) and (walk is None or self._settling)
                 measures = self._moves(heel, np.median(self._stance[side], axis=0), velocity, speed, height, camera,
                                        "rise" if standing else "any")
+                lifted = (self._rise(toes, np.median(self._toe_stance[side], axis=0), None, camera)[0]
+                          if toes is not None and self._toe_stance[side] else np.nan)  # the toes' rise: a flat lift
                 on_toes = None  # a standing body's stance goes on while its toes stay down (the heel raised onto them)
                 if ((stood or self._tiptoe[side]) and self._planted_standing[side] and toes is not None
                         and self._toe_stance[side]):
@@ -315,7 +329,7 @@ class ContactDetector:
                     on_toes = self._moves(toes, np.median(self._toe_stance[side], axis=0), toe_velocity,
                                           self._speed(toe_velocity, toes, camera), float(self.floor.height(toes)), camera,
                                           "toes")
-                off = self._looks_off(side, timestamp, step, measures, on_toes)
+                off = self._looks_off(side, timestamp, step, (*measures, lifted), on_toes)
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side], self._toe_stance[side] = False, [], []
                     self._measures[side].clear()
@@ -343,7 +357,7 @@ class ContactDetector:
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
-                                                             *(np.nan,) * 6)))
+                                                             0.0, *(np.nan,) * 6)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
