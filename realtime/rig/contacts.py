@@ -127,6 +127,7 @@ class ContactDetector:
         self._settling = False  # the hips move more up or down than along the floor (sitting down, standing up)
         self._standing = False  # the hips are seen not walking (slower than `walking` along the floor, or settling)
         self._pushing = False  # the hips go up faster than `walking` (a push-off: feet leave, they do not plant)
+        self._settling_fast = False  # the hips go down or up faster than `walking` (sitting down, crouching, standing up)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -137,6 +138,7 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._tiptoe = dict.fromkeys(SIDES, False)  # the contact began on the toes, the heel raised
         self._planted_standing = dict.fromkeys(SIDES, False)  # the contact began with the hips seen not walking
+        self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone down or up faster than `walking`
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
@@ -153,7 +155,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._settling = self._standing = self._pushing = False
+        self._settling = self._standing = self._pushing = self._settling_fast = False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -170,6 +172,7 @@ class ContactDetector:
         self._settling = abs(float(velocity @ up)) > along
         self._standing = along < self.gates.walking or self._settling
         self._pushing = float(velocity @ up) > self.gates.walking  # the hips going up faster than a walk: a push-off
+        self._settling_fast = abs(float(velocity @ up)) > self.gates.walking  # sitting down, crouching, standing up
         return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
@@ -322,9 +325,11 @@ class ContactDetector:
                                        "rise" if standing else "any")
                 lifted = (self._rise(toes, np.median(self._toe_stance[side], axis=0), None, camera)[0]
                           if toes is not None and self._toe_stance[side] else np.nan)  # the toes' rise: a flat lift
-                on_toes = None  # a standing body's stance goes on while its toes stay down (the heel raised onto them)
-                if ((stood or self._tiptoe[side]) and self._planted_standing[side] and toes is not None
-                        and self._toe_stance[side]):
+                # a standing body that sits, crouches or stands up: its stance goes on while its toes stay down (the heel
+                # raised onto them)
+                self._settled[side] = self._settled[side] or (self._planted_standing[side] and self._settling_fast)
+                on_toes = None
+                if (stood or self._tiptoe[side]) and self._settled[side] and toes is not None and self._toe_stance[side]:
                     toe_velocity = _velocity(toe_history)
                     on_toes = self._moves(toes, np.median(self._toe_stance[side], axis=0), toe_velocity,
                                           self._speed(toe_velocity, toes, camera), float(self.floor.height(toes)), camera,
@@ -346,13 +351,14 @@ class ContactDetector:
                 # raised (crouched, sitting down)
                 other = SIDES[1 - SIDES.index(side)]
                 self._tiptoe[side] = (not self.state[side] and rested and toes is not None and self._standing
-                                      and self.state[other] and not self._pushing
+                                      and self.state[other] and self._settled[other] and not self._pushing
                                       and float(self.floor.height(toes)) < gates.on_height
                                       and self._speed(_velocity(toe_history), toes, camera) < gates.on_speed)
                 self.state[side] = self.state[side] or self._tiptoe[side]
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
                     self._planted_standing[side] = self._standing  # a stance begun walking is not held on its toes
+                    self._settled[side] = self._tiptoe[side]  # planted on its toes as the body sits or crouches
                     self._toe_stance[side] = [] if toes is None else [toes]
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
