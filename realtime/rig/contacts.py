@@ -22,11 +22,12 @@ foot passing through), or is lifting
 gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
 alone and the toes stay down). A stance begun with the hips seen not walking (slower than `walking` along the floor,
-or moving more up or down than along it: standing, sitting down, crouching) stands on its toes as well as its heel:
-once its heel rises onto still toes it goes on until the toes look off too (the same gates on the toes from their own
+or moving more up or down than along it), once the hips have gone down or up faster than `walking` (sitting down,
+crouching, standing up), stands on its toes as well as its heel: its heel risen onto still toes, it goes on until the
+toes look off too (the same gates on the toes from their own
 stance position, their speed against `on_speed`; a heel or toes coming back down onto the floor is not lifting; a flat
-lift ends it still), and such a body, on its other foot and its hips not pushing up, may plant a foot on its toes
-(lower than `on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
+lift ends it still), and beside such a stance, the hips not pushing up, the other foot may plant on its toes (lower
+than `on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
