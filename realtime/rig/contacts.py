@@ -71,6 +71,11 @@ class ContactGates(Gates):
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
+    toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
+                                           "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
+                                           "sight show little else)")
+    toes_heel_rising: float = gate(0.45, "m/s", "on its toes, a heel rising faster than this (up across the line of sight) "
+                                               "is leaving the floor (a toe-off: 1-3 m/s)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -122,6 +127,9 @@ class ContactDetector:
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
+        self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
+        self._toes: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
+        self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
         """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
@@ -191,10 +199,11 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
-    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> bool:
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, float, float]:
         """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
         this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
-        and the frames' before (one spike does not end it)."""
+        and the frames' before (one spike does not end it); and the heel's median height over the floor or rise
+        above its stance position, the higher (m), and its median rising speed (m/s)."""
         window = self._measures[side]
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
@@ -202,6 +211,56 @@ class ContactDetector:
         drift, slide, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
         gates = self.gates
         return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
+                    or (rise > gates.off_rise and rising > gates.off_rise_speed)), float(max(height, rise)), float(rising)
+
+    def _track_toes(self, side: str, timestamp: float, points: np.ndarray, camera: np.ndarray) -> None:
+        """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
+        (their stance position and the window they are judged over); forgotten where they are not seen."""
+        toes = points[self.feet[side][1:]].mean(axis=0)
+        history, track = self._toe_history[side], self._toes[side]
+        if not np.isfinite(toes).all():
+            history.clear()
+            track.clear()
+            return
+        history.append((timestamp, toes))
+        while timestamp - history[0][0] > self.gates.speed_window + 1e-9:
+            history.popleft()
+        velocity = _velocity(history)
+        track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
+        while timestamp - track[0][0] > self.gates.stance_time + self.gates.off_time + 1e-9:
+            track.popleft()
+
+    def _toes_window(self, timestamp: float, step: float, side: str) -> list:
+        """The toes' entries over the last off_time (to the nearest frame)."""
+        return [e for e in self._toes[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
+
+    def _toes_stand(self, side: str, timestamp: float, step: float) -> Optional[np.ndarray]:
+        """Where the toes stood before the last off_time (their median over the stance_time before it), if they
+        have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
+        the foot still on its toes; None otherwise (or with too little seen of them)."""
+        window = self._toes_window(timestamp, step, side)
+        before = [toes for t, toes, _, _ in self._toes[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
+        if not window or not before:
+            return None
+        place = np.median(before, axis=0)
+        return None if self._toes_off(side, timestamp, step, place) else place
+
+    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray) -> bool:
+        """Whether the toes have looked off the floor over the last off_time: the medians of their move from `place`
+        (across the line of sight), their speed (across it) and their rise and rising speed (up across it), against
+        the heel's release gates."""
+        measures = []
+        for _, toes, velocity, camera in self._toes_window(timestamp, step, side):
+            sight = toes - camera
+            rise, rising = self._rise(toes, place, velocity, camera)
+            measures.append((float(np.linalg.norm(_across(toes - place, sight))),
+                             min(float(np.linalg.norm(_across(velocity, sight))), 1e3) if np.isfinite(velocity).all() else 1e3,
+                             rise, rising if np.isfinite(rising) else 1e3))
+        if not measures:
+            return True
+        moved, speed, rise, rising = np.median(measures, axis=0)
+        gates = self.gates
+        return bool(moved > gates.off_drift or speed > gates.off_speed
                     or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
@@ -226,13 +285,14 @@ class ContactDetector:
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._stance[side] = False, []
+                self.state[side], self._stance[side], self._on_toes[side] = False, [], None
                 history.clear()
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
             while timestamp - history[0][0] > gates.speed_window + 1e-9:
                 history.popleft()
+            self._track_toes(side, timestamp, points, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
@@ -247,11 +307,19 @@ class ContactDetector:
                 slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
                 # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
                 drift = abs(rise) if stood and walk is None else moved
-                off = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
+                off, risen, rises = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
+                toes = self._on_toes[side]
+                if toes is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
+                    off = (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising
+                           or self._toes_off(side, timestamp, step, toes))
+                elif off and stood and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising:
+                    # heel-off (or the heel's noise): the foot stays on its toes while they stand where they stood
+                    toes = self._on_toes[side] = self._toes_stand(side, timestamp, step)
+                    off = toes is None
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
-                    self.state[side], self._stance[side] = False, []
+                    self.state[side], self._stance[side], self._on_toes[side] = False, [], None
                     self._measures[side].clear()
-                    if stood:  # a stance ended (heel-off): no new one for `refractory`
+                    if stood:  # a stance ended (toe-off): no new one for `refractory`
                         self._released[side] = timestamp
             else:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
