@@ -1,6 +1,7 @@
-"""Foot contact, per foot, frame by frame, causal: from the heel's motion across the line of sight and its height.
+"""Foot contact, per foot, frame by frame, causal: from the heel's motion across the line of sight and its height,
+then, from heel-off to toe-off, the toes'.
 
-The heel plants first and lifts first (initial contact to heel-off: the span an ankle lock is right for). Between
+The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
 (the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
@@ -19,7 +20,12 @@ the line of sight: a planted foot shifts a few centimetres as the body sits or t
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
-gate). Judged over a time, not counted over frames in a
+gate). Unless the toes still stand: a stance whose heel looks off while its toes (the big and small toe's midpoint),
+over the same `off_time`, have not moved from where they stood over the `stance_time` before it (the heel's gates
+on their move, speed and rise across the line of sight) goes on on its toes (heel-off; or the heel's noise). On its
+toes it ends once, over its last `off_time`, the toes look off by those gates, or the heel is higher than
+`toes_heel_rise` above the floor or its stance position or rises faster than `toes_heel_rising` (a toe lifting along
+the line of sight shows little of its own motion; the heel's rise shows it). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
