@@ -20,12 +20,15 @@ the line of sight: a planted foot shifts a few centimetres as the body sits or t
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
-gate). Unless the toes still stand: a stance whose heel looks off while its toes (the big and small toe's midpoint),
-over the same `off_time`, have not moved from where they stood over the `stance_time` before it (the heel's gates
-on their move, speed and rise across the line of sight) goes on on its toes (heel-off; or the heel's noise). On its
-toes it ends once, over its last `off_time`, the toes look off by those gates, or the heel is higher than
-`toes_heel_rise` above the floor or its stance position or rises faster than `toes_heel_rising` (a toe lifting along
-the line of sight shows little of its own motion; the heel's rise shows it). Judged over a time, not counted over frames in a
+gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
+shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
+alone and the toes stay down). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
+foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
+stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
+goes on on its toes (heel-off; or the heel's noise). On its toes it ends once, over its last `off_time`, the toes
+look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
+faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
+shows it). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -70,6 +73,9 @@ class ContactGates(Gates):
                                        "slower than any gate's speed; heel-off is a rise, off_drift's)")
     off_rise: float = gate(0.02, "m", "the heel this far above its stance position, and rising, is lifting")
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
+    off_lift: float = gate(0.012, "m", "the heel and the toes both this far above their stance positions (up across the "
+                                       "line of sight), the heel rising, are lifting: the whole foot off the floor, as a "
+                                       "side step lifts it along the line of sight; heel-off lifts the heel alone")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
@@ -81,7 +87,7 @@ class ContactGates(Gates):
                                            "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
                                            "sight show little else)")
     toes_heel_rising: float = gate(0.45, "m/s", "on its toes, a heel rising faster than this (up across the line of sight) "
-                                               "is leaving the floor (a toe-off: 1-3 m/s)")
+                                                "is leaving the floor (a toe-off: 1-3 m/s)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,6 +123,7 @@ class ContactDetector:
         self.feet = foot_indices(keypoint_names)
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.heels = {side: index[f"{side}_heel"] for side in SIDES}
+        self.toes = {side: np.array([index[f"{side}_big_toe"], index[f"{side}_small_toe"]]) for side in SIDES}
         self.hips = [index["left_hip"], index["right_hip"]]
         self._start()
 
@@ -128,13 +135,14 @@ class ContactDetector:
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
         self._began: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the contact's first frame
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
+        self._toes: dict[str, list] = {side: [] for side in SIDES}  # the toes' midpoint over the same frames
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
-        self._toes: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
+        self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
@@ -205,25 +213,35 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
-    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, float, float]:
+    def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
+        """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
+        stance_time), up across the line of sight; NaN where the toes are not seen."""
+        seen = [t for t in self._toes[side] if np.isfinite(t).all()]
+        if not seen or not np.isfinite(toe).all():
+            return float("nan")
+        return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
+
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, bool, float, float]:
         """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
-        this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
-        and the frames' before (one spike does not end it); and the heel's median height over the floor or rise
+        this frame's interval): the median of each of `measures` (its drift, slide, speed, height, rise, rising speed
+        and the toes' rise now) and the frames' before (one spike does not end it; unseen toes: NaN, no flat lift);
+        whether the whole foot has risen (`off_lift`, heel and toes); the heel's median height over the floor or rise
         above its stance position, the higher (m), and its median rising speed (m/s)."""
         window = self._measures[side]
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        drift, slide, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
+        drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
         gates = self.gates
-        return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
-                    or (rise > gates.off_rise and rising > gates.off_rise_speed)), float(max(height, rise)), float(rising)
+        flat = bool(rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
+        lifting = rise > gates.off_rise or flat
+        return (bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
+                     or (lifting and rising > gates.off_rise_speed)), flat, float(max(height, rise)), float(rising))
 
-    def _track_toes(self, side: str, timestamp: float, points: np.ndarray, camera: np.ndarray) -> None:
+    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray) -> None:
         """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
         (their stance position and the window they are judged over); forgotten where they are not seen."""
-        toes = points[self.feet[side][1:]].mean(axis=0)
-        history, track = self._toe_history[side], self._toes[side]
+        history, track = self._toe_history[side], self._toe_track[side]
         if not np.isfinite(toes).all():
             history.clear()
             track.clear()
@@ -238,14 +256,14 @@ class ContactDetector:
 
     def _toes_window(self, timestamp: float, step: float, side: str) -> list:
         """The toes' entries over the last off_time (to the nearest frame)."""
-        return [e for e in self._toes[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
+        return [e for e in self._toe_track[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
 
     def _toes_stand(self, side: str, timestamp: float, step: float) -> Optional[np.ndarray]:
         """Where the toes stood before the last off_time (their median over the stance_time before it), if they
         have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
         the foot still on its toes; None otherwise (or with too little seen of them)."""
         window = self._toes_window(timestamp, step, side)
-        before = [toes for t, toes, _, _ in self._toes[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
+        before = [toes for t, toes, _, _ in self._toe_track[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
         if not window or not before:
             return None
         place = np.median(before, axis=0)
@@ -287,18 +305,19 @@ class ContactDetector:
         forward = self._forward(walk, points)
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
-        for side, centre in zip(SIDES, centres):
+        toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
+        for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._stance[side], self._on_toes[side] = False, [], None
+                self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                 history.clear()
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
             while timestamp - history[0][0] > gates.speed_window + 1e-9:
                 history.popleft()
-            self._track_toes(side, timestamp, points, camera)
+            self._track_toes(side, timestamp, toe, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
@@ -306,6 +325,7 @@ class ContactDetector:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
+                    self._toes[side].append(toe)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
                 place = np.median(self._stance[side], axis=0)
                 rise, rising = self._rise(heel, place, velocity, camera)
@@ -313,17 +333,19 @@ class ContactDetector:
                 slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
                 # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
                 drift = abs(rise) if stood and walk is None else moved
-                off, risen, rises = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
-                toes = self._on_toes[side]
-                if toes is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
+                lifted = self._toes_risen(side, toe, camera)
+                off, flat, risen, rises = self._looks_off(side, timestamp, step,
+                                                          (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
+                standing = self._on_toes[side]
+                if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising
-                           or self._toes_off(side, timestamp, step, toes))
-                elif off and stood and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising:
+                           or self._toes_off(side, timestamp, step, standing))
+                elif off and stood and not flat and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising:
                     # heel-off (or the heel's noise): the foot stays on its toes while they stand where they stood
-                    toes = self._on_toes[side] = self._toes_stand(side, timestamp, step)
-                    off = toes is None
+                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step)
+                    off = standing is None
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
-                    self.state[side], self._stance[side], self._on_toes[side] = False, [], None
+                    self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
                     if stood:  # a stance ended (toe-off): no new one for `refractory`
                         self._released[side] = timestamp
@@ -336,9 +358,11 @@ class ContactDetector:
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
+                    self._toes[side] = [toe]
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
+                                                             0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
