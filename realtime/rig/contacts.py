@@ -25,7 +25,8 @@ shows little of its rise, the image's drop of a foot coming nearer taking the re
 alone and the toes stay down). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
 foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
-goes on on its toes (heel-off; or the heel's noise). On its toes it ends once, over its last `off_time`, the toes
+goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
+or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
 look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
 faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
 shows it). Judged over a time, not counted over frames in a
@@ -340,7 +341,8 @@ class ContactDetector:
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising
                            or self._toes_off(side, timestamp, step, standing))
-                elif off and stood and not flat and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising:
+                elif (off and stood and not flat and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising
+                      and (walk is None or forward >= gates.walking)):  # not stepping sideways
                     # heel-off (or the heel's noise): the foot stays on its toes while they stand where they stood
                     standing = self._on_toes[side] = self._toes_stand(side, timestamp, step)
                     off = standing is None
