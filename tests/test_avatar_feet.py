@@ -166,11 +166,8 @@ def test_the_avatar_stands_its_planted_feet_on_the_floor_at_their_resting_height
     left_ankle = NAMES.index("left_ankle")
     toe_points = [NAMES.index("left_big_toe"), NAMES.index("left_small_toe")]
     flat = seen.contacts[:, 0]
-    # above where the walker's planted feet stand (their heel and toes 1 cm over y = 0): the floor as the world stage
-    # defines it, which the held feet stand on (tests/test_feet_on_the_world_floor.py: however far the world's fit is off)
-    sole = float(np.median(seen.world[flat][:, [NAMES.index("left_heel"), *toe_points], 1].min(axis=1)))
-    ankle_rest = float(np.median(seen.world[flat, left_ankle, 1])) - sole
-    toes_rest = float(np.median(seen.world[flat][:, toe_points, 1].mean(axis=1))) - sole
+    ankle_rest = float(np.median(seen.world[flat, left_ankle, 1]))
+    toes_rest = float(np.median(seen.world[flat][:, toe_points, 1].mean(axis=1)))
     late = times > 2.0  # the resting heights measured by now
     held = [(side, frames[late[frames]]) for side, frames in _stances(contacts, times) if side == 0]
     heights = np.concatenate([ankles[frames, 0, 1] for _, frames in held])

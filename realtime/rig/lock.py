@@ -222,38 +222,27 @@ class RestingHeights:
     """Where one of a performer's feet rests above the floor when it stands flat (its ankle and its toes), from their
     heights on the frames it is held: the REST_PERCENTILE of each over the latest `rest_window` seconds of held time,
     once `rest_after` seconds were held. The avatar's planted foot is put there (`FootPin`). Per foot: a capture's
-    two feet need not rest alike (a floor that is not level across the path, a marker set higher on one foot).
-    `sole`: where the foot's lowest point (heel or toes) rests, the same percentile of each frame's lowest over the same
-    frames (None where fewer than half of them had one): the floor as the held foot stands on it, the world floor's
-    own definition (the planted feet's lowest keypoints, `realtime.rig.floor`) measured on every held frame of the run
-    rather than at the world floor's first fit."""
+    two feet need not rest alike (a floor that is not level across the path, a marker set higher on one foot)."""
 
     def __init__(self, gates: PinGates = PinGates()):
         self.gates = gates
-        self._samples: deque = deque()  # (seconds held, ankle height, toes height, the lowest sole point's or NaN)
+        self._samples: deque = deque()  # (seconds held, ankle height, toes height)
         self._held = 0.0  # seconds in _samples
         self._since_update = 0.0
         self.heights: Optional[tuple[float, float]] = None  # (ankle, toes) m above the floor
-        self.sole: Optional[float] = None  # m above the floor
 
-    def add(self, seconds: float, ankle: float, toes: float, soles: Optional[Sequence[float]] = None) -> None:
-        """One held frame: its length (s), the ankle's and the toes' heights (m) and those of the points the foot
-        stands on (`soles`: its heel and toes; NaN where unknown), or None."""
+    def add(self, seconds: float, ankle: float, toes: float) -> None:
         if not (np.isfinite(seconds) and seconds > 0 and np.isfinite(ankle) and np.isfinite(toes)):
             return
-        soles = np.asarray([] if soles is None else soles, np.float64)
-        soles = soles[np.isfinite(soles)]
-        self._samples.append((seconds, ankle, toes, float(soles.min()) if len(soles) else np.nan))
+        self._samples.append((seconds, ankle, toes))
         self._held += seconds
         self._since_update += seconds
         while self._held - self._samples[0][0] >= self.gates.rest_window:
             self._held -= self._samples.popleft()[0]
         if self._held >= self.gates.rest_after and (self.heights is None or self._since_update >= self.gates.rest_every):
             values = np.array(self._samples)[:, 1:]
-            ankle_rest, toes_rest = np.percentile(values[:, :2], REST_PERCENTILE, axis=0)
+            ankle_rest, toes_rest = np.percentile(values, REST_PERCENTILE, axis=0)
             self.heights = (float(ankle_rest), float(toes_rest))
-            soles = values[:, 2][np.isfinite(values[:, 2])]
-            self.sole = float(np.percentile(soles, REST_PERCENTILE)) if 2 * len(soles) >= len(values) else None
             self._since_update = 0.0
 
 
@@ -363,25 +352,19 @@ class FootPin:
         # the frames before this one, as far back as the lock's anchor_back reaches
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
-              floor: Optional[tuple[np.ndarray, float]], soles: Optional[np.ndarray] = None):
+              floor: Optional[tuple[np.ndarray, float]]):
         """This frame's `FeetTargets`. locked, shown: (2, 2, 3) the lock's output and its input (left, right;
         ankle, toes), rig axes of the points solved; floor: (up (3,), height (m) of the axes' origin above the
-        floor), or None where the floor is not known; soles: (2, P, 3) the points each foot stands on as shown (its
-        heel and toes; the lock's input, the same axes), or None: a held foot's lowest of them is where its sole
-        stands, and the feet are put at their resting heights above that (`RestingHeights.sole`) rather than above
-        `floor` alone."""
+        floor), or None where the floor is not known."""
         timestamp = float(timestamp)
-        if soles is not None and (np.ndim(soles) != 3 or np.shape(soles)[0] != 2 or np.shape(soles)[2] != 3):
-            raise ValueError(f"FootPin.frame's soles must be (2, P, 3) points (left, right), got shape {np.shape(soles)}")
         step = 0.0 if self._last is None or timestamp <= self._last else timestamp - self._last
         self._last, self._step = timestamp, step
         if floor is not None:
             up, height = floor
-            points = None if soles is None else np.asarray(soles, np.float64) @ up + height  # (2, P) heights
             for s, side in enumerate(SIDES):  # a held foot's heights: where feet rest
                 if lock.share[side] >= 1.0 and lock.since[side] is not None:
                     ankle, toes = shown[s] @ up + height
-                    self.rest[side].add(step, ankle, toes, None if points is None else points[s])
+                    self.rest[side].add(step, ankle, toes)
 
         def targets(legs) -> Optional[tuple[np.ndarray, np.ndarray]]:
             return self._targets(timestamp, legs, lock, locked, floor)
@@ -391,18 +374,9 @@ class FootPin:
     def _rest(self, side: str) -> Optional[tuple[float, float]]:
         """A foot's measured resting heights; the other foot's while its own are not measured yet (the same
         performer's feet rest alike within a centimetre or two; one frame's heights can be a landing foot's in the
-        air); None while neither is. Above where the performer's held feet stand (the mean of the two feet's
-        `RestingHeights.sole` where measured): the world floor is fixed at its first fit, from a few depth frames of
-        every foot (-1.5 to +1.6 cm off the planted level on the tuning clips: bench/RESULTS.md, issue 51, "the
-        floor's level (fourth stop)"), while the held feet's own lowest points measure the floor under them on every
-        held frame, in the same points as their ankles and toes."""
+        air); None while neither is."""
         other = SIDES[1 - SIDES.index(side)]
-        heights = self.rest[side].heights or self.rest[other].heights
-        if heights is None:
-            return None
-        soles = [rest.sole for rest in self.rest.values() if rest.sole is not None]
-        level = float(np.mean(soles)) if soles else 0.0
-        return heights[0] - level, heights[1] - level
+        return self.rest[side].heights or self.rest[other].heights
 
     def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:

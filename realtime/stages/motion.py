@@ -91,8 +91,6 @@ class MotionStage:
         index = {n: i for i, n in enumerate(self.keypoint_names)}
         self._feet = np.array([[index[f"{side}_ankle"], index[f"{side}_big_toe"], index[f"{side}_small_toe"]]
                                for side in ("left", "right")])
-        self._soles = np.array([[index[f"{side}_heel"], index[f"{side}_big_toe"], index[f"{side}_small_toe"]]
-                                for side in ("left", "right")])  # the points a foot stands on
         self.fingers = fingers
         self.bone_names = tuple(b.name for b in bone_table(fingers))
         self.filter = Filter3D(smooth, smoothness, len(self.keypoint_names))
@@ -141,7 +139,7 @@ class MotionStage:
                 shown = points
                 points = performer.lock.apply(frame.timestamp, points, person.contacts)
                 feet = performer.pin.frame(frame.timestamp, performer.lock, self._rig_feet(points), self._rig_feet(shown),
-                                           self._floor(frame), self._rig_soles(shown))
+                                           self._floor(frame))
             else:
                 performer.pin.reset()
         pose = performer.solver.update(points, absolute_root=world is not None, feet=feet, measured=measured)
@@ -154,12 +152,6 @@ class MotionStage:
         the solver's rig axes."""
         feet = camera_to_rig(points[self._feet])
         return np.stack([feet[:, 0], 0.5 * (feet[:, 1] + feet[:, 2])], axis=1)
-
-    def _rig_soles(self, points: np.ndarray) -> np.ndarray:
-        """(K, 3) points as shown -> (2, 2, 3) left and right, the heel and the toes (their midpoint), in the solver's
-        rig axes: the points a held foot stands on (the lowest of three noisy points would sit lower than any)."""
-        soles = camera_to_rig(points[self._soles])
-        return np.stack([soles[:, 0], 0.5 * (soles[:, 1] + soles[:, 2])], axis=1)
 
     def _floor(self, frame: Frame) -> Optional[tuple[np.ndarray, float]]:
         """The floor in the solver's rig axes, (up (3,), the height of their origin above it), or None while unknown:
