@@ -12,6 +12,7 @@ from scipy.spatial.transform import Rotation
 from realtime.frames import Frame, Person, rounded_camera
 from realtime.rig.bones import bone_table
 from realtime.rig.leg_ik import pin_leg, turn_between
+from realtime.rig.lock import LockGates
 from realtime.rig.solver import LiveSolver, Skeleton, forward_kinematics
 from realtime.stages.motion import MotionStage
 from tests.ground_synthetic import walk, world_from_camera
@@ -251,9 +252,11 @@ _REST = (0.08, 0.02)  # m, the ankle's and the toes' heights when the foot rests
 
 
 class _Hold:
-    """What FootPin reads of a FootLock: per foot its share (1 held) and when its current hold began (None: none)."""
+    """What FootPin reads of a FootLock: per foot its share (1 held) and when its current hold began (None: none), and
+    its gates (where its anchor is taken)."""
 
     def __init__(self):
+        self.gates = LockGates()
         self.share = {"left": 0.0, "right": 0.0}
         self.since = {"left": None, "right": None}
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from realtime.rig.lift import Lifter
-from realtime.rig.lock import FootPin
+from realtime.rig.lock import FootPin, LockGates
 from realtime.rig.solver import LiveSolver, camera_to_rig
 from tests.ground_synthetic import CENTRE, FOCAL, walk
 from tests.mocap_synthetic import NAMES
@@ -53,9 +53,10 @@ def test_a_planted_foot_is_held_along_the_line_of_sight_at_60_fps_as_at_30(fps):
 
 class _Lock:
     """What FootPin reads of a FootLock: per foot its share (1 held, or released and waiting for the foot to swing)
-    and when its current hold began (None: released)."""
+    and when its current hold began (None: released), and its gates (where its anchor is taken)."""
 
     def __init__(self):
+        self.gates = LockGates()
         self.share = {"left": 0.0, "right": 0.0}
         self.since = {"left": None, "right": None}
 

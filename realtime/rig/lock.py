@@ -275,6 +275,8 @@ class _Pin:
     settle: Optional[float] = None
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
+    pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
+    # that a foot that came down on its toes flattens about them (set on its first placed frame)
 
 
 def _forward(heading: np.ndarray, up: np.ndarray, sine: float) -> np.ndarray:
@@ -316,11 +318,14 @@ class FootPin:
     feet would move with every frame's difference between those lengths and the frame's. Per foot, while the lock
     (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
     ankle and the toes go, in the rig axes of the points solved:
-    - the ankle where the avatar's ankle was when the hold began, moved as the lock moves its held ankle (a hold out
-      of the leg's reach is moved by the lock): nothing jumps when a hold begins;
+    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.anchor_back` before the
+      hold began: the same time at any frame rate; this frame's solve of the lock's points, the knee bent to the held
+      ankle with the frame's thigh and shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as
+      the lock moves its held ankle (a hold out of the leg's reach is moved by the lock);
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
-      to them, flat, heading as it came down, over its height at `settle_speed` (at most `settle` seconds) counted
+      to them, flat, heading as it came down (about its toes where they came down first: a run lands on the
+      forefoot), over its height at `settle_speed` (at most `settle` seconds) counted
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
@@ -343,6 +348,8 @@ class FootPin:
         self._pins: dict[str, Optional[_Pin]] = dict.fromkeys(SIDES)
         self._last: Optional[float] = None
         self._step = 0.0
+        self._trail: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle, toes) of the avatar's foot on
+        # the frames before this one, as far back as the lock's anchor_back reaches
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
               floor: Optional[tuple[np.ndarray, float]]):
@@ -377,11 +384,16 @@ class FootPin:
         for s, side in enumerate(SIDES):
             share, pin = lock.share[side], self._pins[side]
             free = (legs.ankle[s], legs.toes[s])
+            if not np.isfinite(np.concatenate(free)).all():
+                self._trail[side].clear()  # the leg not solved: no foot to begin a hold from
             if share <= 0.0 or not np.isfinite(locked[s, 0]).all() or not np.isfinite(np.concatenate(free)).all():
                 self._pins[side] = None
+                self._remember(side, timestamp, free, lock.gates.anchor_back)
                 continue
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
-                ankle, toes = free
+                # where the avatar's foot was when the lock's ankle came to where it holds it (anchor_back ago): the
+                # solve's own foot moves with the hips over a held ankle (its legs are not the frame's)
+                ankle, toes = self._back(side, timestamp - lock.gates.anchor_back, timestamp, free)
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
@@ -417,7 +429,32 @@ class FootPin:
                     back = beyond / distance * to
                     ankle, toes = ankle - back, toes - back
             ankles[s], aims[s] = ankle, toes
+            self._remember(side, timestamp, (ankle, toes), lock.gates.anchor_back)
         return (ankles, aims) if np.isfinite(ankles).any() else None
+
+    def _remember(self, side: str, timestamp: float, foot: tuple[np.ndarray, np.ndarray], back: float) -> None:
+        """Keeps this frame's avatar foot (ankle, toes) of `side`, as far back as `back` seconds reach."""
+        trail = self._trail[side]
+        if np.isfinite(np.concatenate(foot)).all():
+            if trail and timestamp <= trail[-1][0]:
+                trail.clear()
+            trail.append((timestamp, *(np.array(p, np.float64) for p in foot)))
+        while len(trail) > 1 and trail[1][0] <= timestamp - back:
+            trail.popleft()
+
+    def _back(self, side: str, time: float, now: float, free: tuple[np.ndarray, np.ndarray]
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """The avatar's foot (ankle, toes) at `time`, interpolated between the kept frames and this one (`free` at
+        `now`); the oldest kept where `time` is before it, this frame's where nothing is kept (or only frames not before
+        this one: the source started over)."""
+        points = [*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)]
+        if time <= points[0][0]:
+            return points[0][1], points[0][2]
+        for (t0, a0, b0), (t1, a1, b1) in zip(points, points[1:]):
+            if time <= t1:
+                w = (time - t0) / (t1 - t0)
+                return a0 + w * (a1 - a0), b0 + w * (b1 - b0)
+        return free
 
     @staticmethod
     def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
@@ -455,6 +492,13 @@ class FootPin:
         sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
+        if pin.pivot is None:  # the point nearer where it rests came down first and stays: the toes (a run lands on the
+            # forefoot) or the heel
+            pin.pivot = np.zeros(3)
+            if float(toes @ up) + height - toes_rest < float(ankle @ up) + height - ankle_rest:
+                gap = toes - toes_flat
+                pin.pivot = gap - float(gap @ up) * up
+        flat, toes_flat = flat + pin.pivot, toes_flat + pin.pivot
         # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
         sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
                               REACH * legs.reach[s])
