@@ -55,8 +55,7 @@ class ContactGates(Gates):
     on_speed_running: float = gate(0.5, "m/s", "the onset gate at a run (a running heel reads 0.3-0.4 m/s on the frames it "
                                                "stands, a running swing 5-10 m/s)")
     off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
-    speed_window: float = gate(0.067, "s", "the heel's speed: the slope of a line through its positions over this long (to "
-                                           "the nearest frame: three frames at 24 fps, as at 30)")
+    speed_window: float = gate(0.067, "s", "the heel's speed: the slope of a line through its positions over this long")
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
@@ -249,7 +248,7 @@ class ContactDetector:
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
-            while timestamp - history[0][0] > gates.speed_window + 0.5 * step + 1e-9:  # to the nearest frame
+            while timestamp - history[0][0] > gates.speed_window + 1e-9:
                 history.popleft()
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
