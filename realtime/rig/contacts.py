@@ -19,7 +19,9 @@ the line of sight: a planted foot shifts a few centimetres as the body sits or t
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
-gate). Judged over a time, not counted over frames in a
+gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
+shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
+alone and the toes stay down). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -64,6 +66,9 @@ class ContactGates(Gates):
                                        "slower than any gate's speed; heel-off is a rise, off_drift's)")
     off_rise: float = gate(0.02, "m", "the heel this far above its stance position, and rising, is lifting")
     off_rise_speed: float = gate(0.15, "m/s", "rising faster than this (up across the line of sight) is lifting")
+    off_lift: float = gate(0.012, "m", "the heel and the toes both this far above their stance positions (up across the "
+                                       "line of sight), the heel rising, are lifting: the whole foot off the floor, as a "
+                                       "side step lifts it along the line of sight; heel-off lifts the heel alone")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
@@ -106,6 +111,7 @@ class ContactDetector:
         self.feet = foot_indices(keypoint_names)
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.heels = {side: index[f"{side}_heel"] for side in SIDES}
+        self.toes = {side: np.array([index[f"{side}_big_toe"], index[f"{side}_small_toe"]]) for side in SIDES}
         self.hips = [index["left_hip"], index["right_hip"]]
         self._start()
 
@@ -117,6 +123,7 @@ class ContactDetector:
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
         self._began: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the contact's first frame
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
+        self._toes: dict[str, list] = {side: [] for side in SIDES}  # the toes' midpoint over the same frames
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
@@ -191,18 +198,27 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
+    def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
+        """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
+        stance_time), up across the line of sight; NaN where the toes are not seen."""
+        seen = [t for t in self._toes[side] if np.isfinite(t).all()]
+        if not seen or not np.isfinite(toe).all():
+            return float("nan")
+        return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
+
     def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> bool:
         """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
-        this frame's interval): the median of each of `measures` (its drift, speed, height, rise and rising speed now)
-        and the frames' before (one spike does not end it)."""
+        this frame's interval): the median of each of `measures` (its drift, slide, speed, height, rise, rising speed
+        and the toes' rise now) and the frames' before (one spike does not end it; unseen toes: NaN, no flat lift)."""
         window = self._measures[side]
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        drift, slide, speed, height, rise, rising = np.median([m for _, m in window], axis=0)
+        drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
         gates = self.gates
+        lifting = rise > gates.off_rise or (rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
         return bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
-                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
+                    or (lifting and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
@@ -222,11 +238,12 @@ class ContactDetector:
         forward = self._forward(walk, points)
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
-        for side, centre in zip(SIDES, centres):
+        toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
+        for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._stance[side] = False, []
+                self.state[side], self._stance[side], self._toes[side] = False, [], []
                 history.clear()
                 self._measures[side].clear()
                 continue
@@ -240,6 +257,7 @@ class ContactDetector:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
+                    self._toes[side].append(toe)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
                 place = np.median(self._stance[side], axis=0)
                 rise, rising = self._rise(heel, place, velocity, camera)
@@ -247,9 +265,10 @@ class ContactDetector:
                 slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
                 # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
                 drift = abs(rise) if stood and walk is None else moved
-                off = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising))
+                lifted = self._toes_risen(side, toe, camera)
+                off = self._looks_off(side, timestamp, step, (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
-                    self.state[side], self._stance[side] = False, []
+                    self.state[side], self._stance[side], self._toes[side] = False, [], []
                     self._measures[side].clear()
                     if stood:  # a stance ended (heel-off): no new one for `refractory`
                         self._released[side] = timestamp
@@ -262,9 +281,11 @@ class ContactDetector:
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
+                    self._toes[side] = [toe]
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera))))
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
+                                                             0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
