@@ -45,7 +45,10 @@ this where it is held). `false_contacts_foot_still_pct`: of the frames held that
 where the true foot is planted and still (its ankle slower than 0.15 m/s, its heel within 5 cm of its lowest): the
 truth ends a stance when the heel point is 3 cm above its lowest, which on some clips is while the foot stands still
 (CMU 08_11 settles 3-5 cm above its heel-strike low); `contact_precision_foot_still` is the precision with those
-frames counted as contacts.
+frames counted as contacts. `contact_precision_on_toes`: the precision with the frames counted as contacts where the
+true toes (the big and small toe's midpoint) stand on the floor, within TOES_HEIGHT of their lowest and slower than
+TOES_SPEED along it: a foot on its toes from heel-off to toe-off is on the floor (issue 51's truth, bench/corpus.py's,
+is a heel or the toes down), which the heel's truth here calls lifted.
 Frame rate (`--fps`, several to compare): the same motion sampled at each rate over the same seconds
 (`tests.ground_synthetic.at_rate`; the walker is a function of time), the pointmap at the same rate in seconds
 (every 5th frame at 30 fps, every 10th at 60, every 4th at 24), the noise per frame as at 30 fps. At a rate other
@@ -82,6 +85,7 @@ FPS = 30.0
 HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
 ANKLES = [NAMES.index("left_ankle"), NAMES.index("right_ankle")]
 STILL_SPEED, STILL_HEIGHT = 0.15, 0.05  # m/s, m: a true foot planted and still (`_foot_still`)
+TOES_SPEED, TOES_HEIGHT = 0.2, 0.03  # m/s, m: true toes standing on the floor (`_toes_down`; bench/corpus.py's gates)
 WARMUP_FRAMES = 180  # earlier frames of a short clip before it is measured: 36 depth frames, past the floor's first fit (30)
 _IMAGE = np.zeros((2, 2, 3), np.uint8)
 MAP_WH = (80, 45)  # the scene's pointmap: the 1280 x 720 camera at 1/16
@@ -288,6 +292,7 @@ def evaluate(frames: int = 300, seed: int = 0, *, stabilise: bool = True, truth=
         "held_foot_up_cm": 100 * float(held_up.max()) if len(held_up) else 0.0,
         "false_contacts_foot_still_pct": 100 * float((false_contacts & still).sum() / max(false_contacts.sum(), 1)),
         "contact_precision_foot_still": float((tp + (false_contacts & still).sum()) / max(contacts.sum(), 1)),
+        "contact_precision_on_toes": float((tp + (false_contacts & _toes_down(truth)).sum()) / max(contacts.sum(), 1)),
         "ankle_in_contact_shown_mm": ankle_error(filtered),
         "ankle_in_contact_locked_mm": ankle_error(locked),
         **per_30th,
@@ -301,6 +306,18 @@ def _foot_still(truth) -> np.ndarray:
     speed = np.linalg.norm(np.diff(truth.world[:, ANKLES], axis=0, prepend=truth.world[:1, ANKLES]), axis=-1) * fps
     heels = truth.world[:, HEELS, 1]
     return (speed < STILL_SPEED) & (heels - np.nanpercentile(heels, 2, axis=0) < STILL_HEIGHT)
+
+
+def _toes_down(truth) -> np.ndarray:
+    """(T, 2) the true toes (the big and small toe's midpoint) on the floor and still: within TOES_HEIGHT of where
+    they are lowest in the clip (their 2nd percentile) and slower than TOES_SPEED along the floor (frame to frame)."""
+    fps = 1.0 / np.median(np.diff(truth.times))
+    toes = np.stack([truth.world[:, [NAMES.index(f"{side}_big_toe"), NAMES.index(f"{side}_small_toe")]].mean(axis=1)
+                     for side in SIDES], axis=1)
+    along = np.diff(toes[..., [0, 2]], axis=0, prepend=toes[:1, :, [0, 2]])
+    speed = np.linalg.norm(along, axis=-1) * fps
+    heights = toes[..., 1]
+    return (speed < TOES_SPEED) & (heights - np.nanpercentile(heights, 2, axis=0) < TOES_HEIGHT)
 
 
 def _sliding(points: np.ndarray, contacts: np.ndarray, up: np.ndarray) -> tuple[float, float]:

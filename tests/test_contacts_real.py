@@ -14,6 +14,9 @@ from realtime.rig.floor import Floor
 from tests.mocap_clips import HELD_OUT, NAMES, OTHER_GAITS, UNSEEN, WALKS, load_clip
 
 SEEDS = (0, 1, 2, 3)
+# Precision is judged on the toes' truth too (`contact_precision_on_toes`): since issue 51 a foot on its toes from
+# heel-off to toe-off is in contact, which the heel truth of these clips calls lifted; the bars are the heel truth's
+# of before (bench/RESULTS.md, "Issue 51: walks' recall from the front (fourth stop)").
 # the issue's goals on real motion, static camera
 PRECISION, RECALL, SLIDE_MM, FLOOR_DEG = 0.90, 0.90, 2.0, 1.0
 
@@ -69,7 +72,7 @@ def test_a_third_walk_loads_level_and_straight():
 def test_contacts_and_locking_meet_the_goals_on_a_real_walk(walk, heading):
     results = bench.evaluate_walk(walk, heading, SEEDS)
     # measured: 45 deg P 0.904, R 0.97, slide 0.18 mm, floor 0.06 deg; 90 deg 0.907 / 0.97 / 0.14 mm / 0.06 deg
-    assert _mean(results, "contact_precision") >= PRECISION  # the goal: met at both since round 9 (90 deg: 0.896 before)
+    assert _mean(results, "contact_precision_on_toes") >= PRECISION  # the goal: met at both since round 9 (90 deg: 0.896 before)
     assert _mean(results, "contact_recall") >= RECALL
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "slide_after_mm_per_frame") < 0.1 * _mean(results, "slide_before_mm_per_frame")
@@ -86,7 +89,7 @@ def test_walking_straight_away_from_the_camera_is_the_hard_case(walk):
     results = bench.evaluate_walk(walk, 0.0, SEEDS)
     # measured: precision 0.88, recall 0.98, slide 0.43 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.85
+    assert _mean(results, "contact_precision_on_toes") >= 0.85
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -102,7 +105,7 @@ def test_a_second_walk_locks_its_feet_but_misses_the_precision_goal():
     # the 0.3 s landing window a frame longer than at 1/30 s; 0.794 before round 9), recall 0.96, slide 0.00 mm/frame,
     # floor 0.06 deg
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.79
+    assert _mean(results, "contact_precision_on_toes") >= 0.79
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -115,7 +118,7 @@ def test_a_second_walk_straight_away_lands_without_waiting():
     results = bench.evaluate_walk(load_clip(WALKS[1]), 0.0, SEEDS)
     # measured: precision 0.772 (0.748 before round 9), recall 0.98, slide 0.00 mm/frame, floor 0.06 deg
     assert _mean(results, "contact_recall") >= 0.95
-    assert _mean(results, "contact_precision") >= 0.75
+    assert _mean(results, "contact_precision_on_toes") >= 0.75
     assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
@@ -277,7 +280,7 @@ def test_a_walk_of_another_subject_held_out_from_the_tuning():
     # 20's release hold; 0.00-10.64 before round 9), floor 0.06
     assert max(r["slide_after_mm_per_frame"] for r in results) <= SLIDE_MM
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.74
+    assert _mean(results, "contact_precision_on_toes") >= 0.74
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
 
 
@@ -325,7 +328,7 @@ def test_a_walk_that_turns_a_corner_held_out():
     # release hold; 7.33 unlocked), floor 0.06 deg
     assert max(r["slide_after_mm_per_frame"] for r in results) <= SLIDE_MM
     assert _mean(results, "contact_recall") >= RECALL
-    assert _mean(results, "contact_precision") >= 0.68
+    assert _mean(results, "contact_precision_on_toes") >= 0.68
     assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG
     assert max(r["held_foot_up_cm"] for r in results) <= 4.0  # no foot held off the floor
 
@@ -378,7 +381,7 @@ def test_three_walks_of_unseen_subjects(heading):
         # measured (0 / 90 deg): recall 38_01 0.97 / 0.97, 55_04 0.96 / 0.93, 05_01 0.98 / 0.94; precision
         # 0.79 / 0.77, 0.87 / 0.90, 0.84 / 0.84; slide 0.33 / 0.01, 2.28 / 0.05, 0.00 / 0.00; floor 0.06-0.07 deg
         assert _mean(results, "contact_recall") >= RECALL, name
-        assert _mean(results, "contact_precision") >= 0.75, name
+        assert _mean(results, "contact_precision_on_toes") >= 0.75, name
         assert _mean(results, "floor_up_error_end_deg") <= FLOOR_DEG, name
         if name != "cmu_55_04" or heading:
             assert _mean(results, "slide_after_mm_per_frame") <= SLIDE_MM, name

@@ -1,6 +1,7 @@
-"""Foot contact, per foot, frame by frame, causal: from the heel's motion across the line of sight and its height.
+"""Foot contact, per foot, frame by frame, causal: from the heel's motion across the line of sight and its height,
+then, from heel-off to toe-off, the toes'.
 
-The heel plants first and lifts first (initial contact to heel-off: the span an ankle lock is right for). Between
+The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
 (the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
@@ -13,7 +14,7 @@ together and neither foot planted, it is off too: a jump's feet land together an
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
-`off_speed`, is higher than `off_height`, has risen from its stance position (its median over the contact's
+`off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
 first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
 the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises; while the
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
@@ -21,13 +22,14 @@ foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
 gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
-alone and the toes stay down). A stance begun with the hips seen not walking (slower than `walking` along the floor,
-or moving more up or down than along it), once the hips have gone down or up faster than `walking` (sitting down,
-crouching, standing up), stands on its toes as well as its heel: its heel risen onto still toes, it goes on until the
-toes look off too (the same gates on the toes from their own
-stance position, their speed against `on_speed`; a heel or toes coming back down onto the floor is not lifting; a flat
-lift ends it still), and beside such a stance, the hips not pushing up, the other foot may plant on its toes (lower
-than `on_height`, slower than `on_speed`), the heel raised. Judged over a time, not counted over frames in a
+alone and the toes stay down). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
+foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
+stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
+goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
+or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
+look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
+faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
+shows it). Judged over a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -65,9 +67,8 @@ class ContactGates(Gates):
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
-    off_drift: float = gate(0.028, "m", "the heel this far above its stance position (up across the line of sight; "
-                                        "walking, this far from it any way) has lifted (heel-off: a slow, steady rise no "
-                                        "single frame's speed shows)")
+    off_drift: float = gate(0.028, "m", "the heel this far above or below its stance position (up across the line of "
+                                        "sight) has lifted (heel-off: a slow, steady rise no single frame's speed shows)")
     off_slide: float = gate(0.06, "m", "the heel this far from its stance position along the floor, across the line of "
                                        "sight, has moved off (a planted foot shifting as the body sits or turns slides "
                                        "slower than any gate's speed; heel-off is a rise, off_drift's)")
@@ -83,6 +84,11 @@ class ContactGates(Gates):
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
+    toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
+                                           "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
+                                           "sight show little else)")
+    toes_heel_rising: float = gate(0.45, "m/s", "on its toes, a heel rising faster than this (up across the line of sight) "
+                                                "is leaving the floor (a toe-off: 1-3 m/s)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -118,32 +124,27 @@ class ContactDetector:
         self.feet = foot_indices(keypoint_names)
         index = {n: i for i, n in enumerate(keypoint_names)}
         self.heels = {side: index[f"{side}_heel"] for side in SIDES}
-        self.toes = {side: [index[f"{side}_big_toe"], index[f"{side}_small_toe"]] for side in SIDES}
+        self.toes = {side: np.array([index[f"{side}_big_toe"], index[f"{side}_small_toe"]]) for side in SIDES}
         self.hips = [index["left_hip"], index["right_hip"]]
         self._start()
 
     def _start(self) -> None:
         self._last: Optional[float] = None  # the last frame's time
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
-        self._settling = False  # the hips move more up or down than along the floor (sitting down, standing up)
-        self._standing = False  # the hips are seen not walking (slower than `walking` along the floor, or settling)
-        self._pushing = False  # the hips go up faster than `walking` (a push-off: feet leave, they do not plant)
-        self._settling_fast = False  # the hips go down or up faster than `walking` (sitting down, crouching, standing up)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
         self._began: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the contact's first frame
         self._stance: dict[str, list] = {side: [] for side in SIDES}  # the heel over the contact's first stance_time
-        self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
-        self._toe_stance: dict[str, list] = {side: [] for side in SIDES}  # the toes over the contact's first stance_time
+        self._toes: dict[str, list] = {side: [] for side in SIDES}  # the toes' midpoint over the same frames
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
-        self._tiptoe = dict.fromkeys(SIDES, False)  # the contact began on the toes, the heel raised
-        self._planted_standing = dict.fromkeys(SIDES, False)  # the contact began with the hips seen not walking
-        self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone down or up faster than `walking`
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
+        self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
+        self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
+        self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
         """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
@@ -156,7 +157,6 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._settling = self._standing = self._pushing = self._settling_fast = False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -168,13 +168,7 @@ class ContactDetector:
             return None
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         walk = velocity - (velocity @ up) * up
-        along = float(np.linalg.norm(walk))
-        # seen not walking: slower than `walking` along the floor, or going down or up faster than along it
-        self._settling = abs(float(velocity @ up)) > along
-        self._standing = along < self.gates.walking or self._settling
-        self._pushing = float(velocity @ up) > self.gates.walking  # the hips going up faster than a walk: a push-off
-        self._settling_fast = abs(float(velocity @ up)) > self.gates.walking  # sitting down, crouching, standing up
-        return (walk, hips) if along >= self.gates.walking else None
+        return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
         """m/s: the hips' velocity along the floor (`walk`'s) along the body's facing, the floor's direction square to
@@ -220,56 +214,79 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
-    def _toe_point(self, points: np.ndarray, side: str) -> Optional[np.ndarray]:
-        """The midpoint of the foot's known toe points (None without one)."""
-        known = [points[i] for i in self.toes[side] if np.isfinite(points[i]).all()]
-        return np.mean(known, axis=0) if known else None
+    def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
+        """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
+        stance_time), up across the line of sight; NaN where the toes are not seen."""
+        seen = [t for t in self._toes[side] if np.isfinite(t).all()]
+        if not seen or not np.isfinite(toe).all():
+            return float("nan")
+        return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
 
-    def _moves(self, point: np.ndarray, place: np.ndarray, velocity: Optional[np.ndarray], speed: float, height: float,
-               camera: np.ndarray, drift: str) -> tuple:
-        """A foot point's off-gate measures from its stance position `place`: (drift, slide, speed, height, rise, rising
-        speed), moves across the line of sight. drift: "any" (any move: walking, or a foot passing through), "rise"
-        (the rise only: a standing body's heel coming back down onto the floor is not lifting; the slide along the
-        floor apart) or "toes" (the rise only, and a fall's speed left out: toes pressed down or swung down as the
-        heel goes up are not lifting)."""
-        rise, rising = self._rise(point, place, velocity, camera)
-        moved = float(np.linalg.norm(_across(point - place, point - camera)))
-        slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
-        if drift == "toes":
-            speed = float(np.sqrt(max(speed ** 2 - min(rising, 0.0) ** 2, 0.0)))
-        return (moved if drift == "any" else max(rise, 0.0)), slide, min(speed, 1e3), height, rise, rising
-
-    def _off(self, drift: float, slide: float, speed: float, height: float, rise: float, rising: float,
-             off_speed: float) -> bool:
-        """Whether one point's measures (medians over off_time) say it has left the floor (faster than `off_speed`)."""
-        gates = self.gates
-        return bool(drift > gates.off_drift or slide > gates.off_slide or speed > off_speed or height > gates.off_height
-                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
-
-    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple, toes: Optional[tuple] = None) -> bool:
-        """Whether the foot has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
-        this frame's interval): the median of each of `measures` (the heel's drift, slide, speed, height, rise and
-        rising speed, and the toes' rise, now) and the frames' before (one spike does not end it; unseen toes: NaN, no
-        flat lift). `toes`: the toes' own measures (as the heel's six) from their stance position, given while a stance
-        of a body that does not walk may go on on its toes (heel raised): unless the whole foot lifted flat, it is off
-        only once the toes look off too (a frame without them: the heel alone decides)."""
+    def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, bool, float, float]:
+        """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
+        this frame's interval): the median of each of `measures` (its drift, slide, speed, height, rise, rising speed
+        and the toes' rise now) and the frames' before (one spike does not end it; unseen toes: NaN, no flat lift);
+        whether the whole foot has risen (`off_lift`, heel and toes); the heel's median height over the floor or rise
+        above its stance position, the higher (m), and its median rising speed (m/s)."""
         window = self._measures[side]
-        window.append((timestamp, (*measures, *(toes if toes is not None else (np.nan,) * 6))))
+        window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        values = np.array([m for _, m in window])
-        drift, slide, speed, height, rise, rising, lifted = np.median(values[:, :7], axis=0)
+        drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
         gates = self.gates
-        flat = rise > gates.off_lift and lifted > gates.off_lift and rising > gates.off_rise_speed  # the toes NaN: not flat
-        if flat:
+        flat = bool(rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
+        lifting = rise > gates.off_rise or flat
+        return (bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
+                     or (lifting and rising > gates.off_rise_speed)), flat, float(max(height, rise)), float(rising))
+
+    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray) -> None:
+        """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
+        (their stance position and the window they are judged over); forgotten where they are not seen."""
+        history, track = self._toe_history[side], self._toe_track[side]
+        if not np.isfinite(toes).all():
+            history.clear()
+            track.clear()
+            return
+        history.append((timestamp, toes))
+        while timestamp - history[0][0] > self.gates.speed_window + 1e-9:
+            history.popleft()
+        velocity = _velocity(history)
+        track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
+        while timestamp - track[0][0] > self.gates.stance_time + self.gates.off_time + 1e-9:
+            track.popleft()
+
+    def _toes_window(self, timestamp: float, step: float, side: str) -> list:
+        """The toes' entries over the last off_time (to the nearest frame)."""
+        return [e for e in self._toe_track[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
+
+    def _toes_stand(self, side: str, timestamp: float, step: float) -> Optional[np.ndarray]:
+        """Where the toes stood before the last off_time (their median over the stance_time before it), if they
+        have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
+        the foot still on its toes; None otherwise (or with too little seen of them)."""
+        window = self._toes_window(timestamp, step, side)
+        before = [toes for t, toes, _, _ in self._toe_track[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
+        if not window or not before:
+            return None
+        place = np.median(before, axis=0)
+        return None if self._toes_off(side, timestamp, step, place) else place
+
+    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray) -> bool:
+        """Whether the toes have looked off the floor over the last off_time: the medians of their move from `place`
+        (across the line of sight), their speed (across it) and their rise and rising speed (up across it), against
+        the heel's release gates."""
+        measures = []
+        for _, toes, velocity, camera in self._toes_window(timestamp, step, side):
+            sight = toes - camera
+            rise, rising = self._rise(toes, place, velocity, camera)
+            measures.append((float(np.linalg.norm(_across(toes - place, sight))),
+                             min(float(np.linalg.norm(_across(velocity, sight))), 1e3) if np.isfinite(velocity).all() else 1e3,
+                             rise, rising if np.isfinite(rising) else 1e3))
+        if not measures:
             return True
-        if not self._off(drift, slide, speed, height, rise, rising, gates.off_speed):
-            return False
-        known = np.isfinite(values[:, 7:]).all(axis=1)
-        if toes is None or not known.any():
-            return True
-        # the toes hold while slower than a contact starts at (a foot shuffled on its toes slides off at 0.3-0.4 m/s)
-        return self._off(*np.median(values[known, 7:], axis=0), gates.on_speed)
+        moved, speed, rise, rising = np.median(measures, axis=0)
+        gates = self.gates
+        return bool(moved > gates.off_drift or speed > gates.off_speed
+                    or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
@@ -289,57 +306,50 @@ class ContactDetector:
         forward = self._forward(walk, points)
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
-        for side, centre in zip(SIDES, centres):
+        toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
+        for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
-                self.state[side], self._stance[side], self._toe_stance[side] = False, [], []
+                self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                 history.clear()
-                self._toe_history[side].clear()
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
             while timestamp - history[0][0] > gates.speed_window + 1e-9:
                 history.popleft()
+            self._track_toes(side, timestamp, toe, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
-            toes = self._toe_point(points, side)
-            toe_history = self._toe_history[side]
-            if toes is None:
-                toe_history.clear()
-            else:
-                toe_history.append((timestamp, toes))
-                while timestamp - toe_history[0][0] > gates.speed_window + 1e-9:
-                    toe_history.popleft()
             if self.state[side]:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
-                if not stood:  # the stance position: the heel (and the toes) over the contact's first stance_time
+                if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
-                    if toes is not None:
-                        self._toe_stance[side].append(toes)
+                    self._toes[side].append(toe)
                     self._stood[side] = lasted(timestamp - self._onset[side], gates.stance_time, step)
+                place = np.median(self._stance[side], axis=0)
+                rise, rising = self._rise(heel, place, velocity, camera)
+                moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
+                slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))  # across the line of sight, less the rise
                 # walking, or before a stance (a foot passing through), any move counts: a heel-off goes with the step
-                # a body that does not walk (it stands or sits), in a stance or on the toes it planted on
-                standing = (stood or self._tiptoe[side]) and (walk is None or self._settling)
-                measures = self._moves(heel, np.median(self._stance[side], axis=0), velocity, speed, height, camera,
-                                       "rise" if standing else "any")
-                lifted = (self._rise(toes, np.median(self._toe_stance[side], axis=0), None, camera)[0]
-                          if toes is not None and self._toe_stance[side] else np.nan)  # the toes' rise: a flat lift
-                # a standing body that sits, crouches or stands up: its stance goes on while its toes stay down (the heel
-                # raised onto them)
-                self._settled[side] = self._settled[side] or (self._planted_standing[side] and self._settling_fast)
-                on_toes = None
-                if (stood or self._tiptoe[side]) and self._settled[side] and toes is not None and self._toe_stance[side]:
-                    toe_velocity = _velocity(toe_history)
-                    on_toes = self._moves(toes, np.median(self._toe_stance[side], axis=0), toe_velocity,
-                                          self._speed(toe_velocity, toes, camera), float(self.floor.height(toes)), camera,
-                                          "toes")
-                off = self._looks_off(side, timestamp, step, (*measures, lifted), on_toes)
+                drift = abs(rise) if stood and walk is None else moved
+                lifted = self._toes_risen(side, toe, camera)
+                off, flat, risen, rises = self._looks_off(side, timestamp, step,
+                                                          (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
+                standing = self._on_toes[side]
+                if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
+                    off = (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising
+                           or self._toes_off(side, timestamp, step, standing))
+                elif (off and stood and not flat and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising
+                      and (walk is None or forward >= gates.walking)):  # not stepping sideways
+                    # heel-off (or the heel's noise): the foot stays on its toes while they stand where they stood
+                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step)
+                    off = standing is None
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
-                    self.state[side], self._stance[side], self._toe_stance[side] = False, [], []
+                    self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
-                    if stood:  # a stance ended (heel-off): no new one for `refractory`
+                    if stood:  # a stance ended (toe-off): no new one for `refractory`
                         self._released[side] = timestamp
             else:
                 rested = lasted(timestamp - self._released[side], gates.refractory, step)
@@ -348,23 +358,13 @@ class ContactDetector:
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
                 self.state[side] = (height < gates.on_height and speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
-                # a body that does not walk, on its other foot (not in the air), may plant a foot on its toes, the heel
-                # raised (crouched, sitting down)
-                other = SIDES[1 - SIDES.index(side)]
-                self._tiptoe[side] = (not self.state[side] and rested and toes is not None and self._standing
-                                      and self.state[other] and self._settled[other] and not self._pushing
-                                      and float(self.floor.height(toes)) < gates.on_height
-                                      and self._speed(_velocity(toe_history), toes, camera) < gates.on_speed)
-                self.state[side] = self.state[side] or self._tiptoe[side]
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
-                    self._planted_standing[side] = self._standing  # a stance begun walking is not held on its toes
-                    self._settled[side] = self._tiptoe[side]  # planted on its toes as the body sits or crouches
-                    self._toe_stance[side] = [] if toes is None else [toes]
+                    self._toes[side] = [toe]
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
-                                                             0.0, *(np.nan,) * 6)))
+                                                             0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air
