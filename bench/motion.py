@@ -22,11 +22,12 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
   floor between two frames of true contact, mm per 1/30 s (so frame rates compare): the ankle (the foot bone's
   head) while the heel is down, the toes (the toes bone's head) while the toes are; the mean;
 - float and penetration: on the frames a foot is held, the avatar's foot above (below) where it rests on the floor
-  (the lower of its ankle and toes against their true resting heights), the 95th percentile, cm. The heights are
-  above the floor as the world stage defines it, where the planted feet's lowest keypoints stand (`planted_level`:
-  1-2.5 cm above the corpus's y = 0, its lowest foot point's 2nd percentile); below is measured against the lower of
-  the resting height and where the true point is on that frame (`sinking`), so the clean motion scores 0 (a flat
-  foot's true ankle and toes wander 1-2 cm about their resting heights during a stance);
+  (its ankle and toes against their true resting heights), the 95th percentile, cm. The heights are above the floor
+  as the world stage defines it, where the planted feet's lowest keypoints stand (`planted_level`: 1-2.5 cm above the
+  corpus's y = 0, its lowest foot point's 2nd percentile). Below is measured against the lower of the resting height
+  and where the true point is on that frame (`sinking`), above against the higher of the two (`floating`: the lower
+  of the ankle and toes above them), so the clean motion scores 0 on both (a flat foot's true ankle and toes wander
+  1-2 cm about their resting heights during a stance, and some stances of a clip stand over 2 cm above them);
 - airborne held: frames a foot is held while no foot is truly near the floor (both feet in the air), outside the
   tolerance of that foot's own touchdown and lift-off; of the airborne frames;
 - root jitter: the avatar's root in the world less the true hips there, off a quadratic through it over 0.2 s,
@@ -162,6 +163,14 @@ def elevations(feet: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """(T, 2) each foot's height above where it rests: the lower of its points' heights above their resting heights
     (`feet` (T, 2, P, 3) world, y up; `rest` (2, P) m)."""
     return np.min(feet[..., 1] - rest[None], axis=2)
+
+
+def floating(feet: np.ndarray, rest: np.ndarray, true_heights: np.ndarray) -> np.ndarray:
+    """(T, 2) how far each foot is above where it rests (0 where it is not): the lower of its points' heights above both
+    their resting heights and the true points' heights on that frame (`feet` (T, 2, P, 3) world, y up; `rest` (2, P) m;
+    `true_heights` (T, 2, P) m). As `sinking` below: the true foot itself never floats (a truly held foot stands 1-2.6
+    cm over one resting height on some stances of a clip; a foot held where the true one is counts in P, not here)."""
+    return np.maximum(np.min(feet[..., 1] - np.maximum(rest[None], true_heights), axis=2), 0.0)
 
 
 def sinking(feet: np.ndarray, rest: np.ndarray, true_heights: np.ndarray) -> np.ndarray:
@@ -381,7 +390,7 @@ class Pool:
     fp: int = 0
     fn: int = 0
     slides: list = field(default_factory=list)
-    elevations: list = field(default_factory=list)
+    floats: list = field(default_factory=list)
     sinkings: list = field(default_factory=list)
     airborne_held: int = 0
     airborne: int = 0
@@ -397,7 +406,7 @@ class Pool:
             for p, down in enumerate((run.truth.heel[:, side], run.truth.toes[:, side])):
                 self.slides.append(slide_steps(run.feet[:, side, p], down, run.times))
         held = run.decided & run.valid[:, None] & np.isfinite(run.feet[..., 1]).all(axis=2)
-        self.elevations.append(elevations(run.feet, run.rest)[held])
+        self.floats.append(floating(run.feet, run.rest, run.true_heights)[held])
         self.sinkings.append(sinking(run.feet, run.rest, run.true_heights)[held])
         self.airborne_held += airborne_held(run.decided & run.valid[:, None], run.truth.airborne & run.valid,
                                             run.truth.contact, run.times)
@@ -410,14 +419,14 @@ class Pool:
 
     def measures(self) -> dict[str, float]:
         slides = np.concatenate(self.slides) if self.slides else np.zeros(0)
-        heights = np.concatenate(self.elevations) if self.elevations else np.zeros(0)
+        heights = np.concatenate(self.floats) if self.floats else np.zeros(0)
         sunk = np.concatenate(self.sinkings) if self.sinkings else np.zeros(0)
         jitters = [j for j in self.jitters if np.isfinite(j)]
         return {
             "precision": self.tp / (self.tp + self.fp) if self.tp + self.fp else float("nan"),
             "recall": self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan"),
             "slide_mm": float(slides.mean()) if len(slides) else float("nan"),
-            "float_cm": 100 * float(np.percentile(np.maximum(heights, 0), FLOAT_PERCENTILE)) if len(heights) else 0.0,
+            "float_cm": 100 * float(np.percentile(heights, FLOAT_PERCENTILE)) if len(heights) else 0.0,
             "penetration_cm": 100 * float(np.percentile(sunk, FLOAT_PERCENTILE)) if len(sunk) else 0.0,
             "airborne_held": self.airborne_held,
             "airborne": self.airborne,
@@ -552,7 +561,7 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
                         for key in ("tp", "fp", "fn", "airborne_held", "airborne", "alike", "compared", "runs"):
                             setattr(pool, key, getattr(pool, key) + getattr(part, key))
                         pool.slides += part.slides
-                        pool.elevations += part.elevations
+                        pool.floats += part.floats
                         pool.sinkings += part.sinkings
                         pool.jitters += part.jitters
                     print(row(category, view, fps, len(clips), pool.measures()), file=out)

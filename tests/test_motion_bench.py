@@ -143,6 +143,15 @@ def test_sinking_is_below_both_the_rest_and_the_true_point():
     np.testing.assert_allclose(bench.sinking(feet, rest, true_heights), [[0.01, 0.0]], atol=1e-12)
 
 
+def test_floating_is_above_both_the_rest_and_the_true_point():
+    feet = np.zeros((1, 2, 2, 3))
+    feet[0, 0, :, 1] = [0.11, 0.06]  # ankle 3 cm over its rest, toes 2 cm: on the floor 2 cm up
+    feet[0, 1, :, 1] = [0.11, 0.07]  # 3 cm up, but where the true foot stands on this frame
+    rest = np.array([[0.08, 0.04], [0.08, 0.04]])
+    true_heights = np.array([[[0.09, 0.05], [0.11, 0.07]]])  # the true left foot 1 cm over its rest
+    np.testing.assert_allclose(bench.floating(feet, rest, true_heights), [[0.01, 0.0]], atol=1e-12)
+
+
 def _clean_feet(world: np.ndarray) -> np.ndarray:
     """(T, 2, 2, 3) the clean motion's own ankles and toes (the big and small toe's midpoint), as the avatar's feet are
     measured."""
@@ -174,6 +183,27 @@ def test_the_clean_motion_does_not_sink_on_the_floor_its_feet_stand_on(name):
     # the measure before: the lower of the ankle and toes below their fixed resting heights, over the corpus's floor
     before = -bench.elevations(_clean_feet(motion.joints), bench.resting_heights(motion.joints, truth))[held]
     assert np.percentile(np.maximum(before, 0), 95) > 0.005
+
+
+@pytest.mark.parametrize("name", ["cmu_08_11", "cmu_35_24"])
+def test_the_clean_motion_does_not_float_over_the_floor_its_feet_stand_on(name):
+    """The float's measure on the truth: the clean motion's own feet on its true contacts score no float; raised 2 cm
+    they score 2 cm. Against one resting height per foot (the measure before), these clips' own stances floated over 2
+    cm (08_11 2.5, 35_24 2.2): a perfect avatar could not have met the 2 cm goal."""
+    motion = corpus.project_motions([name])[0]
+    truth = corpus.true_contacts(motion)
+    level = bench.planted_level(motion.joints, truth)
+    rest = bench.resting_heights(motion.joints, truth) - level
+    true_heights = bench.foot_heights(motion.joints) - level
+    feet = _clean_feet(motion.joints)
+    feet[..., 1] -= level
+    held = truth.contact
+    assert np.percentile(bench.floating(feet, rest, true_heights)[held], 95) <= 0.001
+    raised = feet.copy()
+    raised[..., 1] += 0.02
+    assert 0.018 < np.percentile(bench.floating(raised, rest, true_heights)[held], 95) < 0.022
+    before = np.maximum(bench.elevations(feet, rest)[held], 0)
+    assert np.percentile(before, 95) > 0.02
 
 
 # ---- the corpus ----
