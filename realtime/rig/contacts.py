@@ -363,7 +363,8 @@ class ContactDetector:
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (heel_left or (settled and flat and rises > gates.off_rise_speed)
                            or self._toes_off(side, timestamp, step, standing, settled))
-                elif off and stood and not flat and not heel_left and (settled or walk is None or forward >= gates.walking):
+                elif (off and stood and not flat and not heel_left
+                      and (walk is None or forward >= gates.walking or (settled and self._still))):
                     # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
                     standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
