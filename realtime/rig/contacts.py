@@ -29,7 +29,13 @@ goes on on its toes (heel-off; or the heel's noise; not while the body steps sid
 or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
 look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
 faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
-shows it). Judged over a time, not counted over frames in a
+shows it) — but for a settled stance: one begun with the hips seen not walking (slower than `walking` along the
+floor, or moving more up or down than along it; not yet seen for `hips_window`, as a track starts: not walking) whose
+hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
+onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
+more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
+move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`). Judged over
+a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
