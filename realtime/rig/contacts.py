@@ -29,7 +29,13 @@ goes on on its toes (heel-off; or the heel's noise; not while the body steps sid
 or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
 look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
 faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
-shows it). Judged over a time, not counted over frames in a
+shows it) — but for a settled stance: one begun with the hips seen not walking (slower than `walking` along the
+floor, or moving more up or down than along it; not yet seen for `hips_window`, as a track starts: not walking) whose
+hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
+onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
+more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
+move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`). Judged over
+a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
 is a `ContactGates` field; why each has its value is in bench/RESULTS.md (issue 32, rounds 3-22; issue 51).
@@ -131,6 +137,10 @@ class ContactDetector:
     def _start(self) -> None:
         self._last: Optional[float] = None  # the last frame's time
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
+        # the hips seen not walking (slower than `walking` along the floor, or moving more up or down than along it);
+        # None until they have been seen for hips_window (a speed over fewer frames is the noise's)
+        self._still: Optional[bool] = None
+        self._settling = False  # the hips going up or down faster than `walking` (sitting down, crouching, standing up)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -145,6 +155,8 @@ class ContactDetector:
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
         self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
+        self._planted_still = dict.fromkeys(SIDES, False)  # the contact began with the hips not seen walking
+        self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
         """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
@@ -153,10 +165,11 @@ class ContactDetector:
             return np.inf
         return float(np.linalg.norm(_across(velocity, heel - camera)))
 
-    def _walk(self, timestamp: float, points: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    def _walk(self, timestamp: float, points: np.ndarray, step: float) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
+        self._still, self._settling = None, False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -168,7 +181,11 @@ class ContactDetector:
             return None
         up = self.floor.normal / np.linalg.norm(self.floor.normal)
         walk = velocity - (velocity @ up) * up
-        return (walk, hips) if float(np.linalg.norm(walk)) >= self.gates.walking else None
+        along, vertical = float(np.linalg.norm(walk)), abs(float(velocity @ up))
+        if lasted(timestamp - self._hips[0][0], self.gates.hips_window, step):
+            self._still = along < self.gates.walking or vertical > along
+            self._settling = vertical > self.gates.walking
+        return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
         """m/s: the hips' velocity along the floor (`walk`'s) along the body's facing, the floor's direction square to
@@ -259,7 +276,7 @@ class ContactDetector:
         """The toes' entries over the last off_time (to the nearest frame)."""
         return [e for e in self._toe_track[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
 
-    def _toes_stand(self, side: str, timestamp: float, step: float) -> Optional[np.ndarray]:
+    def _toes_stand(self, side: str, timestamp: float, step: float, settled: bool = False) -> Optional[np.ndarray]:
         """Where the toes stood before the last off_time (their median over the stance_time before it), if they
         have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
         the foot still on its toes; None otherwise (or with too little seen of them)."""
@@ -268,24 +285,31 @@ class ContactDetector:
         if not window or not before:
             return None
         place = np.median(before, axis=0)
-        return None if self._toes_off(side, timestamp, step, place) else place
+        return None if self._toes_off(side, timestamp, step, place, settled) else place
 
-    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray) -> bool:
+    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray, settled: bool = False) -> bool:
         """Whether the toes have looked off the floor over the last off_time: the medians of their move from `place`
         (across the line of sight), their speed (across it) and their rise and rising speed (up across it), against
-        the heel's release gates."""
+        the heel's release gates. `settled` (a body sitting, crouching or standing up): their move down and the speed
+        of it are not lifting (toes pressed or pivoting down as the heel rises), a slide along the floor past
+        `off_slide` is."""
         measures = []
         for _, toes, velocity, camera in self._toes_window(timestamp, step, side):
             sight = toes - camera
             rise, rising = self._rise(toes, place, velocity, camera)
-            measures.append((float(np.linalg.norm(_across(toes - place, sight))),
-                             min(float(np.linalg.norm(_across(velocity, sight))), 1e3) if np.isfinite(velocity).all() else 1e3,
-                             rise, rising if np.isfinite(rising) else 1e3))
+            moved = float(np.linalg.norm(_across(toes - place, sight)))
+            speed = min(float(np.linalg.norm(_across(velocity, sight))), 1e3) if np.isfinite(velocity).all() else 1e3
+            rising = rising if np.isfinite(rising) else 1e3
+            slide = float(np.sqrt(max(moved ** 2 - rise ** 2, 0.0)))
+            if settled:
+                moved = max(rise, 0.0)
+                speed = float(np.sqrt(max(speed ** 2 - min(rising, 0.0) ** 2, 0.0)))
+            measures.append((moved, slide, speed, rise, rising))
         if not measures:
             return True
-        moved, speed, rise, rising = np.median(measures, axis=0)
+        moved, slide, speed, rise, rising = np.median(measures, axis=0)
         gates = self.gates
-        return bool(moved > gates.off_drift or speed > gates.off_speed
+        return bool(moved > gates.off_drift or speed > gates.off_speed or (settled and slide > gates.off_slide)
                     or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
@@ -302,7 +326,7 @@ class ContactDetector:
         gates = self.gates
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
-        walk = self._walk(timestamp, points)
+        walk = self._walk(timestamp, points, step)
         forward = self._forward(walk, points)
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
@@ -338,13 +362,17 @@ class ContactDetector:
                 off, flat, risen, rises = self._looks_off(side, timestamp, step,
                                                           (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
                 standing = self._on_toes[side]
+                # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
+                # crouching, standing up): its heel rises as high and as fast as it will onto the toes
+                settled = self._settled[side] = self._settled[side] or bool(self._planted_still[side] and self._settling)
+                heel_left = not settled and (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising)
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
-                    off = (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising
-                           or self._toes_off(side, timestamp, step, standing))
-                elif (off and stood and not flat and risen <= gates.toes_heel_rise and rises <= gates.toes_heel_rising
-                      and (walk is None or forward >= gates.walking)):  # not stepping sideways
-                    # heel-off (or the heel's noise): the foot stays on its toes while they stand where they stood
-                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step)
+                    off = (heel_left or (settled and flat and rises > gates.off_rise_speed)
+                           or self._toes_off(side, timestamp, step, standing, settled))
+                elif (off and stood and not flat and not heel_left
+                      and (walk is None or forward >= gates.walking or (settled and self._still))):
+                    # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
+                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
@@ -361,6 +389,8 @@ class ContactDetector:
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
                     self._toes[side] = [toe]
+                    # the hips not yet seen for hips_window (a track's first frames): not seen walking
+                    self._planted_still[side], self._settled[side] = self._still is not False, False
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
