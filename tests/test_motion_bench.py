@@ -160,18 +160,24 @@ def _clean_feet(world: np.ndarray) -> np.ndarray:
     return np.stack([ankles, toes], axis=2)
 
 
+def _clean_on_their_floor(name: str):
+    """A project clip's motion, its true contacts, the level its planted feet stand at, and over that level its clean
+    feet (as `_clean_feet`), their resting heights and their true heights on every frame."""
+    motion = corpus.project_motions([name])[0]
+    truth = corpus.true_contacts(motion)
+    level = bench.planted_level(motion.joints, truth)
+    feet = _clean_feet(motion.joints)
+    feet[..., 1] -= level
+    rest = bench.resting_heights(motion.joints, truth) - level
+    return motion, truth, level, feet, rest, bench.foot_heights(motion.joints) - level
+
+
 @pytest.mark.parametrize("name", ["cmu_07_04", "cmu_35_05", "cmu_16_18"])
 def test_the_clean_motion_does_not_sink_on_the_floor_its_feet_stand_on(name):
     """The measure on the truth: the clean motion's own feet, on held frames (its true contacts), with the floor where
     its planted feet's lowest keypoints stand (the world stage's definition) score no penetration; the measure before
     (the lower point against fixed resting heights over the corpus's y = 0) gave the truth centimetres of it."""
-    motion = corpus.project_motions([name])[0]
-    truth = corpus.true_contacts(motion)
-    level = bench.planted_level(motion.joints, truth)
-    rest = bench.resting_heights(motion.joints, truth) - level
-    true_heights = bench.foot_heights(motion.joints) - level
-    feet = _clean_feet(motion.joints)
-    feet[..., 1] -= level
+    motion, truth, level, feet, rest, true_heights = _clean_on_their_floor(name)
     held = truth.contact
     sunk = bench.sinking(feet, rest, true_heights)[held]
     assert np.percentile(sunk, 95) <= 0.003
@@ -190,13 +196,7 @@ def test_the_clean_motion_does_not_float_over_the_floor_its_feet_stand_on(name):
     """The float's measure on the truth: the clean motion's own feet on its true contacts score no float; raised 2 cm
     they score 2 cm. Against one resting height per foot (the measure before), these clips' own stances floated over 2
     cm (08_11 2.5, 35_24 2.2): a perfect avatar could not have met the 2 cm goal."""
-    motion = corpus.project_motions([name])[0]
-    truth = corpus.true_contacts(motion)
-    level = bench.planted_level(motion.joints, truth)
-    rest = bench.resting_heights(motion.joints, truth) - level
-    true_heights = bench.foot_heights(motion.joints) - level
-    feet = _clean_feet(motion.joints)
-    feet[..., 1] -= level
+    motion, truth, level, feet, rest, true_heights = _clean_on_their_floor(name)
     held = truth.contact
     assert np.percentile(bench.floating(feet, rest, true_heights)[held], 95) <= 0.001
     raised = feet.copy()

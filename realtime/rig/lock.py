@@ -59,6 +59,24 @@ class _Ease:
     since: Optional[float]
 
 
+def _at_time(trail: Sequence[tuple], time: float) -> tuple:
+    """The values of a trail of (time, value, ...) entries (oldest first, not empty) at `time`: interpolated between
+    the two entries about it, the oldest's where `time` is before it, the newest's where after it."""
+    if time <= trail[0][0]:
+        return trail[0][1:]
+    for before, after in zip(trail, list(trail)[1:]):
+        if time <= after[0]:
+            w = (time - before[0]) / (after[0] - before[0])
+            return tuple(a + w * (b - a) for a, b in zip(before[1:], after[1:]))
+    return trail[-1][1:]
+
+
+def _trim(trail: deque, since: float) -> None:
+    """Drops a trail's entries older than needed to interpolate at `since` (the newest at or before it stays)."""
+    while len(trail) > 1 and trail[1][0] <= since:
+        trail.popleft()
+
+
 def _still_to_go(progress: float) -> float:
     """The share of a released foot's offset still applied `progress` (0-1) of the way through the ease: smoothstep,
     so the foot leaves its place slowly (heel-off; an early release is still in stance) and moves most mid-ease."""
@@ -98,14 +116,7 @@ class FootLock:
         """The ankle as it came in at `time` (s), interpolated between the frames before this one (the oldest kept
         where `time` is before it, the last where after it); None where no frame before this one was seen."""
         trail = self._trail[side]
-        if not trail:
-            return None
-        if time <= trail[0][0]:
-            return trail[0][1]
-        for (t0, a0), (t1, a1) in zip(trail, list(trail)[1:]):
-            if time <= t1:
-                return a0 + (time - t0) / (t1 - t0) * (a1 - a0)
-        return trail[-1][1]
+        return _at_time(trail, time)[0] if trail else None
 
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent to it in
@@ -139,8 +150,7 @@ class FootLock:
                 trail.clear()
             else:
                 trail.append((timestamp, self._came[side]))
-                while len(trail) > 1 and trail[1][0] <= timestamp - gates.anchor_back:
-                    trail.popleft()
+                _trim(trail, timestamp - gates.anchor_back)
             toes = out[self.toes[side]].mean(axis=0)
             self._came_toes[side] = toes if np.isfinite(toes).all() else None
             ease = self._ease[side]
@@ -439,22 +449,15 @@ class FootPin:
             if trail and timestamp <= trail[-1][0]:
                 trail.clear()
             trail.append((timestamp, *(np.array(p, np.float64) for p in foot)))
-        while len(trail) > 1 and trail[1][0] <= timestamp - back:
-            trail.popleft()
+        _trim(trail, timestamp - back)
 
     def _back(self, side: str, time: float, now: float, free: tuple[np.ndarray, np.ndarray]
               ) -> tuple[np.ndarray, np.ndarray]:
         """The avatar's foot (ankle, toes) at `time`, interpolated between the kept frames and this one (`free` at
         `now`); the oldest kept where `time` is before it, this frame's where nothing is kept (or only frames not before
         this one: the source started over)."""
-        points = [*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)]
-        if time <= points[0][0]:
-            return points[0][1], points[0][2]
-        for (t0, a0, b0), (t1, a1, b1) in zip(points, points[1:]):
-            if time <= t1:
-                w = (time - t0) / (t1 - t0)
-                return a0 + w * (a1 - a0), b0 + w * (b1 - b0)
-        return free
+        ankle, toes = _at_time([*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)], time)
+        return ankle, toes
 
     @staticmethod
     def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
