@@ -19,7 +19,7 @@ not inside the stance; a foot planted again in that wait never swung and stays w
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
@@ -221,6 +221,13 @@ class PinGates(Gates):
     first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
                                         "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
                                         "keeps its own)")
+    still_look: float = gate(0.2, "s", "a held foot rests where this hold shows it still: the median heights of its ankle "
+                                       "and toes on its frames that end this long a look at a still foot, in place of one "
+                                       "frame's or the other foot's heights, and its toes no lower than there once its own "
+                                       "are measured (a kick's standing foot sank 3-5 cm: a first hold's one frame, its "
+                                       "toes at first_toes or the other foot's while they rest higher)")
+    still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
+                                          "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it)")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -282,6 +289,10 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
+    own: bool = False  # `rest` is the foot's own measured heights (not one frame's, nor the other foot's)
+    still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
+    # look at a still foot (`PinGates.still_look`)
+    still_since: Optional[float] = None  # when the first look at a still foot ended (the foot goes to it over `settle`)
     settle: Optional[float] = None
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
@@ -360,6 +371,8 @@ class FootPin:
         self._step = 0.0
         self._trail: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle, toes) of the avatar's foot on
         # the frames before this one, as far back as the lock's anchor_back reaches
+        self._seen: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle and toes heights) as shown,
+        # as far back as still_look reaches
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
               floor: Optional[tuple[np.ndarray, float]]):
@@ -372,14 +385,31 @@ class FootPin:
         if floor is not None:
             up, height = floor
             for s, side in enumerate(SIDES):  # a held foot's heights: where feet rest
+                ankle, toes = shown[s] @ up + height
                 if lock.share[side] >= 1.0 and lock.since[side] is not None:
-                    ankle, toes = shown[s] @ up + height
                     self.rest[side].add(step, ankle, toes)
+                seen = self._seen[side]
+                if seen and timestamp <= seen[-1][0]:
+                    seen.clear()
+                if np.isfinite(ankle) and np.isfinite(toes):
+                    seen.append((timestamp, (float(ankle), float(toes))))
+                _trim(seen, timestamp - self.gates.still_look)
 
         def targets(legs) -> Optional[tuple[np.ndarray, np.ndarray]]:
             return self._targets(timestamp, legs, lock, locked, floor)
 
         return targets
+
+    def _still(self, side: str) -> Optional[np.ndarray]:
+        """(n, 2) the foot's ankle and toes heights as shown over the last `still_look` seconds where it stood still in
+        it (neither coming down nor going up: `PinGates.still_within`; its ankle no higher than a standing foot's,
+        `first_ankle`: a foot held up is not standing); None where it did not, or too few frames were seen."""
+        seen = np.array([heights for _, heights in self._seen[side]])
+        if len(seen) < 4 or float(np.median(seen[:, 0])) > self.gates.first_ankle:
+            return None
+        half = len(seen) // 2
+        moved = np.abs(np.median(seen[:half], axis=0) - np.median(seen[half:], axis=0))
+        return seen if float(moved.max()) < self.gates.still_within else None
 
     def _rest(self, side: str) -> Optional[tuple[float, float]]:
         """A foot's measured resting heights; the other foot's while its own are not measured yet (the same
@@ -412,6 +442,7 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
+                    pin.own = self.rest[side].heights is not None
                     if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
                         # level with it or over it (a heel strike) at first_toes
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
@@ -419,14 +450,25 @@ class FootPin:
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
                         measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif floor is not None and pin.rest is not None and not pin.measured:
-                # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
-                # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
-                # rest there (a foot held in the air all along measures its own height in the air)
-                measured = self._rest(side)
+            elif floor is not None and pin.rest is not None and not pin.own:
+                # a hold begun on one frame's heights, or the other foot's, outlasts the measuring of the foot's own
+                # resting heights (a first stance that lasts: standing, a lunge, a sit, a kick's standing foot): it
+                # goes over to them over `settle` (to the other foot's first, where those come first), if a standing
+                # foot could rest there (a foot held in the air all along measures its own height in the air)
+                own = self.rest[side].heights
+                measured = own if own is not None else (None if pin.measured else self._rest(side))
                 if measured is not None and measured[0] <= self.gates.first_ankle:
-                    pin.rest_from, pin.rest_since = pin.rest, timestamp
-                    pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
+                    pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
+                    pin.rest, pin.measured, pin.own = (max(measured[0], 0.0), max(measured[1], 0.0)), True, own is not None
+            if floor is not None and pin.rest is not None and lock.since[side] is not None:
+                still = self._still(side)
+                if still is not None:  # where this hold shows the foot still
+                    if pin.still_since is None:  # on the hold's first frame, at once (the hold's settle brings
+                        # the foot down to them); later, over `settle`
+                        first = pin.last is None
+                        pin.still, pin.still_since = list(still), timestamp - (self.gates.settle if first else 0.0)
+                    else:
+                        pin.still.append(still[-1])
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
@@ -459,6 +501,21 @@ class FootPin:
         ankle, toes = _at_time([*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)], time)
         return ankle, toes
 
+    def _resting(self, pin: _Pin, timestamp: float) -> Optional[tuple[float, float]]:
+        """The heights the pinned foot rests at now: `rest`, or on the way to it from `rest_from` over `settle`."""
+        rest = pin.rest
+        if pin.rest_from is not None and rest is not None:  # going over from the heights the hold began on
+            weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
+            rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
+        if pin.still_since is not None and rest is not None:  # where this hold shows the foot standing still: in place
+            # of one frame's heights; over measured ones (the other foot's, or its own), its toes no lower than as far
+            # over (or under) the ankle as shown there (a foot standing toes-up)
+            ankle, toes = (float(h) for h in np.median(np.array(pin.still), axis=0))
+            goal = (rest[0], max(rest[1], rest[0] + toes - ankle)) if pin.measured else (ankle, toes)
+            weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
+            rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
+        return rest
+
     @staticmethod
     def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
         if floor is None:
@@ -474,10 +531,7 @@ class FootPin:
         the foot (not released and waiting for it to swing)."""
         ankle = locked_ankle + pin.offset
         toes = ankle + pin.toes
-        rest = pin.rest
-        if pin.rest_from is not None and rest is not None:  # going over from one frame's heights to the measured
-            weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
-            rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
+        rest = self._resting(pin, timestamp)
         if floor is None or rest is None or pin.heading is None:
             return ankle, toes
         up, height = floor
@@ -492,7 +546,8 @@ class FootPin:
         length = float(legs.foot[s])
         # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
         # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
-        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9 if pin.measured else 0.0, 0.9))
+        up_to = -0.9 if pin.measured or pin.still_since is not None else 0.0
+        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, up_to, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
         if pin.pivot is None:  # the point nearer where it rests came down first and stays: the toes (a run lands on the
