@@ -228,6 +228,10 @@ class PinGates(Gates):
                                        "toes at first_toes or the other foot's while they rest higher)")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it)")
+    toes_up: float = gate(0.04, "m", "over measured heights, a hold's toes rest where the look shows them only if they "
+                                     "stand this much further over the ankle than the measured heights have them (a "
+                                     "foot standing toes-up; a walk's stances are within a centimetre of their median, "
+                                     "and following that slid the walks' held feet)")
 
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
@@ -293,6 +297,8 @@ class _Pin:
     still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
     # look at a still foot (`PinGates.still_look`)
     still_since: Optional[float] = None  # when the first look at a still foot ended (the foot goes to it over `settle`)
+    toes_up: Optional[bool] = None  # over measured heights: whether the look shows the foot toes-up (`PinGates.toes_up`),
+    # decided once for the hold
     settle: Optional[float] = None
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
@@ -400,11 +406,12 @@ class FootPin:
 
         return targets
 
-    def _still(self, side: str) -> Optional[np.ndarray]:
-        """(n, 2) the foot's ankle and toes heights as shown over the last `still_look` seconds where it stood still in
-        it (neither coming down nor going up: `PinGates.still_within`; its ankle no higher than a standing foot's,
-        `first_ankle`: a foot held up is not standing); None where it did not, or too few frames were seen."""
-        seen = np.array([heights for _, heights in self._seen[side]])
+    def _still(self, side: str, since: float) -> Optional[np.ndarray]:
+        """(n, 2) the foot's ankle and toes heights as shown over the last `still_look` seconds (from `since` on: the
+        hold's, not the landing's toes still up) where it stood still in it (neither coming down nor going up:
+        `PinGates.still_within`; its ankle no higher than a standing foot's, `first_ankle`: a foot held up is not
+        standing); None where it did not, or too few frames were seen."""
+        seen = np.array([heights for time, heights in self._seen[side] if time >= since])
         if len(seen) < 4 or float(np.median(seen[:, 0])) > self.gates.first_ankle:
             return None
         half = len(seen) // 2
@@ -461,7 +468,7 @@ class FootPin:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured, pin.own = (max(measured[0], 0.0), max(measured[1], 0.0)), True, own is not None
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
-                still = self._still(side)
+                still = self._still(side, pin.start)
                 if still is not None:  # where this hold shows the foot still
                     if pin.still_since is None:  # on the hold's first frame, at once (the hold's settle brings
                         # the foot down to them); later, over `settle`
@@ -509,9 +516,14 @@ class FootPin:
             rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
         if pin.still_since is not None and rest is not None:  # where this hold shows the foot standing still: in place
             # of one frame's heights; over measured ones (the other foot's, or its own), its toes no lower than as far
-            # over (or under) the ankle as shown there (a foot standing toes-up)
+            # over the ankle as shown there where it stands toes-up
             ankle, toes = (float(h) for h in np.median(np.array(pin.still), axis=0))
-            goal = (rest[0], max(rest[1], rest[0] + toes - ankle)) if pin.measured else (ankle, toes)
+            if not pin.measured:
+                goal = (ankle, toes)
+            else:
+                if pin.toes_up is None:
+                    pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
+                goal = (rest[0], max(rest[1], rest[0] + toes - ankle)) if pin.toes_up else rest
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
