@@ -221,18 +221,18 @@ class PinGates(Gates):
     first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
                                         "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
                                         "keeps its own)")
-    still_look: float = gate(0.2, "s", "a held foot rests where this hold shows it still: the median heights of its ankle "
-                                       "and toes on its frames that end this long a look at a still foot, in place of one "
-                                       "frame's or the other foot's heights, and its toes no lower than there once its own "
-                                       "are measured (a kick's standing foot sank 3-5 cm: a first hold's one frame, its "
-                                       "toes at first_toes or the other foot's while they rest higher)")
+    still_look: float = gate(0.2, "s", "a held foot rests where its hold shows it standing still: the median heights of "
+                                       "its ankle and toes on the hold's frames that end this long a look (from the hold's "
+                                       "start on) at a still foot, in place of one frame's heights; over measured ones (the "
+                                       "other foot's or its own), its toes as far over the ankle as shown where it stands "
+                                       "toes-up (toes_up)")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
-                                          "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it)")
-    toes_up: float = gate(0.04, "m", "over measured heights, a hold's toes rest where the look shows them only if they "
-                                     "stand this much further over the ankle than the measured heights have them (a "
-                                     "foot standing toes-up; a walk's stances are within a centimetre of their median, "
-                                     "and following that slid the walks' held feet)")
-
+                                          "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
+                                          "its ankle no higher than first_ankle")
+    toes_up: float = gate(0.04, "m", "over measured heights, a hold's toes go up to where the look shows them only where "
+                                     "they stand this much further over the ankle than the measured heights have them (a "
+                                     "foot standing toes-up, as a kick's standing foot can; a walk's stances are within a "
+                                     "centimetre or two of their median)")
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
