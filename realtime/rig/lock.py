@@ -356,8 +356,10 @@ class FootPin:
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
-      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); its
-      heel rises about its toes where a leg out of reach
+      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip), and one
+      on the other foot's to the foot's own; once the hold has shown the foot standing still (`still_look`) it rests
+      there in place of one frame's heights, and over measured ones keeps its toes as far up as shown where it stands
+      toes-up; its heel rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
