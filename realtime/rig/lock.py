@@ -525,7 +525,9 @@ class FootPin:
             else:
                 if pin.toes_up is None:
                     pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
-                goal = (rest[0], max(rest[1], rest[0] + toes - ankle)) if pin.toes_up else rest
+                # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while
+                # held up stands too high)
+                goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes))) if pin.toes_up else rest
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
