@@ -349,8 +349,7 @@ def test_a_first_hold_before_any_resting_heights_are_measured_does_not_keep_a_fo
 def test_a_first_hold_that_outlasts_the_measuring_goes_over_to_the_measured_resting_heights():
     """A foot held from its first frame for 3 s (standing, a lunge, a sit), that first frame showing it 2 cm low (one
     frame's noise): once its resting heights are measured (`rest_after`) the avatar's foot goes up to them, over
-    `settle`, not moving along the floor; it stood 2 cm in the floor for the whole hold. Before that it goes to where
-    the hold shows it still (`still_look`), as soon as the look has seen it still."""
+    `settle`, not moving along the floor; it stood 2 cm in the floor for the whole hold."""
     fps = 30.0
     plan = []
     for k in range(int(3.0 * fps)):
@@ -361,8 +360,8 @@ def test_a_first_hold_that_outlasts_the_measuring_goes_over_to_the_measured_rest
         plan.append((k / fps, (1.0, 0.0), (0.0, None), np.array([left, right])))
     times = np.array([p[0] for p in plan])
     ankles, toes = _pin_frames(plan)
-    assert np.abs(ankles[times < 0.1, 0, 1] - (_REST[0] - 0.02)).max() < 0.005  # one frame's heights, before a look
-    late = times >= 0.3
+    assert np.abs(ankles[times < 0.4, 0, 1] - (_REST[0] - 0.02)).max() < 0.005  # one frame's heights, before measuring
+    late = times >= 1.0
     assert np.abs(ankles[late, 0, 1] - _REST[0]).max() < 0.005, ankles[late, 0, 1]
     assert np.abs(toes[late, 0, 1] - _REST[1]).max() < 0.005
     assert np.abs(np.diff(ankles[:, 0, 1])).max() < 0.012  # eased over `settle` (0.1 s), no 2 cm jump in a frame
@@ -373,8 +372,8 @@ def test_a_foot_standing_toes_up_rests_its_toes_where_shown_not_at_the_other_fee
     """A kick's standing foot can stand toes-up (a CMU kick's toe points rest 3.5 cm over its ankle): the right foot
     held flat from the start (its resting heights measured first), the left in the air for 1 s, then held standing still
     with its toes 3 cm over its ankle (ankle 6 cm, toes 9 cm up) for 1.5 s. The avatar's left toes rest where they are
-    shown from 0.3 s into the hold (`still_look`), and its ankle at its own resting height once that is measured; they
-    did not rest at the right foot's toes (2 cm), 7 cm in the floor, for the whole hold."""
+    shown from 0.3 s into the hold (`still_look`, `toes_up`); they did not rest at the right foot's toes (2 cm), 7 cm in
+    the floor, for the whole hold."""
     fps = 30.0
     toes_up = _foot(np.array([0.0, 0.09, 0.5]), -32.8)  # pitched 10.8 degrees toes-up: the ankle 6 cm up
     assert toes_up[0, 1] == pytest.approx(0.06, abs=1e-3)
@@ -392,6 +391,5 @@ def test_a_foot_standing_toes_up_rests_its_toes_where_shown_not_at_the_other_fee
     late = times >= 1.3
     assert toes[late, 0, 1].min() > 0.09 - 0.01, toes[late, 0, 1]  # not in the floor under where the toes stand
     assert abs(np.median(toes[late, 0, 1]) - 0.09) < 0.01
-    assert np.abs(ankles[times >= 1.8, 0, 1] - 0.06).max() < 0.01  # its own resting ankle once measured
     assert np.abs(ankles[late, 0][:, [0, 2]] - ankles[late][0, 0, [0, 2]]).max() < 1e-3  # not moved along the floor
     assert np.abs(toes[times >= 0.6, 1, 1] - _REST[1]).max() < 0.005  # the right foot, flat, as before

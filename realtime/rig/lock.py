@@ -221,18 +221,16 @@ class PinGates(Gates):
     first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
                                         "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
                                         "keeps its own)")
-    still_look: float = gate(0.2, "s", "a held foot rests where its hold shows it standing still: the median heights of "
-                                       "its ankle and toes on the hold's frames that end this long a look (from the hold's "
-                                       "start on) at a still foot, in place of one frame's heights; over measured ones (the "
-                                       "other foot's or its own), its toes as far over the ankle as shown where it stands "
-                                       "toes-up (toes_up)")
+    still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still toes-up keeps its toes up: the "
+                                       "median heights of its ankle and toes on the hold's frames that end this long a "
+                                       "look (from the hold's start on) at a still foot")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than first_ankle")
-    toes_up: float = gate(0.04, "m", "over measured heights, a hold's toes go up to where the look shows them only where "
-                                     "they stand this much further over the ankle than the measured heights have them (a "
-                                     "foot standing toes-up, as a kick's standing foot can; a walk's stances are within a "
-                                     "centimetre or two of their median)")
+    toes_up: float = gate(0.04, "m", "toes-up: its toes this much further over the ankle than the heights it rests at "
+                                     "have them (one frame's, first_toes, the other foot's or its own; a kick's standing "
+                                     "foot can rest so; a walk's stances are within a centimetre or two of their median), "
+                                     "then as far over the ankle as shown, no higher than shown")
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
@@ -293,7 +291,6 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
-    own: bool = False  # `rest` is the foot's own measured heights (not one frame's, nor the other foot's)
     still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
     # look at a still foot (`PinGates.still_look`)
     still_since: Optional[float] = None  # when the first look at a still foot ended (the foot goes to it over `settle`)
@@ -356,10 +353,9 @@ class FootPin:
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
-      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip), and one
-      on the other foot's to the foot's own; once the hold has shown the foot standing still (`still_look`) it rests
-      there in place of one frame's heights, and over measured ones keeps its toes as far up as shown where it stands
-      toes-up; its heel rises about its toes where a leg out of reach
+      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
+      the hold shows standing still toes-up (`still_look`, `toes_up`) keeps its toes as far up as shown; its heel
+      rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
@@ -451,7 +447,6 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    pin.own = self.rest[side].heights is not None
                     if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
                         # level with it or over it (a heel strike) at first_toes
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
@@ -459,16 +454,14 @@ class FootPin:
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
                         measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif floor is not None and pin.rest is not None and not pin.own:
-                # a hold begun on one frame's heights, or the other foot's, outlasts the measuring of the foot's own
-                # resting heights (a first stance that lasts: standing, a lunge, a sit, a kick's standing foot): it
-                # goes over to them over `settle` (to the other foot's first, where those come first), if a standing
-                # foot could rest there (a foot held in the air all along measures its own height in the air)
-                own = self.rest[side].heights
-                measured = own if own is not None else (None if pin.measured else self._rest(side))
+            elif floor is not None and pin.rest is not None and not pin.measured:
+                # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
+                # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
+                # rest there (a foot held in the air all along measures its own height in the air)
+                measured = self._rest(side)
                 if measured is not None and measured[0] <= self.gates.first_ankle:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
-                    pin.rest, pin.measured, pin.own = (max(measured[0], 0.0), max(measured[1], 0.0)), True, own is not None
+                    pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
                 still = self._still(side, pin.start)
                 if still is not None:  # where this hold shows the foot still
@@ -516,18 +509,14 @@ class FootPin:
         if pin.rest_from is not None and rest is not None:  # going over from the heights the hold began on
             weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
-        if pin.still_since is not None and rest is not None:  # where this hold shows the foot standing still: in place
-            # of one frame's heights; over measured ones (the other foot's, or its own), its toes no lower than as far
-            # over the ankle as shown there where it stands toes-up
+        if pin.still_since is not None and rest is not None:  # a foot this hold shows standing still toes-up: its toes
+            # as far up as shown, over one frame's heights or measured ones (the other foot's, or its own)
             ankle, toes = (float(h) for h in np.median(np.array(pin.still), axis=0))
-            if not pin.measured:
-                goal = (ankle, toes)
-            else:
-                if pin.toes_up is None:
-                    pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
-                # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while
-                # held up stands too high)
-                goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes))) if pin.toes_up else rest
+            if pin.toes_up is None:
+                pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
+            # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held up
+            # stands too high)
+            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes))) if pin.toes_up else rest
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
@@ -562,7 +551,7 @@ class FootPin:
         length = float(legs.foot[s])
         # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
         # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
-        up_to = -0.9 if pin.measured or pin.still_since is not None else 0.0
+        up_to = -0.9 if pin.measured or pin.toes_up else 0.0
         sin_flat = float(np.clip((ankle_rest - toes_rest) / length, up_to, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
