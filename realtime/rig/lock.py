@@ -409,8 +409,11 @@ class FootPin:
         hold's, not the landing's toes still up) where it stood still in it (neither coming down nor going up:
         `PinGates.still_within`; its ankle no higher than a standing foot's, `first_ankle`: a foot held up is not
         standing); None where it did not, or too few frames were seen."""
-        seen = np.array([heights for time, heights in self._seen[side] if time >= since])
-        if len(seen) < 4 or float(np.median(seen[:, 0])) > self.gates.first_ankle:
+        kept = [(time, heights) for time, heights in self._seen[side] if time >= since]
+        if len(kept) < 4 or kept[-1][0] - kept[0][0] < 0.99 * self.gates.still_look:  # a whole look, at any rate
+            return None
+        seen = np.array([heights for _, heights in kept])
+        if float(np.median(seen[:, 0])) > self.gates.first_ankle:
             return None
         half = len(seen) // 2
         moved = np.abs(np.median(seen[:half], axis=0) - np.median(seen[half:], axis=0))
