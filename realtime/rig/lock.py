@@ -293,9 +293,9 @@ class _Pin:
     measured: bool = False
     still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
     # look at a still foot (`PinGates.still_look`)
-    still_since: Optional[float] = None  # when the first look at a still foot ended (the foot goes to it over `settle`)
-    toes_up: Optional[bool] = None  # over measured heights: whether the look shows the foot toes-up (`PinGates.toes_up`),
-    # decided once for the hold
+    still_since: Optional[float] = None  # when the first look at a still foot ended (toes-up: the toes go up over `settle`)
+    toes_up: Optional[bool] = None  # whether the look shows the foot standing toes-up (`PinGates.toes_up`), decided once
+    # for the hold
     settle: Optional[float] = None
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
@@ -467,11 +467,9 @@ class FootPin:
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
                 still = self._still(side, pin.start)
-                if still is not None:  # where this hold shows the foot still
-                    if pin.still_since is None:  # on the hold's first frame, at once (the hold's settle brings
-                        # the foot down to them); later, over `settle`
-                        first = pin.last is None
-                        pin.still, pin.still_since = list(still), timestamp - (self.gates.settle if first else 0.0)
+                if still is not None:  # this hold shows the foot standing still
+                    if pin.still_since is None:
+                        pin.still, pin.still_since = list(still), timestamp
                     else:
                         pin.still.append(still[-1])
             pin.share = share
