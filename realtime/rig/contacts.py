@@ -136,6 +136,7 @@ class ContactDetector:
 
     def _start(self) -> None:
         self._last: Optional[float] = None  # the last frame's time
+        self._step = 0.0
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
         # the hips seen not walking (slower than `walking` along the floor, or moving more up or down than along it);
         # None until they have been seen for hips_window (a speed over fewer frames is the noise's)
@@ -150,6 +151,7 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
+        self._left: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where its heel stood (the stance position)
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -231,6 +233,15 @@ class ContactDetector:
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
+    def _back(self, side: str, heel: np.ndarray, camera: np.ndarray) -> bool:
+        """Whether the heel of a foot released from a stance is back where it stood (no higher than `off_rise` above
+        its stance position, nearer it than `off_drift` across the line of sight): a release by the noise, not a lift."""
+        place = self._left[side]
+        if place is None:
+            return False
+        rise, _ = self._rise(heel, place, None, camera)
+        return rise < self.gates.off_rise
+
     def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
         """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
         stance_time), up across the line of sight; NaN where the toes are not seen."""
@@ -265,7 +276,7 @@ class ContactDetector:
             track.clear()
             return
         history.append((timestamp, toes))
-        while timestamp - history[0][0] > self.gates.speed_window + 1e-9:
+        while timestamp - history[0][0] > self.gates.speed_window + 0.5 * self._step + 1e-9:
             history.popleft()
         velocity = _velocity(history)
         track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
@@ -323,6 +334,7 @@ class ContactDetector:
             self._start()
         previous, self._last = self._last, timestamp
         step = 0.0 if previous is None else timestamp - previous  # this frame's interval
+        self._step = step
         gates = self.gates
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
@@ -340,7 +352,7 @@ class ContactDetector:
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
-            while timestamp - history[0][0] > gates.speed_window + 1e-9:
+            while timestamp - history[0][0] > gates.speed_window + 0.5 * step + 1e-9:
                 history.popleft()
             self._track_toes(side, timestamp, toe, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
@@ -378,9 +390,9 @@ class ContactDetector:
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
                     if stood:  # a stance ended (toe-off): no new one for `refractory`
-                        self._released[side] = timestamp
+                        self._released[side], self._left[side] = timestamp, place
             else:
-                rested = lasted(timestamp - self._released[side], gates.refractory, step)
+                rested = lasted(timestamp - self._released[side], gates.refractory, step) or self._back(side, heel, camera)
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
