@@ -4,10 +4,12 @@ then, from heel-off to toe-off, the toes'.
 The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
-(the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
+(the slope of a least-squares line through the heel over `speed_window`, to the nearest frame: three frames at 24 fps,
+where a line through two doubles the image's jitter into a speed past the gates), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
-of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
+of the end of a stance (unless the heel is still where it stood: no higher than `off_rise` above its stance position
+and nearer it than `replant_slide`), and, while the body walks forwards or backwards, not behind the hips just after a swing (a
 landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
 sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
 together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
@@ -89,7 +91,11 @@ class ContactGates(Gates):
                                         "of each measure: one noisy frame does not end it)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
-                                       "after heel-off)")
+                                       "after heel-off), but where its heel is back where it stood (replant_slide)")
+    replant_slide: float = gate(0.12, "m", "within refractory a released foot plants again where its heel is no higher than "
+                                           "off_rise above its stance position and nearer it than this across the line of "
+                                           "sight: a heel still on the floor, released by the noise or gliding on (a "
+                                           "stylised walk's slide), not a step")
     toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
                                            "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
                                            "sight show little else)")
@@ -136,7 +142,6 @@ class ContactDetector:
 
     def _start(self) -> None:
         self._last: Optional[float] = None  # the last frame's time
-        self._step = 0.0
         self._hips: deque = deque()  # (time, mid-hips) over hips_window
         # the hips seen not walking (slower than `walking` along the floor, or moving more up or down than along it);
         # None until they have been seen for hips_window (a speed over fewer frames is the noise's)
@@ -151,7 +156,7 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
-        self._left: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where its heel stood (the stance position)
+        self._left: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the heel stood in that stance
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -234,13 +239,15 @@ class ContactDetector:
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
 
     def _back(self, side: str, heel: np.ndarray, camera: np.ndarray) -> bool:
-        """Whether the heel of a foot released from a stance is back where it stood (no higher than `off_rise` above
-        its stance position, nearer it than `off_drift` across the line of sight): a release by the noise, not a lift."""
+        """Whether the heel of a foot released from a stance is still where it stood (no higher than `off_rise` above its
+        stance position, nearer it than `replant_slide` across the line of sight): released by the noise, or gliding
+        on along the floor, not lifted."""
         place = self._left[side]
         if place is None:
             return False
         rise, _ = self._rise(heel, place, None, camera)
-        return rise < self.gates.off_rise
+        moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
+        return rise < self.gates.off_rise and moved < self.gates.replant_slide
 
     def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
         """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
@@ -267,7 +274,7 @@ class ContactDetector:
         return (bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
                      or (lifting and rising > gates.off_rise_speed)), flat, float(max(height, rise)), float(rising))
 
-    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray) -> None:
+    def _track_toes(self, side: str, timestamp: float, step: float, toes: np.ndarray, camera: np.ndarray) -> None:
         """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
         (their stance position and the window they are judged over); forgotten where they are not seen."""
         history, track = self._toe_history[side], self._toe_track[side]
@@ -276,7 +283,7 @@ class ContactDetector:
             track.clear()
             return
         history.append((timestamp, toes))
-        while timestamp - history[0][0] > self.gates.speed_window + 0.5 * self._step + 1e-9:
+        while timestamp - history[0][0] > self.gates.speed_window + 0.5 * step + 1e-9:
             history.popleft()
         velocity = _velocity(history)
         track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
@@ -334,7 +341,6 @@ class ContactDetector:
             self._start()
         previous, self._last = self._last, timestamp
         step = 0.0 if previous is None else timestamp - previous  # this frame's interval
-        self._step = step
         gates = self.gates
         camera = np.zeros(3) if camera is None else np.asarray(camera, np.float64)
         points = np.asarray(points3d, dtype=np.float64)
@@ -354,7 +360,7 @@ class ContactDetector:
             history.append((timestamp, heel))
             while timestamp - history[0][0] > gates.speed_window + 0.5 * step + 1e-9:
                 history.popleft()
-            self._track_toes(side, timestamp, toe, camera)
+            self._track_toes(side, timestamp, step, toe, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
