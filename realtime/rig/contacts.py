@@ -8,11 +8,12 @@ point's motion across the line of sight is measured and its motion along it is n
 where a line through two doubles the image's jitter into a speed past the gates), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
-of the end of a stance (unless the heel is still where it stood: no higher than `off_rise` above its stance position
-and nearer it than `replant_slide`), and, while the body walks forwards or backwards, not behind the hips just after a swing (a
-landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
-sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
-together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
+of the end of a stance (unless the heel is still where it stood: no higher than `off_rise` above its stance position,
+nearer it than `replant_slide` and not above `off_height` since), and, while the body walks forwards or backwards,
+not behind the hips just after a swing (a landing heel comes down ahead of them; a late swing along the line of
+sight is shown behind where it is; stepping sideways, the trailing foot comes down behind them along the walk and the
+rule is off; after a flight, both heels up together and neither foot planted, it is off too: a jump's feet land
+together and the hips go on over them). The
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
@@ -94,8 +95,8 @@ class ContactGates(Gates):
                                        "after heel-off), but where its heel is back where it stood (replant_slide)")
     replant_slide: float = gate(0.12, "m", "within refractory a released foot plants again where its heel is no higher than "
                                            "off_rise above its stance position and nearer it than this across the line of "
-                                           "sight: a heel still on the floor, released by the noise or gliding on (a "
-                                           "stylised walk's slide), not a step")
+                                           "sight (not above off_height since): a heel still on the floor, released by "
+                                           "the noise or gliding on (a stylised walk's slide), not a step")
     toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
                                            "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
                                            "sight show little else)")
@@ -240,10 +241,10 @@ class ContactDetector:
 
     def _back(self, side: str, heel: np.ndarray, camera: np.ndarray) -> bool:
         """Whether the heel of a foot released from a stance is still where it stood (no higher than `off_rise` above its
-        stance position, nearer it than `replant_slide` across the line of sight): released by the noise, or gliding
-        on along the floor, not lifted."""
+        stance position, nearer it than `replant_slide` across the line of sight, and not higher than `off_height`
+        since): released by the noise, or gliding on along the floor, not lifted."""
         place = self._left[side]
-        if place is None:
+        if place is None or self._swung[side] > self._released[side]:
             return False
         rise, _ = self._rise(heel, place, None, camera)
         moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
