@@ -4,8 +4,7 @@ then, from heel-off to toe-off, the toes'.
 The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
-(the slope of a least-squares line through the heel over `speed_window`, to the nearest frame: three frames at 24 fps,
-where a line through two doubles the image's jitter into a speed past the gates), the height only as a loose gate.
+(the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance (unless the heel is still where it stood: no higher than `off_rise` above its stance position,
@@ -275,7 +274,7 @@ class ContactDetector:
         return (bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
                      or (lifting and rising > gates.off_rise_speed)), flat, float(max(height, rise)), float(rising))
 
-    def _track_toes(self, side: str, timestamp: float, step: float, toes: np.ndarray, camera: np.ndarray) -> None:
+    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray) -> None:
         """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
         (their stance position and the window they are judged over); forgotten where they are not seen."""
         history, track = self._toe_history[side], self._toe_track[side]
@@ -284,7 +283,7 @@ class ContactDetector:
             track.clear()
             return
         history.append((timestamp, toes))
-        while timestamp - history[0][0] > self.gates.speed_window + 0.5 * step + 1e-9:
+        while timestamp - history[0][0] > self.gates.speed_window + 1e-9:
             history.popleft()
         velocity = _velocity(history)
         track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
@@ -359,9 +358,9 @@ class ContactDetector:
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
-            while timestamp - history[0][0] > gates.speed_window + 0.5 * step + 1e-9:
+            while timestamp - history[0][0] > gates.speed_window + 1e-9:
                 history.popleft()
-            self._track_toes(side, timestamp, step, toe, camera)
+            self._track_toes(side, timestamp, toe, camera)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
             velocity = _velocity(history)
             speed = self._speed(velocity, heel, camera)
