@@ -193,15 +193,13 @@ def test_a_foot_that_only_passed_through_lands_without_waiting():
     """A contact shorter than a stance (a late swing still in the image for 3 frames, then moving on at 0.9 m/s) is
     no stance: the foot lands and the contact starts once the heel is slow over the speed window (frame 7; frame 10
     before round 6, after the refractory time); after a stance the foot waits 0.2 s before planting again (a heel
-    rising slowly after heel-off), unless its heel is still on the floor where it stood (issue 51, fifth stop:
-    within replant_slide of its stance position, no higher, never above off_height since). Leaving a stance along the
-    floor (no rise; the drift gate is the heel's rise after a stance, a slide has off_slide), the foot is released by
-    its speed, a frame later than a passing one, and, still again 9 cm on, plants once the heel is slow (frame 10)."""
+    rising slowly after heel-off). Leaving a stance along the floor (no rise; the drift gate is the heel's rise after
+    a stance, a slide has off_slide), the foot is released by its speed, a frame later than a passing one."""
     passing = [0.0, 0.0, 0.0, 0.03, 0.06] + [0.09] * 7  # released on frame 4, still again from frame 5
     assert _heel_along(passing) == [False, True, True, True, False, False, False, True, True, True, True, True]
     stance = [0.0] * 6 + [0.03, 0.06] + [0.09] * 10  # a 6-frame stance, released on frame 8 (two of three frames fast)
     states = _heel_along(stance)
-    assert states[1:8] == [True] * 7 and not any(states[8:10]) and all(states[10:])  # frame 14 before the replant
+    assert states[1:8] == [True] * 7 and not any(states[8:14]) and all(states[14:])  # would land on frame 10
 
 
 def _slowing_heel(walk: np.ndarray, frames: int = 5) -> list[bool]:

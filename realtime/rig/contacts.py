@@ -7,12 +7,10 @@ point's motion across the line of sight is measured and its motion along it is n
 (the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
-of the end of a stance (unless the heel is still where it stood: no higher than `off_rise` above its stance position,
-nearer it than `replant_slide` and not above `off_height` since), and, while the body walks forwards or backwards,
-not behind the hips just after a swing (a landing heel comes down ahead of them; a late swing along the line of
-sight is shown behind where it is; stepping sideways, the trailing foot comes down behind them along the walk and the
-rule is off; after a flight, both heels up together and neither foot planted, it is off too: a jump's feet land
-together and the hips go on over them). The
+of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
+landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
+sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
+together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
@@ -36,7 +34,10 @@ floor, or moving more up or down than along it; not yet seen for `hips_window`, 
 hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
 onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
 more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
-move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`). Judged over
+move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`); beside a foot
+in the air (not in contact, its heel higher than `off_height` within `landing_recent`: stepping, hopping or leaping off
+this one) the heel's limits hold again, and while the hips go up faster than `walking` (a take-off) so does
+`toes_heel_rising` (standing up, the heels come down; a sitter's heels rise as the hips go down). Judged over
 a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
@@ -91,11 +92,7 @@ class ContactGates(Gates):
                                         "of each measure: one noisy frame does not end it)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
-                                       "after heel-off), but where its heel is back where it stood (replant_slide)")
-    replant_slide: float = gate(0.12, "m", "within refractory a released foot plants again where its heel is no higher than "
-                                           "off_rise above its stance position and nearer it than this across the line of "
-                                           "sight (not above off_height since): a heel still on the floor, released by "
-                                           "the noise or gliding on (a stylised walk's slide), not a step")
+                                       "after heel-off)")
     toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
                                            "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
                                            "sight show little else)")
@@ -147,6 +144,7 @@ class ContactDetector:
         # None until they have been seen for hips_window (a speed over fewer frames is the noise's)
         self._still: Optional[bool] = None
         self._settling = False  # the hips going up or down faster than `walking` (sitting down, crouching, standing up)
+        self._springing = False  # the hips going up faster than `walking` (standing up, or a take-off: a hop, a jump)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -156,7 +154,6 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
-        self._left: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the heel stood in that stance
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -176,7 +173,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._still, self._settling = None, False
+        self._still, self._settling, self._springing = None, False, False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -192,6 +189,7 @@ class ContactDetector:
         if lasted(timestamp - self._hips[0][0], self.gates.hips_window, step):
             self._still = along < self.gates.walking or vertical > along
             self._settling = vertical > self.gates.walking
+            self._springing = float(velocity @ up) > self.gates.walking
         return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
@@ -237,17 +235,6 @@ class ContactDetector:
         up = _across(self.floor.normal, heel - camera)
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
-
-    def _back(self, side: str, heel: np.ndarray, camera: np.ndarray) -> bool:
-        """Whether the heel of a foot released from a stance is still where it stood (no higher than `off_rise` above its
-        stance position, nearer it than `replant_slide` across the line of sight, and not higher than `off_height`
-        since): released by the noise, or gliding on along the floor, not lifted."""
-        place = self._left[side]
-        if place is None or self._swung[side] > self._released[side]:
-            return False
-        rise, _ = self._rise(heel, place, None, camera)
-        moved = float(np.linalg.norm(_across(heel - place, heel - camera)))
-        return rise < self.gates.off_rise and moved < self.gates.replant_slide
 
     def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
         """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
@@ -349,6 +336,7 @@ class ContactDetector:
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
         toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
+        held = dict(self.state)  # the last frame's contacts (each foot judges the other's by them, in either order)
         for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
@@ -383,7 +371,14 @@ class ContactDetector:
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
                 settled = self._settled[side] = self._settled[side] or bool(self._planted_still[side] and self._settling)
-                heel_left = not settled and (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising)
+                # a settled stance beside a foot in the air (not held, its heel above off_height within landing_recent)
+                # steps, hops or leaps off, and one whose hips spring up as its heel rises fast takes off: the heel's
+                # limits again (a sitter or a squatter stands on both feet; standing up, the heels come down)
+                other = SIDES[1 - SIDES.index(side)]
+                alone = not held[other] and not lasted(timestamp - self._swung[other], gates.landing_recent, step)
+                seated = settled and not alone
+                heel_left = ((not seated and risen > gates.toes_heel_rise)
+                             or ((not seated or self._springing) and rises > gates.toes_heel_rising))
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (heel_left or (settled and flat and rises > gates.off_rise_speed)
                            or self._toes_off(side, timestamp, step, standing, settled))
@@ -396,9 +391,9 @@ class ContactDetector:
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
                     if stood:  # a stance ended (toe-off): no new one for `refractory`
-                        self._released[side], self._left[side] = timestamp, place
+                        self._released[side] = timestamp
             else:
-                rested = lasted(timestamp - self._released[side], gates.refractory, step) or self._back(side, heel, camera)
+                rested = lasted(timestamp - self._released[side], gates.refractory, step)
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
