@@ -34,7 +34,10 @@ floor, or moving more up or down than along it; not yet seen for `hips_window`, 
 hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
 onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
 more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
-move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`). Judged over
+move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`); beside a foot
+in the air (not in contact, its heel higher than `off_height` within `landing_recent`: stepping, hopping or leaping off
+this one) the heel's limits hold again, and while the hips go up faster than `walking` (a take-off) so does
+`toes_heel_rising` (standing up, the heels come down; a sitter's heels rise as the hips go down). Judged over
 a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
