@@ -22,11 +22,7 @@ foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
 gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
-alone and the toes stay down), or, while the body does not walk forwards, has moved `off_along` along the floor and the
-line of sight from where the contact's first depth frame put it, on its toes or not (a foot sliding along the line of
-sight on its toes: its rise and its image's drop cancel, only a depth frame shows the move, no median needed; the
-contact's first one is left out, as it puts right a foot planted as it lands).
-Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
+alone and the toes stay down). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
 foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
 goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
@@ -87,12 +83,6 @@ class ContactGates(Gates):
     off_lift: float = gate(0.012, "m", "the heel and the toes both this far above their stance positions (up across the "
                                        "line of sight), the heel rising, are lifting: the whole foot off the floor, as a "
                                        "side step lifts it along the line of sight; heel-off lifts the heel alone")
-    off_along: float = gate(0.07, "m", "a held heel re-measured this far from where the contact's first re-measure put "
-                                       "it, along the floor and the line of sight, has moved (the body not walking "
-                                       "forwards): a foot sliding along the line of sight on its toes shows it only where "
-                                       "depth is measured")
-    remeasure: float = gate(0.001, "m", "a held heel that moved along the line of sight more than this since the last frame "
-                                        "was measured again (a depth frame): between them the lifter keeps it on its ray")
     stance_time: float = gate(1 / 6, "s", "the stance position: the heel's median over the contact's first this long; "
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
@@ -160,8 +150,6 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
-        self._held_heel: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the held heel on the previous frame
-        self._sighted: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # the heel at the contact's first re-measure
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -250,22 +238,6 @@ class ContactDetector:
         if not seen or not np.isfinite(toe).all():
             return float("nan")
         return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
-
-    def _carried(self, side: str, heel: np.ndarray, camera: np.ndarray) -> bool:
-        """Whether the held heel has moved more than off_along along the line of sight from where the contact's first
-        re-measure (a move along it of more than `remeasure` since the previous frame: a depth frame) put it. The first
-        one is left out: a foot planted as it lands, its depth carried from a depth frame before, is put right there."""
-        before, self._held_heel[side] = self._held_heel[side], heel
-        if before is None:
-            return False
-        sight = (heel - camera) / max(float(np.linalg.norm(heel - camera)), 1e-9)
-        if self._sighted[side] is None:
-            if abs(float((heel - before) @ sight)) > self.gates.remeasure:
-                self._sighted[side] = heel
-            return False
-        up = self.floor.normal / np.linalg.norm(self.floor.normal)
-        moved, level = heel - self._sighted[side], sight - (sight @ up) * up  # along the floor: a heel-off's rise is none
-        return abs(float(moved @ level)) / max(float(np.linalg.norm(level)), 1e-9) > self.gates.off_along
 
     def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, bool, float, float]:
         """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
@@ -389,7 +361,6 @@ class ContactDetector:
                 lifted = self._toes_risen(side, toe, camera)
                 off, flat, risen, rises = self._looks_off(side, timestamp, step,
                                                           (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
-                carried = self._carried(side, heel, camera) and forward < gates.walking
                 standing = self._on_toes[side]
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
@@ -403,7 +374,6 @@ class ContactDetector:
                     # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
                     standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
-                off = off or carried
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
@@ -422,7 +392,6 @@ class ContactDetector:
                     # the hips not yet seen for hips_window (a track's first frames): not seen walking
                     self._planted_still[side], self._settled[side] = self._still is not False, False
                     self._began[side] = timestamp
-                    self._held_heel[side], self._sighted[side] = heel, None
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
                                                              0.0)))
