@@ -26,9 +26,11 @@ True contacts (`true_contacts`), from the clean motion at its own rate, per foot
 (the midpoint of the big and small toe) within CONTACT_HEIGHT of where that point rests (`rest_height`:
 its lowest within REST_WINDOW seconds, at most REST_RISE above its low over the clip) and slower than
 CONTACT_SPEED along the floor (the slope of a least-squares line through its positions over SPEED_WINDOW
-seconds). Airborne: no point of either foot within CONTACT_HEIGHT of where it rests. Gates in metres and
-seconds; `Truth.at` samples a clip's truth at the timestamps of another frame rate, so every rate is
-judged by the same truth.
+seconds). Airborne: no point of either foot within CONTACT_HEIGHT of where it rests, and the hips falling
+faster than FLIGHT_FALL (a parabola through their heights over ACCEL_WINDOW seconds): a body in flight falls
+at g, while a foot whose heel and toes both stand over 3 cm up (a rolled foot, a dancer on the ball of the foot)
+holds the hips up. Gates in metres and seconds; `Truth.at` samples a clip's truth at the timestamps of another
+frame rate, so every rate is judged by the same truth.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ CONTACT_HEIGHT = 0.03  # m above where the point rests
 CONTACT_SPEED = 0.2  # m/s along the floor
 SPEED_WINDOW = 2 / 30  # s: the least-squares line through the positions over this span (centred)
 REST_WINDOW = 0.5  # s: a point rests at its lowest within this either side of a frame ...
+FLIGHT_FALL = 9.81 / 2  # m/s^2: the hips of a body in flight fall at about g (swinging limbs move them a little)
+ACCEL_WINDOW = 0.1  # s: their vertical acceleration from a least-squares parabola over this span (centred)
 REST_PERCENTILE, REST_RISE = 2.0, 0.03  # ... at most REST_RISE m above this percentile of its height over the clip
 
 # iClone (Character Creator) joints -> keypoints at the joint
@@ -143,7 +147,8 @@ class Motion:
 @dataclass(frozen=True)
 class Truth:
     """True contacts of a motion at its own rate: contact (T, 2) per foot (left, right), heel and toes (T, 2) each
-    point's own contact, airborne (T,) no foot point near the floor; times (T,) seconds."""
+    point's own contact, airborne (T,) no foot point near the floor and the hips falling as in flight; times (T,)
+    seconds."""
 
     times: np.ndarray
     contact: np.ndarray
@@ -353,6 +358,20 @@ def floor_speed(points: np.ndarray, fps: float, window: float = SPEED_WINDOW) ->
     return out
 
 
+def vertical_acceleration(heights: np.ndarray, fps: float, window: float = ACCEL_WINDOW) -> np.ndarray:
+    """(T,) accelerations (m/s^2) of (T,) heights: twice the leading coefficient of a least-squares parabola through
+    the heights within `window` seconds centred on each frame (at least a frame either side; fewer at the ends)."""
+    half = max(1, int(round(window * fps / 2)))
+    out = np.zeros(len(heights))
+    for t in range(len(heights)):
+        lo, hi = max(t - half, 0), min(t + half + 1, len(heights))
+        if hi - lo < 3:
+            continue
+        dt = (np.arange(lo, hi) - t) / fps
+        out[t] = 2 * np.polyfit(dt, heights[lo:hi], 2)[0]
+    return out
+
+
 def rest_height(heights: np.ndarray, fps: float) -> np.ndarray:
     """(T, ...) where each point rests on the floor at each frame: its lowest within REST_WINDOW seconds either side
     (a capture's floor is not quite flat along a path), at most REST_RISE above its REST_PERCENTILE over the clip
@@ -371,5 +390,7 @@ def true_contacts(motion: Motion, height: float = CONTACT_HEIGHT, speed: float =
         low[name] = above < height
         low[name + "_still"] = low[name] & (floor_speed(points, motion.fps) < speed)
     contact = low["heel_still"] | low["toes_still"]
-    airborne = ~(low["heel"] | low["toes"]).any(axis=1)
+    hips = motion.joints[:, [NAMES.index("left_hip"), NAMES.index("right_hip")], 1].mean(axis=1)
+    falling = vertical_acceleration(hips, motion.fps) < -FLIGHT_FALL
+    airborne = ~(low["heel"] | low["toes"]).any(axis=1) & falling
     return Truth(motion.times, contact, low["heel_still"], low["toes_still"], airborne)

@@ -232,6 +232,25 @@ def test_every_category_has_a_held_out_clip():
     assert all(name in corpus.PROJECT or "_cmu_" in name for name in corpus.HELD_OUT)
 
 
+def test_the_hips_vertical_acceleration_is_a_parabolas():
+    fps = 60.0
+    times = np.arange(60) / fps
+    flight = 1.0 + 2.0 * times - 9.81 / 2 * times**2  # thrown up at 2 m/s
+    np.testing.assert_allclose(corpus.vertical_acceleration(flight, fps), -9.81, atol=1e-6)
+    np.testing.assert_allclose(corpus.vertical_acceleration(np.full(60, 0.9), fps), 0.0, atol=1e-9)
+
+
+def test_a_walk_whose_feet_both_stand_up_off_their_rest_is_not_in_the_air():
+    motion = corpus.project_motions(["cmu_08_11"])[0]
+    heels, toes = corpus.foot_points(motion.joints)
+    feet_up = np.ones(len(motion.joints), bool)
+    for points in (heels, toes):
+        above = points[..., 1] - corpus.rest_height(points[..., 1], motion.fps)
+        feet_up &= (above >= corpus.CONTACT_HEIGHT).all(axis=1)
+    assert feet_up.sum() >= 4  # both feet over 3 cm above their rest for a moment (a roll onto the toes)
+    assert not corpus.true_contacts(motion).airborne.any()  # yet the hips are held up: no flight
+
+
 def test_a_run_has_flights_and_its_truth_is_the_same_at_every_rate():
     motion = corpus.project_motions(["cmu_35_24"])[0]
     truth = corpus.true_contacts(motion)

@@ -69,3 +69,40 @@ def test_a_hold_begins_where_the_avatars_foot_came_down(fps):
     away = np.linalg.norm(held - came_down, axis=1)
     assert away.max() < 0.005, np.round(1000 * away, 1)
     assert np.abs(np.diff(held, axis=0)).max() < 1e-9  # and stays there
+
+
+@pytest.mark.parametrize("fps", [24.0, 30.0, 60.0])
+def test_a_hold_begun_after_a_depth_frame_starts_where_it_measured_the_foot(fps):
+    """A body running away from the camera plants its left foot; on the lifted frames before the next depth frame the
+    foot's depth is carried over from the swing, 12 cm too far (as the lifter carries it with the root); the depth frame
+    comes between the touchdown and the decision (1/30 s after the touchdown) and puts the foot where it is. From the
+    decision on, the lock's ankle and the avatar's stay where the depth frame measured the foot, within 1 cm (main:
+    anchored `anchor_back` before the decision, on the carried depth: 120 mm off at 60 fps, where that time is two
+    frames back, before the depth frame; at 24 and 30 fps it is the last frame or after it, and the rows check that
+    nothing changes there)."""
+    start = walk(1).camera[0]
+    solver, lock, pin = LiveSolver(NAMES), FootLock(NAMES), FootPin()
+    avatar, held = [], []
+    swing, stance = 3, int(round(STANCE * fps))
+    decided = swing + int(round(fps / 30))  # 1/30 s after the touchdown
+    depth = decided - 1  # the depth frame: after the touchdown, before the decision (at 24 and 30 fps the touchdown)
+    planted = start[LEFT_FOOT] + np.array([0.0, 0.0, SPEED * swing / fps])
+    for k in range(-10, swing + stance):
+        t = 1.0 + k / fps
+        body = start.copy() if k < 0 else start + np.array([0.0, 0.0, SPEED * k / fps])
+        if k >= swing:
+            body[LEFT_FOOT] = planted + (np.array([0.0, 0.0, 0.12]) if k < depth else 0.0)  # carried, then measured
+        measured = k < 0 or k == depth
+        contacts = np.array([k >= decided, False])
+        locked = lock.apply(t, body, contacts, measured)
+        targets = pin.frame(t, lock, _feet(camera_to_rig(locked)), _feet(camera_to_rig(body)), None, measured)
+        pose = solver.update(locked, absolute_root=True, feet=targets, measured=body if k < 0 else None)
+        heads, _ = forward_kinematics(pose.skeleton, pose.root_position[None], pose.rotations[None])
+        avatar.append(heads[0, LEFT_FOOT_BONE])
+        held.append(locked[INDEX["left_ankle"]])
+    avatar, held = np.array(avatar[10:]), np.array(held[10:])
+    assert len(held[decided:]) >= 4
+    lock_off = np.linalg.norm(held[decided:] - planted[0], axis=1)
+    assert lock_off.max() < 0.01, np.round(1000 * lock_off, 1)
+    avatar_off = np.linalg.norm(avatar[decided:] - avatar[depth], axis=1)
+    assert avatar_off.max() < 0.01, np.round(1000 * avatar_off, 1)

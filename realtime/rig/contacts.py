@@ -34,7 +34,10 @@ floor, or moving more up or down than along it; not yet seen for `hips_window`, 
 hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
 onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
 more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
-move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`). Judged over
+move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`); beside a foot
+in the air (not in contact, its heel higher than `off_height` within `landing_recent`: stepping, hopping or leaping off
+this one) the heel's limits hold again, and while the hips go up faster than `walking` (a take-off) so does
+`toes_heel_rising` (standing up, the heels come down; a sitter's heels rise as the hips go down). Judged over
 a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
@@ -141,6 +144,7 @@ class ContactDetector:
         # None until they have been seen for hips_window (a speed over fewer frames is the noise's)
         self._still: Optional[bool] = None
         self._settling = False  # the hips going up or down faster than `walking` (sitting down, crouching, standing up)
+        self._springing = False  # the hips going up faster than `walking` (standing up, or a take-off: a hop, a jump)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -169,7 +173,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._still, self._settling = None, False
+        self._still, self._settling, self._springing = None, False, False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -185,6 +189,7 @@ class ContactDetector:
         if lasted(timestamp - self._hips[0][0], self.gates.hips_window, step):
             self._still = along < self.gates.walking or vertical > along
             self._settling = vertical > self.gates.walking
+            self._springing = float(velocity @ up) > self.gates.walking
         return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
@@ -331,6 +336,7 @@ class ContactDetector:
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
         toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
+        held = dict(self.state)  # the last frame's contacts (each foot judges the other's by them, in either order)
         for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
@@ -365,7 +371,14 @@ class ContactDetector:
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
                 settled = self._settled[side] = self._settled[side] or bool(self._planted_still[side] and self._settling)
-                heel_left = not settled and (risen > gates.toes_heel_rise or rises > gates.toes_heel_rising)
+                # a settled stance beside a foot in the air (not held, its heel above off_height within landing_recent)
+                # steps, hops or leaps off, and one whose hips spring up as its heel rises fast takes off: the heel's
+                # limits again (a sitter or a squatter stands on both feet; standing up, the heels come down)
+                other = SIDES[1 - SIDES.index(side)]
+                alone = not held[other] and not lasted(timestamp - self._swung[other], gates.landing_recent, step)
+                seated = settled and not alone
+                heel_left = ((not seated and risen > gates.toes_heel_rise)
+                             or ((not seated or self._springing) and rises > gates.toes_heel_rising))
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (heel_left or (settled and flat and rises > gates.off_rise_speed)
                            or self._toes_off(side, timestamp, step, standing, settled))

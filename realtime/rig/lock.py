@@ -3,7 +3,9 @@
 While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
 frame at 30 fps, interpolated between frames at other rates; the detector decides from the heel's speed over its
 last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
-noise or a depth frame's re-measuring), and the knee follows by
+noise or a depth frame's re-measuring), or on the last depth frame (`measured`) where that came later: a landing
+foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
+is down; and the knee follows by
 two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
 the leg's reach (by at most `stretch`) is kept, the shin stretched; further out (a depth carried over from the
 swing) the anchor moves once to where the leg lands.
@@ -126,8 +128,9 @@ class FootLock:
         out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
         return reached
 
-    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray) -> np.ndarray:
-        """timestamp (s), (K, 3) metres, (2,) contacts (left, right) -> (K, 3) with the feet in contact held. A time
+    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False) -> np.ndarray:
+        """timestamp (s), (K, 3) metres, (2,) contacts (left, right) -> (K, 3) with the feet in contact held. measured:
+        this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). A time
         not after the last frame's starts the lock over (`reset`)."""
         timestamp = float(timestamp)
         if not np.isfinite(timestamp):
@@ -146,9 +149,9 @@ class FootLock:
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
             back = self._back(side, timestamp - gates.anchor_back)
             trail = self._trail[side]
-            if self._came[side] is None:
+            if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()
-            else:
+            if self._came[side] is not None:
                 trail.append((timestamp, self._came[side]))
                 _trim(trail, timestamp - gates.anchor_back)
             toes = out[self.toes[side]].mean(axis=0)
@@ -343,9 +346,10 @@ class FootPin:
     (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
     ankle and the toes go, in the rig axes of the points solved:
     - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.anchor_back` before the
-      hold began: the same time at any frame rate; this frame's solve of the lock's points, the knee bent to the held
-      ankle with the frame's thigh and shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as
-      the lock moves its held ankle (a hold out of the leg's reach is moved by the lock);
+      hold began, or the last depth frame where that came later, as the lock takes it: the same time at any frame
+      rate; this frame's solve of the lock's points, the knee bent to the held ankle with the frame's thigh and shin,
+      puts the avatar's foot elsewhere: its legs are not the frame's), moved as the lock moves its held ankle (a hold
+      out of the leg's reach is moved by the lock);
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
       to them, flat, heading as it came down (about its toes where they came down first: a run lands on the
@@ -373,17 +377,19 @@ class FootPin:
         self._pins: dict[str, Optional[_Pin]] = dict.fromkeys(SIDES)
         self._last: Optional[float] = None
         self._step = 0.0
+        self._measured = False  # this frame is a depth frame
         self._trail: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle, toes) of the avatar's foot on
         # the frames before this one, as far back as the lock's anchor_back reaches
         self._seen: dict[str, deque] = {side: deque() for side in SIDES}  # (time, ankle and toes heights) as shown,
         # as far back as still_look reaches
 
     def frame(self, timestamp: float, lock: FootLock, locked: np.ndarray, shown: np.ndarray,
-              floor: Optional[tuple[np.ndarray, float]]):
+              floor: Optional[tuple[np.ndarray, float]], measured: bool = False):
         """This frame's `FeetTargets`. locked, shown: (2, 2, 3) the lock's output and its input (left, right;
         ankle, toes), rig axes of the points solved; floor: (up (3,), height (m) of the axes' origin above the
-        floor), or None where the floor is not known."""
+        floor), or None where the floor is not known; measured: this frame is a depth frame (as `FootLock.apply`'s)."""
         timestamp = float(timestamp)
+        self._measured = measured
         step = 0.0 if self._last is None or timestamp <= self._last else timestamp - self._last
         self._last, self._step = timestamp, step
         if floor is not None:
@@ -491,7 +497,8 @@ class FootPin:
         """Keeps this frame's avatar foot (ankle, toes) of `side`, as far back as `back` seconds reach."""
         trail = self._trail[side]
         if np.isfinite(np.concatenate(foot)).all():
-            if trail and timestamp <= trail[-1][0]:
+            if trail and (timestamp <= trail[-1][0] or self._measured):  # after a depth frame, a hold begins no
+                # earlier than its avatar foot, as the lock's anchor
                 trail.clear()
             trail.append((timestamp, *(np.array(p, np.float64) for p in foot)))
         _trim(trail, timestamp - back)
