@@ -276,15 +276,18 @@ def _pitch(ankle: np.ndarray, toes: np.ndarray) -> np.ndarray:
     return np.degrees(np.arcsin(foot[..., 1] / np.linalg.norm(foot, axis=-1)))
 
 
-def _pin_frames(plan, seed: int = 0):
+def _pin_frames(plan, seed: int = 0, pins: list | None = None):
     """FootPin driven by `plan`: per frame (time, share, since, shown (2, 2, 3)) for both feet (left, right); the
     lock's held feet are the shown ones when each hold began, the avatar's solved feet the shown ones. -> per frame
-    the avatar's feet (ankles, toes) (2, 3) each: the pin's targets, the solved (shown) foot where it gives none."""
+    the avatar's feet (ankles, toes) (2, 3) each: the pin's targets, the solved (shown) foot where it gives none.
+    pins: a list the FootPin is appended to (to look at it afterwards)."""
     from realtime.rig.lock import FootPin
     from realtime.rig.solver import Legs
 
     rng = np.random.default_rng(seed)
     pin, hold = FootPin(), _Hold()
+    if pins is not None:
+        pins.append(pin)
     held = [None, None]
     out = []
     for time, shares, sinces, shown in plan:
@@ -393,3 +396,18 @@ def test_a_foot_standing_toes_up_rests_its_toes_where_shown_not_at_the_other_fee
     assert abs(np.median(toes[late, 0, 1]) - 0.09) < 0.01
     assert np.abs(ankles[late, 0][:, [0, 2]] - ankles[late][0, 0, [0, 2]]).max() < 1e-3  # not moved along the floor
     assert np.abs(toes[times >= 0.6, 1, 1] - _REST[1]).max() < 0.005  # the right foot, flat, as before
+
+
+def test_a_long_toes_up_stance_keeps_its_toes_up_and_a_bounded_look_at_how_it_stands():
+    """A foot standing toes-up for a minute at 60 fps (a performer standing about): its toes stay where shown all the
+    while, and the pin keeps no more than about a second of the still foot's heights (a median over every frame of a
+    long stance, every frame, would cost ever more on the live path)."""
+    fps = 60.0
+    toes_up = _foot(np.array([0.0, 0.09, 0.5]), -32.8)
+    right = _foot(np.array([0.3, _REST[1], 0.0]), 0.0)
+    plan = [(k / fps, (1.0, 1.0), (0.0, 0.0), np.array([toes_up, right])) for k in range(int(60 * fps))]
+    pins: list = []
+    _, toes = _pin_frames(plan, pins=pins)
+    assert np.abs(toes[int(5 * fps):, 0, 1] - 0.09).max() < 0.01  # the toes up where shown, to the end
+    kept = len(pins[0]._pins["left"].still)
+    assert 0 < kept <= 1.5 * fps  # a second and the first look's frames, not the minute's 3,600

@@ -235,6 +235,8 @@ class PinGates(Gates):
                                      "foot can rest so; a walk's stances are within a centimetre or two of their median), "
                                      "then as far over the ankle as shown, no higher than shown")
 
+STILL_KEPT = 1.0  # s: a held foot's still heights are taken this long after the first still look (how a foot stands
+# shows in a second; a stance of minutes would take a median over ever more frames, every frame)
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
 # (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
@@ -476,7 +478,7 @@ class FootPin:
                 if still is not None:  # this hold shows the foot standing still
                     if pin.still_since is None:
                         pin.still, pin.still_since = list(still), timestamp
-                    else:
+                    elif timestamp - pin.still_since < STILL_KEPT:
                         pin.still.append(still[-1])
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
