@@ -130,7 +130,18 @@ def test_ctrl_c_while_exporting_leaves_nothing(moving, tmp_path):
         assert _listing(tmp_path) == before
 
 
-def test_a_signal_while_the_files_move_into_place_waits_until_the_set_is_whole(tmp_path, monkeypatch):
+@pytest.fixture
+def pythons_ctrl_c():
+    """Python's own Ctrl+C for the test, the process's handler back after it (a suite started in the background by a
+    shell without job control begins with Ctrl+C ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_signal_while_the_files_move_into_place_waits_until_the_set_is_whole(tmp_path, monkeypatch, pythons_ctrl_c):
     moves = []
     replace = os.replace
 
