@@ -281,7 +281,8 @@ class _Pin:
     `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
     (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
     ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot; but one
-    frame's heights give way to the measured ones once there are any, over `settle`, from `rest_from` at `rest_since`);
+    frame's heights come down with a foot shown still coming down, and give way to the measured ones once there are any,
+    over `settle`, from `rest_from` at `rest_since`);
     `measured`: `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
     (`PinGates.settle_speed`), set on its first placed frame."""
 
