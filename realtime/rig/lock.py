@@ -477,9 +477,11 @@ class FootPin:
                 if measured is not None and measured[0] <= self.gates.first_ankle:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
-                elif self._seen[side] and self._seen[side][-1][0] == timestamp:  # a foot still coming down (the hold's
-                    # first frame is the anchor's, a frame before the landing) comes down with it, as shown
-                    lower = self._one_frame(*self._seen[side][-1][1])
+                elif lock.since[side] is not None:  # a foot still coming down (the hold's first frame is the
+                    # anchor's, a frame before the landing) comes down with it: the median of the hold's frames as shown
+                    # (`still_look` back at most; one frame's depth can jump the ankle by centimetres)
+                    shown = [heights for time, heights in self._seen[side] if time > pin.start]
+                    lower = self._one_frame(*np.median(np.array(shown), axis=0)) if shown else pin.rest
                     if lower[0] < pin.rest[0]:
                         pin.rest = lower
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
