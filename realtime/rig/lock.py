@@ -281,8 +281,7 @@ class _Pin:
     `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
     (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
     ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot; but one
-    frame's heights come down with a foot shown still coming down, and give way to the measured ones once there are any,
-    over `settle`, from `rest_from` at `rest_since`);
+    frame's heights give way to the measured ones once there are any, over `settle`, from `rest_from` at `rest_since`);
     `measured`: `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
     (`PinGates.settle_speed`), set on its first placed frame."""
 
@@ -428,13 +427,6 @@ class FootPin:
         moved = np.abs(np.median(seen[:half], axis=0) - np.median(seen[half:], axis=0))
         return seen if float(moved.max()) < self.gates.still_within else None
 
-    def _one_frame(self, ankle_height: float, toes_height: float) -> tuple[float, float]:
-        """One frame's resting heights (ankle, toes; never in the floor) from a foot's heights on it: the ankle no higher
-        than first_ankle, toes shown level with it or over it (a heel strike) at first_toes."""
-        down = max(ankle_height - self.gates.first_ankle, 0.0)
-        toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
-        return max(ankle_height - down, 0.0), max(toes_rest, 0.0)
-
     def _rest(self, side: str) -> Optional[tuple[float, float]]:
         """A foot's measured resting heights; the other foot's while its own are not measured yet (the same
         performer's feet rest alike within a centimetre or two; one frame's heights can be a landing foot's in the
@@ -466,8 +458,12 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    if measured is None:  # one frame's heights: where the lock holds the foot
-                        measured = self._one_frame(*(float(h) for h in locked[s] @ floor[0] + floor[1]))
+                    if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
+                        # level with it or over it (a heel strike) at first_toes
+                        ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
+                        down = max(ankle_height - self.gates.first_ankle, 0.0)
+                        toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
+                        measured = (ankle_height - down, toes_rest)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
@@ -477,12 +473,6 @@ class FootPin:
                 if measured is not None and measured[0] <= self.gates.first_ankle:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
-                elif (lock.since[side] is not None and timestamp - pin.start <= self.gates.settle and self._seen[side]
-                      and self._seen[side][-1][0] == timestamp):  # a foot still coming down over the settle (the
-                    # hold's first frame is the anchor's, a frame before the landing) comes down with it, as shown
-                    lower = self._one_frame(*self._seen[side][-1][1])
-                    if lower[0] < pin.rest[0]:
-                        pin.rest = lower
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
                 still = self._still(side, pin.start)
                 if still is not None:  # this hold shows the foot standing still
