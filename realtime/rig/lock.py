@@ -7,8 +7,9 @@ noise or a depth frame's re-measuring), or on the last depth frame (`measured`) 
 foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
 is down; and the knee follows by
 two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
-the leg's reach (by at most `stretch`) is kept, the shin stretched; further out (a depth carried over from the
-swing) the anchor moves once to where the leg lands.
+the leg's reach (by at most `stretch`) is kept, the shin stretched; further out as the hold begins (a depth carried
+over from the swing) the anchor moves once to where the leg lands; drawn further out later in the hold (the hips past
+the foot), it follows the leg only as far as the stretch allows, not the whole stretch back in one frame.
 
 Released, the foot eases from where it was held to where it is shown over `ease_time`, a smoothstep (slow first:
 a release can come a frame before the foot leaves the floor). After a stance (`hold_after` or longer) the ease
@@ -195,8 +196,12 @@ class FootLock:
             reached = self._reach(out, side, self._anchor[side])
             if np.linalg.norm(reached - self._anchor[side]) <= gates.stretch:
                 reached = self._anchor[side]
-            else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
+            elif self._held[side] == timestamp:  # out of reach as it lands (a depth carried over from a swing): hold there
                 self._anchor[side] = reached.copy()
+            else:  # the body drawn out of reach later in the hold: the anchor follows only as far as the stretch allows
+                away = self._anchor[side] - reached
+                self._anchor[side] = reached + away * (gates.stretch / np.linalg.norm(away))
+                reached = self._anchor[side]
             out[foot] = points3d[foot] + (reached - points3d[ankle])
             self._shown[side] = out[ankle].copy()
             self.share[side], self.since[side] = 1.0, self._held[side]
