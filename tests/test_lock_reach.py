@@ -1,7 +1,7 @@
 """A held foot the body walks out of reach of (issue 51): late in a stance the hips pass over and beyond the planted
-foot while the frame's legs are too short to reach it; the lock's anchor then follows the leg only as far as
-`LockGates.stretch` allows, a little on each frame, rather than jumping the whole stretch back to the leg at once
-(realtime/rig/lock.py `FootLock`)."""
+foot while the frame's legs are too short to reach it; drawn out that slowly (under `LockGates.drawn_speed`), the
+lock's anchor then follows the leg only as far as `LockGates.stretch` allows, a little on each frame, rather than
+jumping the whole stretch back to the leg at once (realtime/rig/lock.py `FootLock`)."""
 
 from __future__ import annotations
 
