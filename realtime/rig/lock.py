@@ -7,8 +7,9 @@ noise or a depth frame's re-measuring), or on the last depth frame (`measured`) 
 foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
 is down; and the knee follows by
 two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
-the leg's reach (by at most `stretch`) is kept, the shin stretched; further out (a depth carried over from the
-swing) the anchor moves once to where the leg lands.
+the leg's reach (by at most `stretch`) is kept, the shin stretched; further out at once (a depth carried over from the
+swing) the anchor moves once to where the leg lands; drawn further out slowly (`drawn_speed`: the hips walking past the
+foot), it follows the leg only as far as the stretch allows, not the whole stretch back in one frame.
 
 Released, the foot eases from where it was held to where it is shown over `ease_time`, a smoothstep (slow first:
 a release can come a frame before the foot leaves the floor). After a stance (`hold_after` or longer) the ease
@@ -40,6 +41,10 @@ class LockGates(Gates):
                                            "contact began (at any frame rate the same place on a landing foot)")
     stretch: float = gate(0.15, "m", "an anchor this far out of the leg's reach keeps the ankle (the shin stretched) "
                                      "rather than dragging it with the hips")
+    drawn_speed: float = gate(2.0, "m/s", "further out, an anchor whose overreach grows slower than this (the hips "
+                                          "walking past the held foot) follows the leg only as far as stretch allows; "
+                                          "faster (a depth carried over from the swing) it lands once where the leg "
+                                          "reaches")
     ease_time: float = gate(1 / 6, "s", "a released foot reaches where it is shown this long after the last frame it "
                                         "was held (a smoothstep)")
     hold_after: float = gate(1 / 6, "s", "a foot held this long or longer waits, once released, until it swings")
@@ -108,6 +113,8 @@ class FootLock:
         # one, as far back as anchor_back reaches
         self._ease: dict[str, Optional[_Ease]] = dict.fromkeys(SIDES)
         self._held: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # when the current contact's hold began
+        self._over: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the last held frame's anchor out of the leg's
+        # reach (m, at most stretch); None: not held on the last frame
         self._swing: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before a waiting foot
         # was first shown moving faster than swing_speed (in a row)
         self.share: dict[str, float] = dict.fromkeys(SIDES, 0.0)  # the last frame's hold per foot: 1 held (or waiting
@@ -164,7 +171,7 @@ class FootLock:
                 if self._anchor[side] is not None and shown is not None:  # released: ease out from where it was held
                     stood = lasted(timestamp - self._held[side], gates.hold_after, step)
                     ease = _Ease(shown - out[ankle], timestamp if stood else None, None if stood else previous)
-                self._anchor[side], self._held[side] = None, None
+                self._anchor[side], self._held[side], self._over[side] = None, None, None
                 if ease is not None and not (leg_seen and np.isfinite(ease.offset).all()):
                     ease = None  # the leg not seen: the ease ends here rather than resuming later from a stale place
                 moving = (ease is not None and ease.waiting is not None and came is not None
@@ -193,10 +200,17 @@ class FootLock:
                 self._anchor[side] = (shown if holding else back if back is not None else out[ankle]).copy()
             # the ankle lands where the leg reaches: at the anchor unless the leg is too short
             reached = self._reach(out, side, self._anchor[side])
-            if np.linalg.norm(reached - self._anchor[side]) <= gates.stretch:
+            over, before = float(np.linalg.norm(reached - self._anchor[side])), self._over[side]
+            self._over[side] = min(over, gates.stretch)
+            if over <= gates.stretch:
                 reached = self._anchor[side]
-            else:  # out of reach (the anchor's depth was carried over from a swing frame): hold where it lands
+            elif before is not None and over - before <= gates.drawn_speed * step:  # drawn out by the hips walking on:
+                away = self._anchor[side] - reached  # the anchor follows only as far as the stretch allows
+                self._anchor[side] = reached + away * (gates.stretch / over)
+                reached = self._anchor[side]
+            else:  # out of reach at once (the anchor's depth was carried over from a swing frame): hold where it lands
                 self._anchor[side] = reached.copy()
+                self._over[side] = 0.0
             out[foot] = points3d[foot] + (reached - points3d[ankle])
             self._shown[side] = out[ankle].copy()
             self.share[side], self.since[side] = 1.0, self._held[side]
