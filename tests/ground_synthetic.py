@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from realtime.rig.contacts import ContactDetector
+from realtime.rig.floor import Floor
 from realtime.rig.leg_ik import solve_leg
 from tests.mocap_synthetic import NAMES
 
@@ -157,3 +159,29 @@ def at_rate(seen: Walk, fps: float) -> Walk:
     camera = (world - centre) @ rotation.T
     pixels = FOCAL * camera[..., :2] / camera[..., 2:] + CENTRE
     return Walk(world, camera, pixels, seen.contacts[before].copy(), seen.up, times)
+
+
+def feet_across_the_view(fps: float, seed: int, motion, seconds: float, noise: float = 0.004
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """The rule-based ContactDetector on both feet facing across the view (heel to toes 0.2 m along x, the feet 0.25 m
+    apart in depth, 4 m out, camera y down), as `motion(t)` -> ((the left heel's rise, its toes' rise), (the right's),
+    the hips' drop; m) moves them over `seconds`, each point shown with `noise` (m, each frame its own): times and both
+    contacts. A heel rising above its toes pivots about them (it comes 0.2 m times one less the pitch's cosine nearer)."""
+    heels = [NAMES.index("left_heel"), NAMES.index("right_heel")]
+    toes = [[NAMES.index(f"{side}_big_toe"), NAMES.index(f"{side}_small_toe")] for side in ("left", "right")]
+    hips = [NAMES.index("left_hip"), NAMES.index("right_hip")]
+    rng = np.random.default_rng([seed, int(fps)])
+    detector = ContactDetector(Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3)), NAMES)
+    times = np.arange(int(round(seconds * fps)) + 1) / fps
+    decided = []
+    for t in times:
+        *feet, drop = motion(t)
+        points = np.full((len(NAMES), 3), np.nan)
+        for k, ((heel_rise, toe_rise), z) in enumerate(zip(feet, (3.875, 4.125))):
+            pitch = np.arcsin(min(max(heel_rise - toe_rise, 0.0) / 0.2, 1.0))
+            points[heels[k]] = [0.2 * (1.0 - np.cos(pitch)), -heel_rise, z] + rng.normal(0.0, noise, 3)
+            for toe, side in zip(toes[k], (-0.03, 0.03)):
+                points[toe] = [0.2, -toe_rise, z + side] + rng.normal(0.0, noise, 3)
+        points[hips] = [[0.1, -0.9 + drop, 3.9], [0.1, -0.9 + drop, 4.1]]
+        decided.append(detector.update(t, points))
+    return times, np.array(decided)

@@ -14,14 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from realtime.rig.contacts import ContactDetector
-from realtime.rig.floor import Floor
-from tests.mocap_synthetic import NAMES
+from tests.ground_synthetic import feet_across_the_view
 
-FLOOR = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))  # camera y down: a point `h` above the floor has y = -h
-HEELS = [NAMES.index("left_heel"), NAMES.index("right_heel")]
-TOES = [[NAMES.index(f"{side}_big_toe"), NAMES.index(f"{side}_small_toe")] for side in ("left", "right")]
-HIPS = [NAMES.index("left_hip"), NAMES.index("right_hip")]
 TOLERANCE = 0.067  # s: bench/motion.py's: a decision this close to a true touchdown or lift-off counts neither way
 TOE_OFF = 0.85  # s: the toes leave the floor (the motions below)
 
@@ -31,26 +25,9 @@ def _smooth(p: float) -> float:
     return p * p * (3.0 - 2.0 * p)
 
 
-def _feet(fps: float, seed: int, motion, noise: float = 0.004) -> tuple[np.ndarray, np.ndarray]:
-    """Both feet facing across the view (heel to toes 0.2 m along x, the feet 0.25 m apart in depth, 4 m out), as
-    `motion(t)` -> ((the left heel's rise, its toes' rise), (the right's), the hips' drop; m) moves them, each point
-    shown with `noise` (m, each frame its own): times and both contacts. A heel rising above its toes pivots about
-    them (it comes 0.2 m times one less the pitch's cosine nearer)."""
-    rng = np.random.default_rng([seed, int(fps)])
-    detector = ContactDetector(FLOOR, NAMES)
-    times = np.arange(int(round(1.4 * fps)) + 1) / fps
-    decided = []
-    for t in times:
-        *feet, drop = motion(t)
-        points = np.full((len(NAMES), 3), np.nan)
-        for k, ((heel_rise, toe_rise), z) in enumerate(zip(feet, (3.875, 4.125))):
-            pitch = np.arcsin(min(max(heel_rise - toe_rise, 0.0) / 0.2, 1.0))
-            points[HEELS[k]] = [0.2 * (1.0 - np.cos(pitch)), -heel_rise, z] + rng.normal(0.0, noise, 3)
-            for toe, side in zip(TOES[k], (-0.03, 0.03)):
-                points[toe] = [0.2, -toe_rise, z + side] + rng.normal(0.0, noise, 3)
-        points[HIPS] = [[0.1, -0.9 + drop, 3.9], [0.1, -0.9 + drop, 4.1]]
-        decided.append(detector.update(t, points))
-    return times, np.array(decided)
+def _feet(fps: float, seed: int, motion) -> tuple[np.ndarray, np.ndarray]:
+    """Both feet across the view as `motion(t)` -> ((left heel, toes rise), (right's), hips' drop) moves them, 1.4 s."""
+    return feet_across_the_view(fps, seed, motion, 1.4)
 
 
 def _take_off(t: float) -> tuple[float, float, float]:

@@ -11,7 +11,7 @@ from realtime.rig.contacts import ContactDetector
 from realtime.rig.floor import Floor
 from realtime.rig.lift import Lifter
 from realtime.rig.lock import FootLock
-from tests.ground_synthetic import CENTRE, FOCAL, walk
+from tests.ground_synthetic import CENTRE, FOCAL, feet_across_the_view, walk
 from tests.mocap_synthetic import NAMES
 
 FLOOR = Floor(np.array([0.0, -1.0, 0.0]), np.zeros(3))  # camera y down: a heel `h` above the floor has y = -h
@@ -246,29 +246,13 @@ def test_feet_shifting_along_the_floor_as_the_body_sits_down_stay_planted(fps):
         assert decided[stood].all(), (seed, times[stood][~decided[stood].all(axis=1)][:3])
 
 
-TOES = [[NAMES.index(f"{side}_big_toe"), NAMES.index(f"{side}_small_toe")] for side in ("left", "right")]
-
-
-def _on_the_toes(fps: float, seed: int, motion, noise: float = 0.004) -> tuple[np.ndarray, np.ndarray]:
-    """Both feet facing across the view (heel to toes 0.2 m along x, the feet 0.25 m apart in depth, 4 m out), as
-    `motion(t)` -> (the heels' rise, the toes' rise, the hips' drop; m) moves them, each point shown with `noise` (m,
-    each frame its own): times and both contacts. A heel rising onto still toes pivots about them (it comes 0.2 m
-    times one less the pitch's cosine nearer)."""
-    rng = np.random.default_rng([seed, int(fps)])
-    detector = ContactDetector(FLOOR, NAMES)
-    times = np.arange(int(round(1.6 * fps)) + 1) / fps
-    decided = []
-    for t in times:
+def _on_the_toes(fps: float, seed: int, motion) -> tuple[np.ndarray, np.ndarray]:
+    """Both feet across the view as `motion(t)` -> (the heels' rise, the toes' rise, the hips' drop; m) moves both
+    alike, 1.6 s (`feet_across_the_view`)."""
+    def both(t: float):
         heel_rise, toe_rise, drop = motion(t)
-        pitch = np.arcsin(min(max(heel_rise - toe_rise, 0.0) / 0.2, 1.0))
-        points = np.full((len(NAMES), 3), np.nan)
-        for k, z in enumerate((3.875, 4.125)):
-            points[HEELS[k]] = [0.2 * (1.0 - np.cos(pitch)), -heel_rise, z] + rng.normal(0.0, noise, 3)
-            for toe, side in zip(TOES[k], (-0.03, 0.03)):
-                points[toe] = [0.2, -toe_rise, z + side] + rng.normal(0.0, noise, 3)
-        points[HIPS] = [[0.1, -0.9 + drop, 3.9], [0.1, -0.9 + drop, 4.1]]
-        decided.append(detector.update(t, points))
-    return times, np.array(decided)
+        return (heel_rise, toe_rise), (heel_rise, toe_rise), drop
+    return feet_across_the_view(fps, seed, both, 1.6)
 
 
 def _sitting_onto_the_toes(t: float) -> tuple[float, float, float]:
