@@ -235,9 +235,11 @@ class PinGates(Gates):
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
-    first_toes: float = gate(0.03, "m", "and, shown level with the ankle or over it (a heel strike: the toes still to come "
-                                        "down), its toes this high (toes resting flat: 1-3 cm; a foot held pitched down "
-                                        "keeps its own)")
+    first_toes_look: float = gate(0.1, "s", "and its toes where they are shown, lowered as the median of their heights over "
+                                            "this long shows them coming down, never raised (toes shown level with the "
+                                            "ankle or over it: a heel strike, whose toes come down within 0.1-0.15 s, or a "
+                                            "foot standing toes-up, whose toes stay up: a kick's or a sitter's standing foot "
+                                            "can rest 3-4 cm over its ankle)")
     still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still toes-up keeps its toes up: the "
                                        "median heights of its ankle and toes on the hold's frames that end this long a "
                                        "look (from the hold's start on) at a still foot")
@@ -245,7 +247,7 @@ class PinGates(Gates):
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than first_ankle")
     toes_up: float = gate(0.04, "m", "toes-up: its toes this much further over the ankle than the heights it rests at "
-                                     "have them (one frame's, first_toes, the other foot's or its own; a kick's standing "
+                                     "have them (one frame's, the other foot's or its own; a kick's standing "
                                      "foot can rest so; a walk's stances are within a centimetre or two of their median), "
                                      "then as far over the ankle as shown, no higher than shown")
 
@@ -316,6 +318,7 @@ class _Pin:
     toes_up: Optional[bool] = None  # whether the look shows the foot standing toes-up (`PinGates.toes_up`), decided once
     # for the hold
     settle: Optional[float] = None
+    down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
     pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
@@ -472,13 +475,20 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
-                    if measured is None:  # one frame's heights: the ankle no higher than first_ankle, toes shown
-                        # level with it or over it (a heel strike) at first_toes
+                    if measured is None:  # one frame's heights: the ankle no higher than first_ankle, the toes as
+                        # shown, lowered with the ankle (and, on the frames after, as they are shown coming down)
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
-                        down = max(ankle_height - self.gates.first_ankle, 0.0)
-                        toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
-                        measured = (ankle_height - down, toes_rest)
+                        pin.down = max(ankle_height - self.gates.first_ankle, 0.0)
+                        measured = (ankle_height - pin.down, toes_height - pin.down)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
+            elif floor is not None and pin.rest is not None and not pin.measured and self._rest(side) is None:
+                # a hold on one frame's heights: its toes come down as they are shown coming down (a heel strike; a
+                # foot standing toes-up keeps them up), never up again
+                look = [heights[1] for time, heights in self._seen[side]
+                        if time > timestamp - self.gates.first_toes_look - 1e-9]
+                if look:
+                    toes = max(min(pin.rest[1], float(np.median(look)) - pin.down), 0.0)
+                    pin.rest = (pin.rest[0], toes)
             elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
                 # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
@@ -573,10 +583,9 @@ class FootPin:
         pin.rise = float(np.clip(shown, pin.rise - limit, pin.rise + limit))
         ankle_rest, toes_rest = rest
         length = float(legs.foot[s])
-        # flat: as the foot rests; one frame's heights (before they are measured) no more than level: a depth error
-        # can show the toes far over the ankle, while a stance on the ball of the foot shows in the measured ones
-        up_to = -0.9 if pin.measured or pin.toes_up else 0.0
-        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, up_to, 0.9))
+        # flat: as the foot rests (one frame's heights too: a depth error showing the toes far over the ankle on the
+        # hold's first frame is lowered as the frames after show them)
+        sin_flat = float(np.clip((ankle_rest - toes_rest) / length, -0.9, 0.9))
         flat = pin.base - (pin.base @ up + height - ankle_rest) * up  # the ankle on the floor, the foot flat
         toes_flat = flat + length * _forward(pin.heading, up, sin_flat)
         if pin.pivot is None:  # the point nearer where it rests came down first and stays: the toes (a run lands on the
