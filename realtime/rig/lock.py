@@ -319,6 +319,8 @@ class _Pin:
     # for the hold
     settle: Optional[float] = None
     down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
+    lowering: bool = False  # on one frame's heights that showed the toes level with the ankle or over it: the toes are
+    # lowered as the frames after show them coming down (`PinGates.first_toes_look`)
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
     pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
@@ -479,11 +481,12 @@ class FootPin:
                         # shown, lowered with the ankle (and, on the frames after, as they are shown coming down)
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         pin.down = max(ankle_height - self.gates.first_ankle, 0.0)
+                        pin.lowering = toes_height >= ankle_height  # a heel strike's toes, or a foot's standing toes-up
                         measured = (ankle_height - pin.down, toes_height - pin.down)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif floor is not None and pin.rest is not None and not pin.measured and self._rest(side) is None:
-                # a hold on one frame's heights: its toes come down as they are shown coming down (a heel strike; a
-                # foot standing toes-up keeps them up), never up again
+            elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
+                # a hold on one frame's heights that showed its toes level with its ankle or over it: they come down
+                # as they are shown coming down (a heel strike; a foot standing toes-up keeps them up), never up again
                 look = [heights[1] for time, heights in self._seen[side]
                         if time > timestamp - self.gates.first_toes_look - 1e-9]
                 if look:
