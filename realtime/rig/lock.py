@@ -235,11 +235,11 @@ class PinGates(Gates):
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up)")
-    first_toes_look: float = gate(0.1, "s", "and its toes where they are shown, lowered as the median of their heights over "
-                                            "this long shows them coming down, never raised (toes shown level with the "
-                                            "ankle or over it: a heel strike, whose toes come down within 0.1-0.15 s, or a "
-                                            "foot standing toes-up, whose toes stay up: a kick's or a sitter's standing foot "
-                                            "can rest 3-4 cm over its ankle)")
+    first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
+                                            "it (a heel strike, whose toes come down within 0.1-0.15 s, or a foot standing "
+                                            "toes-up, whose toes stay up: a kick's or a sitter's standing foot can rest 3-4 "
+                                            "cm over its ankle), lowered as the median of their heights over this long "
+                                            "shows them coming down, never raised")
     still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still toes-up keeps its toes up: the "
                                        "median heights of its ankle and toes on the hold's frames that end this long a "
                                        "look (from the hold's start on) at a still foot")
