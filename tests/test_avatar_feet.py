@@ -413,13 +413,13 @@ def test_a_long_toes_up_stance_keeps_its_toes_up_and_a_bounded_look_at_how_it_st
     assert 0 < kept <= 1.5 * fps  # a second and the first look's frames, not the minute's 3,600
 
 
-def test_a_first_hold_keeps_a_toes_up_foots_toes_up_and_brings_a_heel_strikes_toes_down_as_shown():
+def test_a_first_hold_keeps_a_toes_up_foots_toes_up_and_brings_a_heel_strikes_toes_down():
     """Before any resting heights are measured (a track's first stances: a sitter or a kicker standing from the start),
     a hold's toes shown over its ankle are either a heel strike's, still to come down, or a foot standing toes-up (a
     CMU kicker's and sitter's toe points rest 3-4 cm over the ankle). From the first frames on, at 24, 30 and 60 fps,
     the left foot standing toes-up (ankle 6 cm, toes 9 cm up) keeps its toes where shown, and the right foot striking
-    with its heel (toes shown 12 cm up, coming down to 2 cm in 0.12 s) brings them down as shown; neither moves along
-    the floor. Main put both feet's toes at 3 cm at once (`first_toes`): the standing toes 6 cm in the floor until
+    with its heel (toes shown 12 cm up, coming down to 2 cm in 0.12 s) brings them down flat; neither moves along the
+    floor. Main put both feet's toes at 3 cm at once (`first_toes`): the standing toes 6 cm in the floor until
     the look at a still foot raised them, 0.3 s into the hold."""
     toes_up = _foot(np.array([0.0, 0.09, 0.5]), -32.8)  # pitched 10.8 degrees toes-up: the ankle 6 cm up
     ankle = np.array([0.3, _REST[0], 0.0])
@@ -438,7 +438,8 @@ def test_a_first_hold_keeps_a_toes_up_foots_toes_up_and_brings_a_heel_strikes_to
         assert toes[standing, 0, 1].min() > 0.09 - 0.01, (fps, toes[standing, 0, 1])  # the toes-up toes where shown
         assert np.abs(ankles[standing, 0, 1] - 0.06).max() < 0.01
         down = times >= 0.3
-        assert np.abs(toes[down, 1, 1] - _REST[1]).max() < 0.01, (fps, toes[down, 1, 1])  # the heel strike's toes came down
+        # the heel strike's toes came down, to where they rest flat (2 cm) or first_toes (3 cm)
+        assert toes[down, 1, 1].max() < 0.035 and toes[down, 1, 1].min() > _REST[1] - 0.01, (fps, toes[down, 1, 1])
         assert np.abs(ankles[:, 1, 1] - _REST[0]).max() < 0.01  # about its heel, the ankle where it struck
         for s in range(2):  # not moved along the floor
             assert np.abs(ankles[:, s][:, [0, 2]] - ankles[0, s, [0, 2]]).max() < 2e-3, (fps, s)
