@@ -411,3 +411,62 @@ def test_a_long_toes_up_stance_keeps_its_toes_up_and_a_bounded_look_at_how_it_st
     assert np.abs(toes[int(5 * fps):, 0, 1] - 0.09).max() < 0.01  # the toes up where shown, to the end
     kept = len(pins[0]._pins["left"].still)
     assert 0 < kept <= 1.5 * fps  # a second and the first look's frames, not the minute's 3,600
+
+
+def test_a_hold_begun_on_the_other_feet_heights_goes_up_to_its_own_once_measured_keeping_its_footprint():
+    """One foot of a capture can rest higher than the other (a floor not level across the path, a marker set higher on
+    one foot): the right foot held flat from the start (its resting heights measured first), the left in the air for
+    1 s, then held for 2 s resting 1.5 cm higher than the right. Its hold begins on the right foot's heights (its own
+    are not measured yet), 1.5 cm in the floor; once its own are measured (`rest_after`) it goes up to them over
+    `settle`, straight up: its ankle and toes stay where the hold put them along the floor. On main it stayed 1.5 cm in
+    the floor for the whole hold."""
+    fps = 30.0
+    higher = _foot(np.array([0.0, _REST[1] + 0.015, 0.5]), 0.0)
+    plan = []
+    for k in range(int(3.0 * fps)):
+        time = k / fps
+        right = _foot(np.array([0.3, _REST[1], 0.0]), 0.0)
+        if time < 1.0:
+            left, share, since = _foot(np.array([0.0, 0.3, 0.2]), 0.0), 0.0, None  # in the air, never held yet
+        else:
+            left, share, since = higher, 1.0, 1.0
+        plan.append((time, (share, 1.0), (since, 0.0), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    early = (times >= 1.15) & (times < 1.45)  # before its own heights are measured: on the right foot's
+    assert np.abs(ankles[early, 0, 1] - _REST[0]).max() < 0.005, ankles[early, 0, 1]
+    late = times >= 1.8
+    assert np.abs(ankles[late, 0, 1] - higher[0, 1]).max() < 0.005, ankles[late, 0, 1]
+    assert np.abs(toes[late, 0, 1] - higher[1, 1]).max() < 0.005, toes[late, 0, 1]
+    assert np.abs(np.diff(ankles[times >= 1.15, 0, 1])).max() < 0.01  # eased over `settle`, no 1.5 cm jump in a frame
+    held = times >= 1.15
+    for point in (ankles, toes):  # up only: not along the floor
+        assert np.abs(point[held, 0][:, [0, 2]] - point[held][0, 0, [0, 2]]).max() < 1e-3
+    assert np.abs(toes[times >= 0.6, 1, 1] - _REST[1]).max() < 0.005  # the right foot, flat, as before
+
+
+def test_a_new_estimate_with_another_pitch_moves_the_held_foot_up_or_down_only():
+    """The right foot rests flat at _REST (its heights measured first); the left, held from 1 s on those, rests
+    pitched 5 degrees flatter and 1 cm lower on average. Once its own heights are measured the held foot moves to
+    their mean height, keeping the pitch it was held at: its ankle and its toes do not move along the floor (a heel
+    lowered by centimetres mid-hold pitches the foot, and the avatar's toes slide)."""
+    fps = 30.0
+    flatter = _foot(np.array([0.0, _REST[1] - 0.004, 0.5]), -5.0)
+    plan = []
+    for k in range(int(3.0 * fps)):
+        time = k / fps
+        right = _foot(np.array([0.3, _REST[1], 0.0]), 0.0)
+        if time < 1.0:
+            left, share, since = _foot(np.array([0.0, 0.3, 0.2]), 0.0), 0.0, None
+        else:
+            left, share, since = flatter, 1.0, 1.0
+        plan.append((time, (share, 1.0), (since, 0.0), np.array([left, right])))
+    times = np.array([p[0] for p in plan])
+    ankles, toes = _pin_frames(plan)
+    held = times >= 1.15
+    late = times >= 1.8
+    mean = 0.5 * (ankles[late, 0, 1] + toes[late, 0, 1])
+    assert np.abs(mean - 0.5 * (flatter[0, 1] + flatter[1, 1])).max() < 0.005, mean
+    assert np.abs(_pitch(ankles[held, 0], toes[held, 0]) - _pitch(*_foot(np.zeros(3), 0.0))).max() < 1.0
+    for point in (ankles, toes):
+        assert np.abs(point[held, 0][:, [0, 2]] - point[held][0, 0, [0, 2]]).max() < 1e-3
