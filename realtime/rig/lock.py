@@ -375,8 +375,10 @@ class FootPin:
       forefoot), over its height at `settle_speed` (at most `settle` seconds) counted
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
-      legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
-      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
+      legs are the robust estimate's, a lifted frame's may be shorter); a hold rests on the best heights there are on
+      each frame (its own measured ones, the other foot's, its first frame's), a new estimate (measured during a first
+      stance that lasts, or the foot's own after the other's) eased in over `settle` straight up or down, pitched as
+      the hold began, until the lower of its ankle and toes rests there (the footprint stays where the hold put it); a foot
       the hold shows standing still toes-up (`still_look`, `toes_up`) keeps its toes as far up as shown; its heel
       rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
@@ -542,13 +544,15 @@ class FootPin:
         return rest
 
     def _resting(self, pin: _Pin, timestamp: float) -> Optional[tuple[float, float]]:
-        """The heights the pinned foot's ankle and toes rest at now: pitched as the hold began (`shape`), at the mean
-        height of the resting heights now (`_level`), so a new estimate moves the foot up or down, not along the floor;
-        a foot this hold shows standing still toes-up keeps its toes as far up as shown over the resting heights now."""
+        """The heights the pinned foot's ankle and toes rest at now: pitched as the hold began (`shape`), moved up or
+        down until the lower of them (against the resting heights now, `_level`) rests there, as a foot pitched other
+        than it rests stands on one point; so a new estimate moves the foot straight up or down, not along the floor (a
+        heel moved by centimetres mid-hold pitches the foot, and its toes slide). A foot this hold shows standing still
+        toes-up keeps its toes as far up as shown over the resting heights now."""
         shape, level = pin.shape, self._level(pin, timestamp)
         if shape is None or level is None:
             return level
-        shift = 0.5 * (level[0] - shape[0] + level[1] - shape[1])
+        shift = max(level[0] - shape[0], level[1] - shape[1])  # neither point under where it rests now
         rest = (shape[0] + shift, shape[1] + shift)
         if pin.still_since is not None:  # a foot this hold shows standing still toes-up: its toes as far up as shown,
             # over one frame's heights or measured ones (the other foot's, or its own)
