@@ -292,13 +292,12 @@ class _Pin:
     `since` the lock's hold it belongs to, `share` the lock's share of it on the last frame; `base` (3,) the pinned
     ankle as the lock held it on the last frame of the hold (the lock, released, shows the foot's own motion: the heel's
     rise is taken from it, the place is not), `rise` the heel's rise above it so far (m), `last` the last frame's time;
-    `rest` the resting heights (ankle, toes) it puts the foot at: the best estimate there is on each frame (the foot's
-    own measured ones, `RestingHeights`; the other foot's while its own are not; else `first`, where the lock held its
-    ankle and toes when the hold began, the ankle at most `first_ankle` up), a new estimate eased in over `settle` from
-    `rest_from` at `rest_since`; `shape` the heights the hold began on, which set the foot's pitch for the hold (a new
-    estimate moves the foot up or down only, so its footprint stays where the hold put it); `measured`: `shape` is
-    measured resting heights, not one frame's; `settle` the seconds it comes down over (`PinGates.settle_speed`), set on
-    its first placed frame."""
+    `rest` the resting heights (ankle, toes) it puts the foot at: the foot's measured ones when the hold began
+    (`RestingHeights`; the other foot's while its own are not), else where the lock held its ankle and toes then, the
+    ankle at most `first_ankle` up (kept for the hold: an estimate refreshed within it would move the foot; but one
+    frame's heights give way to the measured ones once there are any, over `settle`, from `rest_from` at `rest_since`);
+    `measured`: `rest` is measured resting heights, not one frame's; `settle` the seconds it comes down over
+    (`PinGates.settle_speed`), set on its first placed frame."""
 
     offset: np.ndarray
     toes: np.ndarray
@@ -310,8 +309,6 @@ class _Pin:
     rise: float = 0.0
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
-    shape: Optional[tuple[float, float]] = None
-    first: Optional[tuple[float, float]] = None
     measured: bool = False
     still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
     # look at a still foot (`PinGates.still_look`)
@@ -319,8 +316,8 @@ class _Pin:
     toes_up: Optional[bool] = None  # whether the look shows the foot standing toes-up (`PinGates.toes_up`), decided once
     # for the hold
     settle: Optional[float] = None
-    rest_from: Optional[tuple[float, float]] = None  # the heights the foot rested at when `rest` last changed
-    rest_since: float = 0.0  # the time `rest` last changed
+    rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
+    rest_since: float = 0.0  # the time the measured `rest` took over from them
     pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
     # that a foot that came down on its toes flattens about them (set on its first placed frame)
 
@@ -375,10 +372,8 @@ class FootPin:
       forefoot), over its height at `settle_speed` (at most `settle` seconds) counted
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
-      legs are the robust estimate's, a lifted frame's may be shorter); a hold rests on the best heights there are on
-      each frame (its own measured ones, the other foot's, its first frame's), a new estimate (measured during a first
-      stance that lasts, or the foot's own after the other's) eased in over `settle` straight up or down, pitched as
-      the hold began, until the lower of its ankle and toes rests there (the footprint stays where the hold put it); a foot
+      legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
+      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
       the hold shows standing still toes-up (`still_look`, `toes_up`) keeps its toes as far up as shown; its heel
       rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
@@ -482,19 +477,16 @@ class FootPin:
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         down = max(ankle_height - self.gates.first_ankle, 0.0)
                         toes_rest = toes_height - down if toes_height < ankle_height else self.gates.first_toes
-                        measured = pin.first = (ankle_height - down, toes_rest)
-                    pin.rest = pin.shape = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif floor is not None and pin.rest is not None:
-                # the best estimate there is now (the foot's own, the other foot's, the hold's first frame's): a hold
-                # outlasts the measuring of its resting heights (a first stance that lasts: standing, a lunge, a sit)
-                # or their re-measuring; it goes over to them over `settle`, up or down only, if a standing foot could
+                        measured = (ankle_height - down, toes_rest)
+                    pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
+            elif floor is not None and pin.rest is not None and not pin.measured:
+                # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
+                # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
                 # rest there (a foot held in the air all along measures its own height in the air)
                 measured = self._rest(side)
-                best = pin.first if measured is None or measured[0] > self.gates.first_ankle else measured
-                best = None if best is None else (max(best[0], 0.0), max(best[1], 0.0))
-                if best is not None and best != pin.rest:
-                    pin.rest_from, pin.rest_since = self._level(pin, timestamp), timestamp
-                    pin.rest = best
+                if measured is not None and measured[0] <= self.gates.first_ankle:
+                    pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
+                    pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
                 still = self._still(side, pin.start)
                 if still is not None:  # this hold shows the foot standing still
@@ -535,36 +527,23 @@ class FootPin:
         ankle, toes = _at_time([*(kept for kept in self._trail[side] if kept[0] < now), (now, *free)], time)
         return ankle, toes
 
-    def _level(self, pin: _Pin, timestamp: float) -> Optional[tuple[float, float]]:
-        """The resting heights the pinned foot is at now: `rest`, or on the way to it from `rest_from` over `settle`."""
+    def _resting(self, pin: _Pin, timestamp: float) -> Optional[tuple[float, float]]:
+        """The heights the pinned foot rests at now: `rest`, or on the way to it from `rest_from` over `settle`."""
         rest = pin.rest
-        if pin.rest_from is not None and rest is not None:  # going over from the heights it rested at
+        if pin.rest_from is not None and rest is not None:  # going over from the heights the hold began on
             weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
-        return rest
-
-    def _resting(self, pin: _Pin, timestamp: float) -> Optional[tuple[float, float]]:
-        """The heights the pinned foot's ankle and toes rest at now: pitched as the hold began (`shape`), moved up or
-        down until the lower of them (against the resting heights now, `_level`) rests there, as a foot pitched other
-        than it rests stands on one point; so a new estimate moves the foot straight up or down, not along the floor (a
-        heel moved by centimetres mid-hold pitches the foot, and its toes slide). A foot this hold shows standing still
-        toes-up keeps its toes as far up as shown over the resting heights now."""
-        shape, level = pin.shape, self._level(pin, timestamp)
-        if shape is None or level is None:
-            return level
-        shift = max(level[0] - shape[0], level[1] - shape[1])  # neither point under where it rests now
-        rest = (shape[0] + shift, shape[1] + shift)
-        if pin.still_since is not None:  # a foot this hold shows standing still toes-up: its toes as far up as shown,
-            # over one frame's heights or measured ones (the other foot's, or its own)
+        if pin.still_since is not None and rest is not None:  # a foot this hold shows standing still toes-up: its toes
+            # as far up as shown, over one frame's heights or measured ones (the other foot's, or its own)
             ankle, toes = (float(h) for h in np.median(np.array(pin.still), axis=0))
             if pin.toes_up is None:
                 pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
-            if pin.toes_up:  # the toes as far over the ankle as shown, not over where they are shown (an ankle
-                # measured while held up stands too high)
-                goal = (level[0], max(level[1], min(level[0] + toes - ankle, toes)))
-                weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
-                rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
-        return max(rest[0], 0.0), max(rest[1], 0.0)
+            # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held up
+            # stands too high)
+            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes))) if pin.toes_up else rest
+            weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
+            rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
+        return rest
 
     @staticmethod
     def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
