@@ -4,7 +4,8 @@ then, from heel-off to toe-off, the toes'.
 The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
-(the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
+(the slope of a least-squares line through the heel over `speed_window` to the nearest frame: the three frames of
+a 24 fps camera, not a two-frame slope whose noise alone passes the gates), the height only as a loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
@@ -72,7 +73,8 @@ class ContactGates(Gates):
     on_speed_running: float = gate(0.5, "m/s", "the onset gate at a run (a running heel reads 0.3-0.4 m/s on the frames it "
                                                "stands, a running swing 5-10 m/s)")
     off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
-    speed_window: float = gate(0.067, "s", "the heel's speed: the slope of a line through its positions over this long")
+    speed_window: float = gate(0.067, "s", "the heel's and the toes' speed: the slope of a line through their positions "
+                                           "over this long, to the nearest frame (their rising speed: over no longer)")
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
@@ -358,11 +360,11 @@ class ContactDetector:
                 history.popleft()
             self._track_toes(side, timestamp, toe, camera, step)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
-            # the heel's velocity over no more than speed_window (the onset's speed and the rising speed: a landing or
-            # a lift shows no later); the release's speed over speed_window to the nearest frame (at 24 fps three
-            # frames, not a two-frame slope whose noise alone passes off_speed on a planted heel)
+            # the speed gates' speed over speed_window to the nearest frame (at 24 fps three frames: a two-frame slope's
+            # noise alone passes on_speed and off_speed on a planted heel); the rising speed over no more than
+            # speed_window (a whole-foot lift's rise shows no later)
             velocity = _velocity(_within(history, timestamp, gates.speed_window))
-            speed, held_speed = self._speed(velocity, heel, camera), self._speed(_velocity(history), heel, camera)
+            speed = self._speed(_velocity(history), heel, camera)
             if self.state[side]:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
@@ -377,7 +379,7 @@ class ContactDetector:
                 drift = abs(rise) if stood and walk is None else moved
                 lifted = self._toes_risen(side, toe, camera)
                 off, flat, risen, rises = self._looks_off(side, timestamp, step,
-                                                          (drift, slide, min(held_speed, 1e3), height, rise, rising, lifted))
+                                                          (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
                 standing = self._on_toes[side]
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
@@ -417,7 +419,7 @@ class ContactDetector:
                     self._planted_still[side], self._settled[side] = self._still is not False, False
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, min(held_speed, 1e3), height,
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height,
                                                              *self._rise(heel, heel, velocity, camera), 0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
