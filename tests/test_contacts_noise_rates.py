@@ -1,8 +1,9 @@
 """A planted foot's measurement noise at every frame rate (issue 51, walks' recall at 24 fps): the heel's speed is the
 slope of a line through its positions over `ContactGates.speed_window` (67 ms). At 30 and 60 fps that is three and
-five frames; at 24 fps (42 ms apart) the window to the nearest frame is three frames too, where the two frames inside
-67 ms give a slope whose noise alone (8-10 mm a point, each frame its own) reads 0.3-0.6 m/s on a heel standing still:
-past the onset gate, so the foot is not planted, and past the release's, so a planted one is let go.
+five frames; at 24 fps (42 ms apart) only two frames lie inside 67 ms, and their slope's noise alone (8-10 mm a point,
+each frame its own) reads 0.3-0.6 m/s on a heel standing still: past the release's `off_speed`, so a planted foot is
+let go and kept off for the refractory. The release judges the speed over the window to the nearest frame (three
+frames at 24 fps).
 
 Synthetic motion with known truth, noisy keypoints into the rule-based `ContactDetector`: the walker of
 tests/test_contacts_toes.py coming towards the camera (the front view), and two feet standing still across the view

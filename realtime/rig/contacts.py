@@ -4,8 +4,9 @@ then, from heel-off to toe-off, the toes'.
 The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
-(the slope of a least-squares line through the heel over `speed_window` to the nearest frame: the three frames of
-a 24 fps camera, not a two-frame slope whose noise alone passes the gates), the height only as a loose gate.
+(the slope of a least-squares line through the heel over `speed_window`; for a release over it to the nearest frame:
+the three frames of a 24 fps camera, not a two-frame slope whose noise alone passes `off_speed`), the height only as a
+loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
@@ -74,7 +75,7 @@ class ContactGates(Gates):
                                                "stands, a running swing 5-10 m/s)")
     off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
     speed_window: float = gate(0.067, "s", "the heel's and the toes' speed: the slope of a line through their positions "
-                                           "over this long, to the nearest frame (their rising speed: over no longer)")
+                                           "over this long (to the nearest frame for the release's speed gates)")
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
@@ -271,8 +272,8 @@ class ContactDetector:
     def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray, step: float) -> None:
         """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
         (their stance position and the window they are judged over): over speed_window to the nearest frame for their
-        speed, over no more than it for their rising speed, as the heel's (`step`: this frame's interval); forgotten
-        where they are not seen."""
+        speed, over no more than it for their rising speed, as the heel's release (`step`: this frame's interval);
+        forgotten where they are not seen."""
         history, track = self._toe_history[side], self._toe_track[side]
         if not np.isfinite(toes).all():
             history.clear()
@@ -360,9 +361,9 @@ class ContactDetector:
                 history.popleft()
             self._track_toes(side, timestamp, toe, camera, step)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
-            # the speed gates' speed over speed_window to the nearest frame (at 24 fps three frames: a two-frame slope's
-            # noise alone passes on_speed and off_speed on a planted heel); the rising speed over no more than
-            # speed_window (a whole-foot lift's rise shows no later)
+            # the heel's velocity over no more than speed_window (the onset's speed, the rising speed: a landing or a
+            # whole-foot lift shows no later); the release's speed over speed_window to the nearest frame (at 24 fps
+            # three frames: a two-frame slope's noise alone passes off_speed on a planted heel)
             velocity = _velocity(_within(history, timestamp, gates.speed_window))
             speed = self._speed(_velocity(history), heel, camera)
             if self.state[side]:
@@ -410,7 +411,8 @@ class ContactDetector:
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
-                self.state[side] = (height < gates.on_height and speed < on_speed and rested
+                landing_speed = self._speed(velocity, heel, camera)
+                self.state[side] = (height < gates.on_height and landing_speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
