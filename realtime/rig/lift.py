@@ -63,6 +63,7 @@ ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
+SIZE_NOISE = 0.015  # the torso's image size's depth on one frame is off by about this share of it (1 px on 70)
 LEG_SLACK = 0.05  # a hip may be this share of its leg's length (the last depth frame's) further from a held ankle
 # than the leg reaches: the depth frame's own noise (1.5 cm a point) is not taken for a depth error
 
@@ -77,6 +78,8 @@ class LiftGates(Gates):
                                           "one): a frame's 2D noise is the same at any rate")
     root_track_time: float = gate(0.6, "s", "depth frames further apart than this (or a frame this far after the newest) say "
                                             "nothing of the walk now")
+    start_speed: float = gate(1.5, "m/s", "before a track's second depth frame: the spread of a body's speed along the line "
+                                          "of sight the torso's image size must outweigh to move its depth off the first")
 
 
 class Intrinsics:
@@ -141,6 +144,7 @@ class Lifter:
         self._previous_time = 0.0  # the last frame's time (s)
         self._last_size: float = np.nan
         self._root_depths: deque = deque(maxlen=ROOT_TRACK)  # (time, the root's depth) on the last depth frames
+        self._sized: list = []  # (time, the torso's image size's root depth) since the last depth frame
         self._soles: deque = deque()  # (time, (2, 2, 3) each foot's heel and big toe out) over still_time, this camera's
         self._frames = 0  # frames seen: the time when none is given
         self.scale = ScaleFilter(self.names) if stabilise_scale else None
@@ -149,6 +153,7 @@ class Lifter:
         """Forget the person (the intrinsics stay: they are the camera's)."""
         self._last3d, self._previous, self._last_size = None, None, np.nan
         self._root_depths.clear()
+        self._sized = []
         self._soles.clear()
         if self.scale is not None:
             self.scale.reset()
@@ -185,6 +190,7 @@ class Lifter:
             if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
                 self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
+            self._sized = [(time, float(points3d[self.root, 2]))]
             self._remember_soles(points3d, ray, time)
             self._previous, self._previous_time = points3d.copy(), time
             return points3d
@@ -285,6 +291,18 @@ class Lifter:
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / max(float(dt @ dt), 1e-12)
         return float(track[:, 1].mean() + speed * (time - track[:, 0].mean()))
 
+    def _start_depth(self, time: float) -> float:
+        """The root's depth at `time` before a second depth frame: the last depth frame's, moved at the speed of the
+        line through the torso's image size's depths since (its offset left out: the first frame's size is as noisy as
+        any), that speed shrunk towards 0 as far as those depths' noise (SIZE_NOISE) leaves it unsure against
+        `start_speed`."""
+        t0, z0 = self._sized[0]
+        track = np.array(self._sized)
+        dt = track[:, 0] - track[:, 0].mean()
+        spread = (SIZE_NOISE * z0 / self.gates.start_speed) ** 2
+        speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + spread)
+        return z0 + speed * (time - t0)
+
     def _lift(self, ray: np.ndarray, pixels: np.ndarray, time: float) -> np.ndarray:
         last = self._last3d
         size = self._torso_size(pixels)
@@ -293,6 +311,10 @@ class Lifter:
         line = self._root_line(time)
         if line is not None:
             root_depth = line + ROOT_SIZE_GAIN * (root_depth - line) if np.isfinite(root_depth) else line
+        elif self._sized and time > self._sized[0][0]:
+            if np.isfinite(root_depth):
+                self._sized.append((time, float(root_depth)))
+            root_depth = self._start_depth(time)
         if not np.isfinite(root_depth):
             return np.full((len(self.names), 3), np.nan)
         depth = root_depth + (last[:, 2] - last[self.root, 2])  # each point's depth relative to the root, carried over
