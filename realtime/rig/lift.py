@@ -63,7 +63,7 @@ ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
-SIZE_NOISE = 0.015  # the torso's image size's depth on one frame is off by about this share of it (1 px on 70)
+SIZE_NOISE = 2.0  # px: the torso's image size (its two sides) is off by about this much on one frame (a pixel a keypoint)
 LEG_SLACK = 0.05  # a hip may be this share of its leg's length (the last depth frame's) further from a held ankle
 # than the leg reaches: the depth frame's own noise (1.5 cm a point) is not taken for a depth error
 
@@ -299,7 +299,7 @@ class Lifter:
         t0, z0 = self._sized[0]
         track = np.array(self._sized)
         dt = track[:, 0] - track[:, 0].mean()
-        spread = (SIZE_NOISE * z0 / self.gates.start_speed) ** 2
+        spread = (SIZE_NOISE / self._last_size * z0 / self.gates.start_speed) ** 2
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + spread)
         return z0 + speed * (time - t0)
 
