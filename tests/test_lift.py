@@ -121,9 +121,9 @@ def test_a_tracks_first_depth_frames_root_depth_steps_little_before_the_second()
     """A track's first 1/6 s, before its second depth frame (no line through depth frames yet): a body standing, walking
     (1.4 m/s) or running (3.5 m/s) towards or away from the camera at 4 m, 1 px of noise on its 2D and 1.5 cm on its
     first depth frame's 3D, at 24, 30 and 60 fps. The root's depth moves with the body, not with each frame's torso
-    size: its error steps less than 5 cm per 1/30 s from frame to frame (2.6-3.9 cm), and is under 4 cm on average. Held at
-    the depth frame's depth it stepped 6.5 cm (the runs' own motion); from each frame's torso size alone (before) it stepped 3.1, 3.7 and
-    7.7 cm per 1/30 s at 24, 30 and 60 fps."""
+    size: its error steps less than 5 cm per 1/30 s from frame to frame (2.6-3.9 cm), and is under 4 cm on average.
+    Held at the depth frame's depth it stepped 6.5 cm (the runs' own motion); from each frame's torso size alone
+    (before) it stepped 3.1, 3.7 and 7.7 cm per 1/30 s at 24, 30 and 60 fps."""
     start, root = walk(1).camera[0], NAMES.index("left_hip")
     for fps in (24.0, 30.0, 60.0):
         steps, errors = [], []
