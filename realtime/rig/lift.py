@@ -13,7 +13,11 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    frames' root depths over time (within `root_track_time`: the body's walk along the line of sight),
    pulled ROOT_SIZE_GAIN of the way towards the depth the torso's outline in the image says (the last
    depth frame's scaled by z ~ 1 / size: the image's word on starts, stops and hops). The image size
-   alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m.
+   alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m. With one depth frame to go
+   by (a track's first 1/6 s, before its second), the root's depth leaves that frame's at the speed of the line
+   through the image size's depths since, shrunk towards standing still as far as their noise (SIZE_NOISE) over
+   so few frames leaves that speed unsure against `start_speed`: each frame's image size alone stepped 10-20 cm
+   from frame to frame along the line of sight, and a foot landing then moved with it.
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
@@ -34,7 +38,7 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    and shin as the last depth frame measured them, LEG_SLACK more; not a foot that only looks still: one
    swinging along the line of sight does): where the root's depth puts it further, the body but its held
    feet moves along the line of sight, by the same depth for every point and as little as it takes. The root's depth from
-   the torso's image size alone (a track's first depth frame, before a line has two) takes a torso that
+   the torso's image size (a track's first depth frame, before a line has two) takes a torso that
    pitches for a body that moves: rising from a crouch towards the camera (a jump's push-off), the torso
    grows in the image by a quarter and the hips came 0.8 m nearer, half a metre past the planted feet's reach.
 The gates are `LiftGates` fields; why each has its value is in bench/RESULTS.md (issue 32; issue 51).
@@ -299,7 +303,8 @@ class Lifter:
         t0, z0 = self._sized[0]
         track = np.array(self._sized)
         dt = track[:, 0] - track[:, 0].mean()
-        spread = (SIZE_NOISE / self._last_size * z0 / self.gates.start_speed) ** 2
+        unsure = abs(SIZE_NOISE / self._last_size * z0 / self.gates.start_speed) if self._last_size > 0 else np.inf  # s
+        spread = unsure * unsure if unsure < 1e100 else np.inf  # the torso not measured on the depth frame: no speed
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + spread)
         return z0 + speed * (time - t0)
 
@@ -311,7 +316,7 @@ class Lifter:
         line = self._root_line(time)
         if line is not None:
             root_depth = line + ROOT_SIZE_GAIN * (root_depth - line) if np.isfinite(root_depth) else line
-        elif self._sized and time > self._sized[0][0]:
+        elif self._sized and 0.0 < time - self._sized[0][0] <= self.gates.root_track_time:  # one depth frame to go by
             if np.isfinite(root_depth):
                 self._sized.append((time, float(root_depth)))
             root_depth = self._start_depth(time)
