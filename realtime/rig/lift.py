@@ -16,8 +16,8 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m. With one depth frame to go
    by (a track's first 1/6 s, before its second), the root's depth leaves that frame's at the speed of the line
    through the image size's depths since, shrunk towards standing still as far as their noise (SIZE_NOISE) over
-   so few frames leaves that speed unsure against `start_speed`: each frame's image size alone stepped 10-20 cm
-   from frame to frame along the line of sight, and a foot landing then moved with it.
+   so few frames leaves that speed unsure against `start_speed` (each frame's size alone steps 10-20 cm from frame
+   to frame at 5-7 m, and a landing foot not yet held steps with it).
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
@@ -82,8 +82,9 @@ class LiftGates(Gates):
                                           "one): a frame's 2D noise is the same at any rate")
     root_track_time: float = gate(0.6, "s", "depth frames further apart than this (or a frame this far after the newest) say "
                                             "nothing of the walk now")
-    start_speed: float = gate(1.5, "m/s", "before a track's second depth frame: the spread of a body's speed along the line "
-                                          "of sight the torso's image size must outweigh to move its depth off the first")
+    start_speed: float = gate(1.5, "m/s", "before a track's second depth frame, a body's likely speed along the line of "
+                                          "sight: the torso's image size over a few frames moves the root's depth off the "
+                                          "first depth frame's only as fast as its noise against this allows")
 
 
 class Intrinsics:
