@@ -4,7 +4,9 @@ then, from heel-off to toe-off, the toes'.
 The heel plants first and lifts first; the foot stays on the floor on its toes until toe-off. Between
 depth frames the lifted 3D lies on each keypoint's ray at a depth carried over from the last depth frame, so a
 point's motion across the line of sight is measured and its motion along it is not: speeds are taken across it
-(the slope of a least-squares line through the heel over `speed_window`), the height only as a loose gate.
+(the slope of a least-squares line through the heel over `speed_window`; for a release over it to the nearest frame:
+the three frames of a 24 fps camera, not a two-frame slope whose noise alone passes `off_speed`), the height only as a
+loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance, and, while the body walks forwards or backwards, not behind the hips just after a swing (a
@@ -72,7 +74,8 @@ class ContactGates(Gates):
     on_speed_running: float = gate(0.5, "m/s", "the onset gate at a run (a running heel reads 0.3-0.4 m/s on the frames it "
                                                "stands, a running swing 5-10 m/s)")
     off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
-    speed_window: float = gate(0.067, "s", "the heel's speed: the slope of a line through its positions over this long")
+    speed_window: float = gate(0.067, "s", "the heel's and the toes' speed: the slope of a line through their positions "
+                                           "over this long (to the nearest frame for the release's speed gates)")
     walking: float = gate(0.3, "m/s", "the hips faster than this along the floor walk (slower: standing)")
     running: float = gate(2.0, "m/s", "the hips this fast or faster run (people change from a walk to a run at about 2)")
     hips_window: float = gate(0.3, "s", "the hips' speed: the slope of a line through their positions over this long")
@@ -113,7 +116,12 @@ def _across(vector: np.ndarray, sight: np.ndarray) -> np.ndarray:
     return vector - (vector @ ray) * ray
 
 
-def _velocity(history: deque) -> Optional[np.ndarray]:
+def _within(history: deque, timestamp: float, window: float) -> list:
+    """The (time, position) pairs of `history` no older than `window` (s) at `timestamp`."""
+    return [(t, c) for t, c in history if timestamp - t <= window + 1e-9]
+
+
+def _velocity(history: Sequence) -> Optional[np.ndarray]:
     """(3,) m/s: the least-squares slope of the positions in `history` ((time, position) pairs) over time (None from a
     single one)."""
     if len(history) < 2:
@@ -157,7 +165,7 @@ class ContactDetector:
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
-        self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, camera), recent
+        self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, rising velocity, camera)
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
         self._planted_still = dict.fromkeys(SIDES, False)  # the contact began with the hips not seen walking
         self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
@@ -261,19 +269,22 @@ class ContactDetector:
         return (bool(drift > gates.off_drift or slide > gates.off_slide or speed > gates.off_speed or height > gates.off_height
                      or (lifting and rising > gates.off_rise_speed)), flat, float(max(height, rise)), float(rising))
 
-    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray) -> None:
+    def _track_toes(self, side: str, timestamp: float, toes: np.ndarray, camera: np.ndarray, step: float) -> None:
         """Keep the toes (the big and small toe's midpoint) and their velocity over the last stance_time and off_time
-        (their stance position and the window they are judged over); forgotten where they are not seen."""
+        (their stance position and the window they are judged over): over speed_window to the nearest frame for their
+        speed, over no more than it for their rising speed, as the heel's release (`step`: this frame's interval);
+        forgotten where they are not seen."""
         history, track = self._toe_history[side], self._toe_track[side]
         if not np.isfinite(toes).all():
             history.clear()
             track.clear()
             return
         history.append((timestamp, toes))
-        while timestamp - history[0][0] > self.gates.speed_window + 1e-9:
+        while timestamp - history[0][0] > self.gates.speed_window + 0.5 * step + 1e-9:
             history.popleft()
-        velocity = _velocity(history)
-        track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity, camera))
+        velocity, rising = _velocity(history), _velocity(_within(history, timestamp, self.gates.speed_window))
+        track.append((timestamp, toes, np.full(3, np.inf) if velocity is None else velocity,
+                      np.full(3, np.inf) if rising is None else rising, camera))
         while timestamp - track[0][0] > self.gates.stance_time + self.gates.off_time + 1e-9:
             track.popleft()
 
@@ -286,7 +297,7 @@ class ContactDetector:
         have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
         the foot still on its toes; None otherwise (or with too little seen of them)."""
         window = self._toes_window(timestamp, step, side)
-        before = [toes for t, toes, _, _ in self._toe_track[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
+        before = [toes for t, toes, *_ in self._toe_track[side] if timestamp - t > self.gates.off_time + 0.5 * step + 1e-9]
         if not window or not before:
             return None
         place = np.median(before, axis=0)
@@ -299,9 +310,9 @@ class ContactDetector:
         of it are not lifting (toes pressed or pivoting down as the heel rises), a slide along the floor past
         `off_slide` is."""
         measures = []
-        for _, toes, velocity, camera in self._toes_window(timestamp, step, side):
+        for _, toes, velocity, lifting, camera in self._toes_window(timestamp, step, side):
             sight = toes - camera
-            rise, rising = self._rise(toes, place, velocity, camera)
+            rise, rising = self._rise(toes, place, lifting, camera)
             moved = float(np.linalg.norm(_across(toes - place, sight)))
             speed = min(float(np.linalg.norm(_across(velocity, sight))), 1e3) if np.isfinite(velocity).all() else 1e3
             rising = rising if np.isfinite(rising) else 1e3
@@ -346,12 +357,15 @@ class ContactDetector:
                 self._measures[side].clear()
                 continue
             history.append((timestamp, heel))
-            while timestamp - history[0][0] > gates.speed_window + 1e-9:
+            while timestamp - history[0][0] > gates.speed_window + 0.5 * step + 1e-9:
                 history.popleft()
-            self._track_toes(side, timestamp, toe, camera)
+            self._track_toes(side, timestamp, toe, camera, step)
             height = float(self.floor.height(heel))  # the heel's, not the foot's centre: mid-swing toes pass near the floor
-            velocity = _velocity(history)
-            speed = self._speed(velocity, heel, camera)
+            # the heel's velocity over no more than speed_window (the onset's speed, the rising speed: a landing or a
+            # whole-foot lift shows no later); the release's speed over speed_window to the nearest frame (at 24 fps
+            # three frames: a two-frame slope's noise alone passes off_speed on a planted heel)
+            velocity = _velocity(_within(history, timestamp, gates.speed_window))
+            speed = self._speed(_velocity(history), heel, camera)
             if self.state[side]:
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
@@ -397,7 +411,8 @@ class ContactDetector:
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
-                self.state[side] = (height < gates.on_height and speed < on_speed and rested
+                landing_speed = self._speed(velocity, heel, camera)
+                self.state[side] = (height < gates.on_height and landing_speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
@@ -406,8 +421,8 @@ class ContactDetector:
                     self._planted_still[side], self._settled[side] = self._still is not False, False
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height, *self._rise(heel, heel, velocity, camera),
-                                                             0.0)))
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height,
+                                                             *self._rise(heel, heel, velocity, camera), 0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
         if all(self._swung[side] == timestamp for side in SIDES):  # both feet up at once: the body is in the air

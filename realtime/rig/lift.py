@@ -13,7 +13,11 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    frames' root depths over time (within `root_track_time`: the body's walk along the line of sight),
    pulled ROOT_SIZE_GAIN of the way towards the depth the torso's outline in the image says (the last
    depth frame's scaled by z ~ 1 / size: the image's word on starts, stops and hops). The image size
-   alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m.
+   alone is too noisy a depth: 1 px on a 100 px torso is 1 % of it, 5 cm at 5 m. With one depth frame to go
+   by (a track's first 1/6 s, before its second), the root's depth leaves that frame's at the speed of the line
+   through the image size's depths since, shrunk towards standing still as far as their noise (SIZE_NOISE) over
+   so few frames leaves that speed unsure against `start_speed` (each frame's size alone steps 10-20 cm from frame
+   to frame at 5-7 m, and a landing foot not yet held steps with it).
 3. Every keypoint keeps its depth relative to the root from the last depth frame and
    lies on its pixel's ray at that depth: x and y follow the image every frame, depth
    offsets are refreshed on each depth frame. (Solving each bone's depth from its length
@@ -34,7 +38,7 @@ These points re-anchor the lifter; between them each frame's 2D keypoints are li
    and shin as the last depth frame measured them, LEG_SLACK more; not a foot that only looks still: one
    swinging along the line of sight does): where the root's depth puts it further, the body but its held
    feet moves along the line of sight, by the same depth for every point and as little as it takes. The root's depth from
-   the torso's image size alone (a track's first depth frame, before a line has two) takes a torso that
+   the torso's image size (a track's first depth frame, before a line has two) takes a torso that
    pitches for a body that moves: rising from a crouch towards the camera (a jump's push-off), the torso
    grows in the image by a quarter and the hips came 0.8 m nearer, half a metre past the planted feet's reach.
 The gates are `LiftGates` fields; why each has its value is in bench/RESULTS.md (issue 32; issue 51).
@@ -63,6 +67,7 @@ ROOT = "left_hip"
 TORSO = (("left_hip", "left_shoulder"), ("right_hip", "right_shoulder"))  # upright, so turning leaves their image size
 ROOT_TRACK = 3  # samples: the root's depth between depth frames follows a line through the last this many depth frames'
 ROOT_SIZE_GAIN = 0.1  # how far the torso's image size pulls the root's depth off that line
+SIZE_NOISE = 2.0  # px: the torso's image size (its two sides) is off by about this much on one frame (a pixel a keypoint)
 LEG_SLACK = 0.05  # a hip may be this share of its leg's length (the last depth frame's) further from a held ankle
 # than the leg reaches: the depth frame's own noise (1.5 cm a point) is not taken for a depth error
 
@@ -77,6 +82,9 @@ class LiftGates(Gates):
                                           "one): a frame's 2D noise is the same at any rate")
     root_track_time: float = gate(0.6, "s", "depth frames further apart than this (or a frame this far after the newest) say "
                                             "nothing of the walk now")
+    start_speed: float = gate(1.5, "m/s", "before a track's second depth frame, a body's likely speed along the line of "
+                                          "sight: the torso's image size over a few frames moves the root's depth off the "
+                                          "first depth frame's only as fast as its noise against this allows")
 
 
 class Intrinsics:
@@ -141,6 +149,7 @@ class Lifter:
         self._previous_time = 0.0  # the last frame's time (s)
         self._last_size: float = np.nan
         self._root_depths: deque = deque(maxlen=ROOT_TRACK)  # (time, the root's depth) on the last depth frames
+        self._sized: list = []  # (time, the torso's image size's root depth) since the last depth frame
         self._soles: deque = deque()  # (time, (2, 2, 3) each foot's heel and big toe out) over still_time, this camera's
         self._frames = 0  # frames seen: the time when none is given
         self.scale = ScaleFilter(self.names) if stabilise_scale else None
@@ -149,6 +158,7 @@ class Lifter:
         """Forget the person (the intrinsics stay: they are the camera's)."""
         self._last3d, self._previous, self._last_size = None, None, np.nan
         self._root_depths.clear()
+        self._sized = []
         self._soles.clear()
         if self.scale is not None:
             self.scale.reset()
@@ -185,6 +195,7 @@ class Lifter:
             if self._root_depths and time <= self._root_depths[-1][0]:  # the source started over
                 self._root_depths.clear()
             self._root_depths.append((time, float(points3d[self.root, 2])))
+            self._sized = [(time, float(points3d[self.root, 2]))]
             self._remember_soles(points3d, ray, time)
             self._previous, self._previous_time = points3d.copy(), time
             return points3d
@@ -285,6 +296,19 @@ class Lifter:
         speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / max(float(dt @ dt), 1e-12)
         return float(track[:, 1].mean() + speed * (time - track[:, 0].mean()))
 
+    def _start_depth(self, time: float) -> float:
+        """The root's depth at `time` before a second depth frame: the last depth frame's, moved at the speed of the
+        line through the torso's image size's depths since (its offset left out: the first frame's size is as noisy as
+        any), that speed shrunk towards 0 as far as those depths' noise (SIZE_NOISE) leaves it unsure against
+        `start_speed`."""
+        t0, z0 = self._sized[0]
+        track = np.array(self._sized)
+        dt = track[:, 0] - track[:, 0].mean()
+        unsure = abs(SIZE_NOISE / self._last_size * z0 / self.gates.start_speed) if self._last_size > 0 else np.inf  # s
+        spread = unsure * unsure if unsure < 1e100 else np.inf  # the torso not measured on the depth frame: no speed
+        speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + spread)
+        return z0 + speed * (time - t0)
+
     def _lift(self, ray: np.ndarray, pixels: np.ndarray, time: float) -> np.ndarray:
         last = self._last3d
         size = self._torso_size(pixels)
@@ -293,6 +317,10 @@ class Lifter:
         line = self._root_line(time)
         if line is not None:
             root_depth = line + ROOT_SIZE_GAIN * (root_depth - line) if np.isfinite(root_depth) else line
+        elif self._sized and 0.0 < time - self._sized[0][0] <= self.gates.root_track_time:  # one depth frame to go by
+            if np.isfinite(root_depth):
+                self._sized.append((time, float(root_depth)))
+            root_depth = self._start_depth(time)
         if not np.isfinite(root_depth):
             return np.full((len(self.names), 3), np.nan)
         depth = root_depth + (last[:, 2] - last[self.root, 2])  # each point's depth relative to the root, carried over
