@@ -33,7 +33,9 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
 - root jitter: the avatar's root in the world less the true hips there, off a quadratic through it over 0.2 s,
   RMS mm (the error's shake; its slow part, as the live filter's lag, is left out);
 - 30 vs 60 fps agreement: the share of common timestamps (every 1/30 s) at which the 30 and 60 fps runs of the same
-  clip, view and seed decide each foot alike.
+  clip, view and seed decide each foot alike. Each frame's noise is keyed by its timestamp (`measured_by_time`), so the
+  two runs see the same measurements on their common frames, as a 60 fps video and the same video with every other
+  frame dropped do: what differs is the rate alone.
 The last line: the worst of each over the held-out clips (`bench.corpus.HELD_OUT` and every clip of an `--extra`
 folder; each clip, view and frame rate pooled over the seeds), against the goals of issue 51.
 `--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
