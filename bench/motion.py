@@ -33,7 +33,9 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
 - root jitter: the avatar's root in the world less the true hips there, off a quadratic through it over 0.2 s,
   RMS mm (the error's shake; its slow part, as the live filter's lag, is left out);
 - 30 vs 60 fps agreement: the share of common timestamps (every 1/30 s) at which the 30 and 60 fps runs of the same
-  clip, view and seed decide each foot alike.
+  clip, view and seed decide each foot alike. Each frame's noise is keyed by its timestamp (`measured_by_time`), so the
+  two runs see the same measurements on their common frames, as a 60 fps video and the same video with every other
+  frame dropped do: what differs is the rate alone.
 The last line: the worst of each over the held-out clips (`bench.corpus.HELD_OUT` and every clip of an `--extra`
 folder; each clip, view and frame rate pooled over the seeds), against the goals of issue 51.
 `--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
@@ -74,6 +76,7 @@ WARMUP_DEPTH_FRAMES = 46  # depth frames before the clip: past the world floor's
 SLIDE_PER = 1 / 30  # s: slide is reported per this much time
 JITTER_WINDOW = 0.2  # s: root jitter is the root's distance from a quadratic through it over this span
 FLOAT_PERCENTILE = 95
+NOISE_TICK = 1 / 1200  # s: timestamps key the measurement noise to this grid (24, 30 and 60 fps frames all fall on it)
 FPS_RATES = (24.0, 30.0, 60.0)
 VIEWS = {"front": 0.0, "side": 90.0, "45": 45.0}  # degrees the body's facing is turned away from the camera
 MIN_DISTANCE, NEAREST, HALF_VIEW = 4.0, 2.5, np.radians(28.0)  # m, m, rad: the clip's path in view
@@ -206,15 +209,18 @@ class Run:
 
 def seen(motion: Motion, view: str, truth: Truth) -> Walk:
     """The motion turned so that its body faces `view` (VIEWS) on its first half second, its path centred in front of
-    bench/rig.py's camera, as that camera sees it (a `tests.ground_synthetic.Walk`; contacts: `truth`'s)."""
-    first = motion.joints[: max(2, int(round(0.5 * motion.fps)))]
+    bench/rig.py's camera, as that camera sees it (a `tests.ground_synthetic.Walk`; contacts: `truth`'s). The facing
+    and the path's extent are read on the frames every DEPTH_PERIOD, instants every frame rate has, so the motion is
+    placed alike at 24, 30 and 60 fps."""
+    on_grid = np.abs(motion.times / DEPTH_PERIOD - np.round(motion.times / DEPTH_PERIOD)) < 1e-6
+    first = motion.joints[on_grid & (motion.times < 0.5)]
     left = (first[:, HIPS[0]] - first[:, HIPS[1]]).mean(axis=0)
     facing = np.degrees(np.arctan2(left[0], -left[2]))  # the body's forward, left x up = (-left z, 0, left x): atan2(z, x)
     # the camera looks along +z: facing it is -z (-90 degrees); turned away by `view` towards +x
     target = -90.0 + VIEWS[view]
     moved = corpus.turned(motion, facing - target)
     world = moved.joints.copy()
-    hips = world[:, HIPS].mean(axis=1)
+    hips = world[on_grid][:, HIPS].mean(axis=1)
     low, high = np.nanmin(hips, axis=0), np.nanmax(hips, axis=0)
     half = (high - low) / 2
     distance = max(MIN_DISTANCE, half[2] + NEAREST, half[0] / np.tan(HALF_VIEW) + half[2])
@@ -355,27 +361,59 @@ def run_clip(motion: Motion, view: str, seed: int, truth: Truth | None = None, r
                true_root, resting_heights(truth_walk.world, truth) - level, foot_heights(truth_walk.world) - level)
 
 
-def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int):
+def _tick(time: float) -> int:
+    """A timestamp as a whole number of NOISE_TICK: the key of that instant's noise."""
+    return int(round(float(time) / NOISE_TICK))
+
+
+def measured_by_time(walk: Walk, times: np.ndarray, seed: int):
+    """`bench.rig._measured`'s noise (the same sizes), drawn per frame from `seed` and the frame's timestamp: the same
+    instant gets the same noise at every frame rate, as a 30 fps video of a 60 fps one (every other frame dropped)
+    shows the network the same images there. Returns (pixels, depth, scores, scale) as `_measured` does."""
+    pixels, depth = walk.pixels.astype(float), walk.camera.astype(float)
+    scale = np.ones(len(times))
+    for t, at in enumerate(times):
+        rng = np.random.default_rng([seed, _tick(at)])
+        pixels[t] = pixels[t] + rng.normal(0, rig_bench.NOISE_PX, pixels[t].shape)
+        scale[t] = 1.0 + rng.normal(0, rig_bench.SCALE_JITTER)
+        depth[t] = depth[t] * scale[t] + rng.normal(0, rig_bench.NOISE_M, depth[t].shape)
+    scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
+    return pixels, depth, scores, scale
+
+
+def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int, by_time: bool = True):
     """The frames out of `stages` (in order; a stage that holds frames is flushed at the end) for `motion` as
     `truth_walk` shows it, measured with noise `seed`: first the warm-up (WARMUP_DEPTH_FRAMES depth frames of the
     motion every DEPTH_PERIOD, played forward and back, as another track: frame indices below WARMUP_DEPTH_FRAMES),
-    then every frame of the clip (index WARMUP_DEPTH_FRAMES + its frame), a second later."""
-    rng, map_rng = np.random.default_rng([seed, int(motion.fps)]), np.random.default_rng([seed, int(motion.fps), 1])
+    then every frame of the clip (index WARMUP_DEPTH_FRAMES + its frame), a second later. by_time: each frame's
+    noise (keypoints and pointmap) keyed by its timestamp (`measured_by_time`: a clip's 30 and 60 fps runs see the
+    same noise on their common frames); False: one draw per clip and rate in frame order (what the committed contact
+    weights were trained on, bench/train_contacts.py)."""
     background = rig_bench.scene_background()
     every = max(1, int(round(DEPTH_PERIOD * motion.fps)))
-    pixels, depth, scores, scale = rig_bench._measured(truth_walk, rng)
+    if by_time:
+        pixels, depth, scores, scale = measured_by_time(truth_walk, motion.times, seed)
+
+        def map_rng(t):
+            return np.random.default_rng([seed, _tick(motion.times[t]), 1])
+    else:
+        rng, maps_rng = np.random.default_rng([seed, int(motion.fps)]), np.random.default_rng([seed, int(motion.fps), 1])
+        pixels, depth, scores, scale = rig_bench._measured(truth_walk, rng)
+
+        def map_rng(t):
+            return maps_rng
     count = len(motion.times)
     index = np.arange(WARMUP_DEPTH_FRAMES) * every % max(2 * count - 2, 1)
     index = np.where(index < count, index, 2 * count - 2 - index)
     for k, t in enumerate(index):
         person = rig_bench._person(2, pixels[t], scores[t], depth[t], True)
-        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng)
+        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng(t))
         yield from through(stages, _frame(k, k * DEPTH_PERIOD, person, maps))
     start = WARMUP_DEPTH_FRAMES * DEPTH_PERIOD + 1.0
     for t in range(count):
         depth_frame = t % every == 0
         person = rig_bench._person(1, pixels[t], scores[t], depth[t], depth_frame)
-        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng) if depth_frame else None
+        maps = rig_bench.scene_maps(background, truth_walk.camera[t], scale[t], map_rng(t)) if depth_frame else None
         yield from through(stages, _frame(WARMUP_DEPTH_FRAMES + t, start + motion.times[t], person, maps))
     yield from flush_through(stages)
 

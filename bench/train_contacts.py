@@ -118,7 +118,8 @@ def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, 
     stages = [EgomotionStage(camera="static"), ground]
     index = _Index(NAMES)
     times, raw, rows = [], [], []
-    for frame in motion_bench.run_frames(stages, motion, walk, seed):
+    # by_time=False: the noise the committed weights were fitted on (one draw per clip and rate)
+    for frame in motion_bench.run_frames(stages, motion, walk, seed, by_time=False):
         t = frame.index - motion_bench.WARMUP_DEPTH_FRAMES
         person = frame.people[0]
         if t < 0 or person.contacts is None or person.keypoints3d is None:

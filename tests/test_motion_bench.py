@@ -653,3 +653,32 @@ def test_contact_weights_say_what_to_do(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:  # a weights file for the rule-based detector
         bench.main(["--clips", "cmu_07_04", "--contact-weights", str(broken)])
     assert stop.value.code == 2 and "add --contacts learned" in capsys.readouterr().err
+
+
+def _raw_frames(motion, seed, by_time=True):
+    """The frames bench/motion.py feeds the stages (no stage between), by timestamp, from the front."""
+    walk = bench.seen(motion, "front", corpus.true_contacts(motion))
+    return {round(f.timestamp, 4): f for f in bench.run_frames([], motion, walk, seed, by_time=by_time)}
+
+
+def test_the_same_instant_is_measured_alike_at_30_and_60_fps_as_one_video_with_every_other_frame_dropped():
+    motion = corpus.project_motions(["cmu_35_24"])[0]
+    at_30, at_60 = _raw_frames(motion, 0), _raw_frames(corpus.resample(motion, 60.0), 0)
+    common = sorted(set(at_30) & set(at_60))
+    assert len(common) >= len(at_30) - 1  # every 30 fps frame (warm-up and clip) is a 60 fps one's instant
+    depth_frames = 0
+    for at in common:
+        a, b = at_30[at].people[0], at_60[at].people[0]
+        np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-6, equal_nan=True)
+        assert (a.keypoints3d is None) == (b.keypoints3d is None)
+        if a.keypoints3d is not None:
+            np.testing.assert_allclose(a.keypoints3d, b.keypoints3d, atol=1e-6, equal_nan=True)
+            np.testing.assert_allclose(at_30[at].dense.pointmap, at_60[at].dense.pointmap, atol=1e-5)
+            depth_frames += 1
+    assert depth_frames >= bench.WARMUP_DEPTH_FRAMES + 5
+    # the noise is real: another seed, or the old draw per clip and rate, measures the same instants otherwise
+    other = _raw_frames(motion, 1)
+    per_rate = _raw_frames(corpus.resample(motion, 60.0), 0, by_time=False)
+    for frames in (other, per_rate):
+        moved = [np.nanmax(np.abs(frames[at].people[0].keypoints - at_30[at].people[0].keypoints)) for at in common]
+        assert np.median(moved) > 0.3  # px: the bench's noise is 1 px
