@@ -36,7 +36,8 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
   clip, view and seed decide each foot alike. Each frame's noise is keyed by its timestamp (`measured_by_time`), so the
   two runs see the same measurements on their common frames, as a 60 fps video and the same video with every other
   frame dropped do: what differs is the rate alone.
-The last line: the worst of each over the held-out clips (`bench.corpus.HELD_OUT` and every clip of an `--extra`
+The last line: the worst of each, and the clip, view and rate it is on, over the held-out clips (`bench.corpus.HELD_OUT`
+and every clip of an `--extra`
 folder; each clip, view and frame rate pooled over the seeds), against the goals of issue 51.
 `--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
 corpus's are (`<category>_cmu_<subject>_<trial>.bvh`: the category from the name), every one held out.
@@ -490,17 +491,19 @@ def row(category: str, view: str, fps: float, clips: int, m: dict) -> str:
 
 
 def worst_line(per_clip: dict[tuple, dict]) -> str:
-    """The worst of each measure over `per_clip` ((clip, view, fps) -> measures), against GOALS."""
+    """The worst of each measure over `per_clip` ((clip, view, fps) -> measures), against GOALS, and where it is (the
+    first such clip, view and rate: a category's rows pool its clips, which can hide one)."""
     parts = []
     for name, (goal, at_least) in GOALS.items():
-        values = [m[name] for m in per_clip.values() if np.isfinite(m[name])]
+        values = [(m[name], key) for key, m in per_clip.items() if np.isfinite(m[name])]
         if not values:
             parts.append(f"{name} - (goal {'>=' if at_least else '<='} {goal:g}: not measured)")
             continue
-        worst = min(values) if at_least else max(values)
+        worst, (clip, view, fps) = (min if at_least else max)(values, key=lambda value: value[0])
         met = worst >= goal if at_least else worst <= goal
         shown = f"{worst:d}" if isinstance(worst, (int, np.integer)) else f"{worst:.3g}"
-        parts.append(f"{name} {shown} ({'>=' if at_least else '<='} {goal:g}: {'met' if met else 'NOT met'})")
+        parts.append(f"{name} {shown} ({'>=' if at_least else '<='} {goal:g}: {'met' if met else 'NOT met'}; "
+                     f"{clip} {view} {fps:g} fps)")
     jitters = [m["jitter_mm"] for m in per_clip.values() if np.isfinite(m["jitter_mm"])]
     if jitters:
         parts.append(f"jitter_mm {max(jitters):.3g}")

@@ -682,3 +682,13 @@ def test_the_same_instant_is_measured_alike_at_30_and_60_fps_as_one_video_with_e
     for frames in (other, per_rate):
         moved = [np.nanmax(np.abs(frames[at].people[0].keypoints - at_30[at].people[0].keypoints)) for at in common]
         assert np.median(moved) > 0.3  # px: the bench's noise is 1 px
+
+
+def test_the_worst_line_names_the_clip_view_and_rate_of_each_worst():
+    good = {"precision": 0.99, "recall": 0.95, "slide_mm": 0.5, "float_cm": 0.5, "penetration_cm": 0.2,
+            "airborne_held": 0, "agreement": 0.99, "jitter_mm": 5.0}
+    bad = dict(good, recall=0.56, slide_mm=10.7)
+    line = bench.worst_line({("walk_cmu_37_01", "side", 30.0): good, ("jump_cmu_13_42", "45", 60.0): bad})
+    assert "recall 0.56 (>= 0.9: NOT met; jump_cmu_13_42 45 60 fps)" in line
+    assert "slide_mm 10.7 (<= 2: NOT met; jump_cmu_13_42 45 60 fps)" in line
+    assert "precision 0.99 (>= 0.9: met; walk_cmu_37_01 side 30 fps)" in line  # the first of equal worsts
