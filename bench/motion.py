@@ -36,9 +36,9 @@ motion (`bench.corpus.true_contacts`: a heel or the toes on the floor and still)
   clip, view and seed decide each foot alike. Each frame's noise is keyed by its timestamp (`measured_by_time`), so the
   two runs see the same measurements on their common frames, as a 60 fps video and the same video with every other
   frame dropped do: what differs is the rate alone.
-The last line: the worst of each, and the clip, view and rate it is on, over the held-out clips (`bench.corpus.HELD_OUT`
-and every clip of an `--extra`
-folder; each clip, view and frame rate pooled over the seeds), against the goals of issue 51.
+The last line: the worst of each, and the clip, view and rate it is on, over the held-out clips
+(`bench.corpus.HELD_OUT` and every clip of an `--extra` folder; each clip, view and frame rate pooled over the seeds),
+against the goals of issue 51.
 `--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
 corpus's are (`<category>_cmu_<subject>_<trial>.bvh`: the category from the name), every one held out.
 Run: python bench/motion.py [--corpus DIR] [--extra DIR ...] [--fps 24 30 60] [--views front side 45] [--seeds 0 1]
