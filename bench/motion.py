@@ -367,19 +367,14 @@ def _tick(time: float) -> int:
     return int(round(float(time) / NOISE_TICK))
 
 
-def measured_by_time(walk: Walk, times: np.ndarray, seed: int):
-    """`bench.rig._measured`'s noise (the same sizes), drawn per frame from `seed` and the frame's timestamp: the same
-    instant gets the same noise at every frame rate, as a 30 fps video of a 60 fps one (every other frame dropped)
-    shows the network the same images there. Returns (pixels, depth, scores, scale) as `_measured` does."""
-    pixels, depth = walk.pixels.astype(float), walk.camera.astype(float)
-    scale = np.ones(len(times))
-    for t, at in enumerate(times):
-        rng = np.random.default_rng([seed, _tick(at)])
-        pixels[t] = pixels[t] + rng.normal(0, rig_bench.NOISE_PX, pixels[t].shape)
-        scale[t] = 1.0 + rng.normal(0, rig_bench.SCALE_JITTER)
-        depth[t] = depth[t] * scale[t] + rng.normal(0, rig_bench.NOISE_M, depth[t].shape)
-    scores = np.where(np.isfinite(pixels[..., 0]), 0.9, 0.0).astype(np.float32)
-    return pixels, depth, scores, scale
+def measured_by_time(walk: Walk, seed: int):
+    """`bench.rig._measured` of each frame of `walk` with its own generator, keyed by `seed` and the frame's timestamp:
+    the same instant gets the same noise at every frame rate, as a 30 fps video of a 60 fps one (every other frame
+    dropped) shows the network the same images there. Returns (pixels, depth, scores, scale) as `_measured` does."""
+    frames = [rig_bench._measured(replace(walk, camera=walk.camera[t:t + 1], pixels=walk.pixels[t:t + 1],
+                                          times=walk.times[t:t + 1]), np.random.default_rng([seed, _tick(at)]))
+              for t, at in enumerate(walk.times)]
+    return tuple(np.concatenate(part) for part in zip(*frames))
 
 
 def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int, by_time: bool = True):
@@ -393,7 +388,7 @@ def run_frames(stages: list, motion: Motion, truth_walk: Walk, seed: int, by_tim
     background = rig_bench.scene_background()
     every = max(1, int(round(DEPTH_PERIOD * motion.fps)))
     if by_time:
-        pixels, depth, scores, scale = measured_by_time(truth_walk, motion.times, seed)
+        pixels, depth, scores, scale = measured_by_time(truth_walk, seed)
 
         def map_rng(t):
             return np.random.default_rng([seed, _tick(motion.times[t]), 1])

@@ -302,11 +302,12 @@ class Lifter:
         any), that speed shrunk towards 0 as far as those depths' noise (SIZE_NOISE) leaves it unsure against
         `start_speed`."""
         t0, z0 = self._sized[0]
+        if not self._last_size > 0:  # the torso not measured on the depth frame: no speed to go by
+            return z0
         track = np.array(self._sized)
         dt = track[:, 0] - track[:, 0].mean()
-        unsure = abs(SIZE_NOISE / self._last_size * z0 / self.gates.start_speed) if self._last_size > 0 else np.inf  # s
-        spread = unsure * unsure if unsure < 1e100 else np.inf  # the torso not measured on the depth frame: no speed
-        speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + spread)
+        unsure = min(abs(SIZE_NOISE / self._last_size * z0 / self.gates.start_speed), 1e100)  # s
+        speed = float(dt @ (track[:, 1] - track[:, 1].mean())) / (float(dt @ dt) + unsure * unsure)
         return z0 + speed * (time - t0)
 
     def _lift(self, ray: np.ndarray, pixels: np.ndarray, time: float) -> np.ndarray:
