@@ -63,12 +63,11 @@ class Source:
 def parse_source(text: str, name: str) -> Source:
     """The source BVH `text` (`name` for messages); ClipError for a text that is not such a BVH or is cut short."""
     lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    starts = [i for i, line in enumerate(lines) if line.strip() == "HIERARCHY"]
-    ends = [i for i, line in enumerate(lines) if line.strip() == "MOTION"]
-    if not starts or not ends or ends[0] < starts[0] or len(lines) < ends[0] + 3:
+    start = next((i for i, line in enumerate(lines) if line.strip() == "HIERARCHY"), len(lines))
+    end = next((i for i in range(start, len(lines)) if lines[i].strip() == "MOTION"), len(lines))
+    if len(lines) < end + 3:
         raise ClipError(f"{name} is not a BVH file (no HIERARCHY ... MOTION, Frames:, Frame Time:): give a trial of the "
                         "repository, data/0SS/SS_TT.bvh")
-    start, end = starts[0], ends[0]
     frames = re.fullmatch(r"Frames:\s*(\d+)\s*", lines[end + 1])
     frame_time = re.fullmatch(r"Frame Time:\s*(\S+)\s*", lines[end + 2])
     if frames is None or frame_time is None:
@@ -90,6 +89,9 @@ def parse_source(text: str, name: str) -> Source:
     if len(motion) < total:
         raise ClipError(f"{name} holds {len(motion)} of the {total} frames its `Frames:` line gives (cut short): fetch "
                         "or transcribe it again whole")
+    if motion and len(motion[-1].split()) != channels:  # a text cut in its last line
+        raise ClipError(f"{name}: its last frame has {len(motion[-1].split())} of the hierarchy's {channels} numbers (cut "
+                        "short): fetch or transcribe it again whole")
     if len(motion) > total:
         raise ClipError(f"{name} holds {len(motion)} frames but its `Frames:` line gives {total}: give the trial as the "
                         "repository serves it")
@@ -260,7 +262,8 @@ def build(manifest: dict, source: str, out: Path, names: list[str] | None = None
         if target.is_file() and file_sha256(target) == clip["sha256"]:
             print(f"{step}: there, sha256 ok", file=log)
             continue
-        print(f"{step}: from {clip['source']} frames {clip['first']}-{clip['last']}", file=log)
+        again = " (the file there differs)" if target.exists() else ""
+        print(f"{step}: from {clip['source']} frames {clip['first']}-{clip['last']}{again}", file=log)
         if clip["source"] not in texts:
             texts[clip["source"]] = fetch(source, clip["source"])
         parsed = parse_source(texts[clip["source"]], clip["source"])

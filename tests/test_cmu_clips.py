@@ -239,6 +239,9 @@ def test_a_source_cut_short_or_not_a_bvh_is_refused(repo, manifest, tmp_path, ca
     _refused(capsys, ["build", "--source", str(repo), "--out", str(out), "--manifest", str(manifest)],
              "18 of the 20 frames", "cut short")
     assert list(out.iterdir()) == []
+    trial.write_text(_trial()[:-30])  # cut in its last line
+    _refused(capsys, ["build", "--source", str(repo), "--out", str(out), "--manifest", str(manifest)],
+             "last frame has 9 of the hierarchy's 12 numbers", "cut short")
     trial.write_text("<html>404: Not Found</html>\n")
     _refused(capsys, ["cut", str(trial), "--first", "3", "--last", "7", "--out", str(tmp_path / "sit_cmu_75_19.bvh")],
              "not a BVH")
