@@ -325,6 +325,7 @@ class _Pin:
     # for the hold
     settle: Optional[float] = None
     down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
+    struck: bool = False
     lowering: bool = False  # on one frame's heights that showed the toes level with the ankle or over it: the toes are
     # lowered as the frames after show them coming down (`PinGates.first_toes_look`, `strike_speed`)
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
@@ -497,9 +498,10 @@ class FootPin:
                 look = [(time, heights[1]) for time, heights in self._seen[side]
                         if time > timestamp - self.gates.first_toes_look - 1e-9]
                 span = look[-1][0] - look[0][0] if look else 0.0
-                if span >= 0.5 * self.gates.first_toes_look and look[0][1] - look[-1][1] > self.gates.strike_speed * span:
+                if (not pin.struck and span >= 0.5 * self.gates.first_toes_look
+                        and look[0][1] - look[-1][1] > self.gates.strike_speed * span):
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp  # a heel strike's: flat
-                    pin.rest, pin.lowering = (pin.rest[0], min(pin.rest[1], self.gates.first_toes)), False
+                    pin.rest, pin.struck = (pin.rest[0], min(pin.rest[1], self.gates.first_toes)), True
                 elif look:
                     toes = max(min(pin.rest[1], float(np.median([h for _, h in look])) - pin.down), 0.0)
                     pin.rest = (pin.rest[0], toes)
