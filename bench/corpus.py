@@ -22,6 +22,15 @@ and the first, and then carried rigidly by the joint).
 `HELD_OUT`: clips held out of every fit and tuning (at least one per category), reported apart; so is every
 clip of an extra folder (`Motion.extra`).
 
+The held-out extra clips of CMU subjects outside the project are not in the repository: bench/cmu_clips.json lists
+them (the public repository una-dinosauria/cmu-mocap at one commit, each clip's source trial, frames and sha256).
+Build them into a folder of your own from the repository's raw URL at that commit (`bench.cmu_clips.RAW_URL`,
+https://raw.githubusercontent.com/una-dinosauria/cmu-mocap/5d98bb6b62b4735d89ff5f53e96899de2b92d8b4) or from a
+checkout of it, check them, then give the folder to the bench:
+    python bench/cmu_clips.py build --source URL_OR_CHECKOUT --out DIR
+    python bench/cmu_clips.py check DIR
+    python bench/motion.py --corpus ... --extra DIR --held-out-only
+
 True contacts (`true_contacts`), from the clean motion at its own rate, per foot: the heel or the toes
 (the midpoint of the big and small toe) within CONTACT_HEIGHT of where that point rests (`rest_height`:
 its lowest within REST_WINDOW seconds, at most REST_RISE above its low over the clip) and slower than

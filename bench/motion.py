@@ -42,12 +42,15 @@ against the goals of issue 51.
 `--extra DIR` (again for more folders): clips beyond the corpus, e.g. CMU trials of other subjects, named as the
 corpus's are (`<category>_cmu_<subject>_<trial>.bvh`: the category from the name), every one held out.
 Run: python bench/motion.py [--corpus DIR] [--extra DIR ...] [--fps 24 30 60] [--views front side 45] [--seeds 0 1]
-     [--clips NAME ...] [--categories NAME ...] [--held-out-only] [--fast]
+     [--clips NAME ...] [--categories NAME ...] [--held-out-only] [--fast] [--json FILE]
+`--json FILE` also writes the table's rows and each clip's measures unrounded (a measure not measured is null).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -575,11 +578,12 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
     return {"pools": pools, "runs": count, "seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu}
 
 
-def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
+def report(motions: list[Motion], pools: dict, rates, views, out=None) -> list[dict]:
     """A table per category and view (tuning clips, then held-out clips) to `out` (default: stdout); the last line:
-    the held-out worst."""
+    the held-out worst. Returns the table's rows unrounded (category, view, fps, clips, held_out and the measures)."""
     out = out or sys.stdout
     category_of = {m.name: m.category for m in motions}
+    rows = []
     for title, held in (("clips fitted and tuned on", False), ("held-out clips", True)):
         names = [m.name for m in motions if m.held_out == held]
         if not names:
@@ -600,11 +604,58 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> None:
                         pool.floats += part.floats
                         pool.sinkings += part.sinkings
                         pool.jitters += part.jitters
-                    print(row(category, view, fps, len(clips), pool.measures()), file=out)
+                    measures = pool.measures()
+                    print(row(category, view, fps, len(clips), measures), file=out)
+                    rows.append({"category": category, "view": view, "fps": fps, "clips": len(clips),
+                                 "held_out": held, **measures})
     held = {m.name for m in motions if m.held_out}
     held_out = {key: pool.measures() for key, pool in pools.items() if key[0] in held}
     print("", file=out)
     print(worst_line(held_out) if held_out else "held-out worst: no held-out clip measured", file=out)
+    return rows
+
+
+def write_json(path: Path, rows: list[dict], pools: dict, settings: dict) -> None:
+    """The report's rows and each clip's measures (clip, view, fps), unrounded, as JSON at `path` (written whole or
+    not at all: a temporary file renamed over it); a measure that is not a finite number is null."""
+    def clean(measures: dict) -> dict:
+        return {k: (v if isinstance(v, str) or np.isfinite(v) else None) for k, v in measures.items()}
+
+    clips = [{"clip": clip, "view": view, "fps": fps, **clean(pool.measures())}
+             for (clip, view, fps), pool in pools.items()]
+    text = json.dumps({**settings, "goals": {k: v[0] for k, v in GOALS.items()}, "rows": [clean(r) for r in rows],
+                       "clips": clips}, indent=1)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text + "\n")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def json_error(path: Path | None) -> str | None:
+    """Why --json cannot be written at `path` (one sentence saying what to do), or None: checked before the bench
+    runs, so a long run is not lost to a bad path."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return f"--json: {path} is a folder: give a file name, e.g. {path / 'motion.json'}"
+    if path.exists() and not path.is_file() or path.is_symlink():
+        return f"--json: {path} is not a plain file (a pipe, a device or a link): give a .json file name"
+    if path.suffix.lower() == ".bvh":
+        return f"--json: {path} would overwrite a clip: give a .json file name"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"--json: no folder {folder}: create it or give a file in a folder that exists"
+    probe = folder / f".{path.name}.{os.getpid()}.probe"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        return f"--json: cannot write in {folder} ({error.strerror}): give a file in a folder you can write to"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"--json: {path} is read-only: give another file name"
+    return None
 
 
 def load_weights(path: Path) -> ContactNet:
@@ -652,6 +703,8 @@ def main(argv=None) -> int:
     parser.add_argument("--contacts", choices=("learned", "rules"), default="rules",
                         help="the ground stage's contact decision, as sapiens-rt run --contacts: the rule-based detector "
                         "(default) or the learned model")
+    parser.add_argument("--json", type=Path, default=None, metavar="FILE",
+                        help="also write the table's rows and each clip's measures, unrounded, as JSON to FILE")
     parser.add_argument("--contact-weights", type=Path, default=None, metavar="NPZ",
                         help="the learned model's weights file, as bench/train_contacts.py --out writes it (default: the "
                         "package's realtime/data/contact_model.npz); needs --contacts learned")
@@ -668,6 +721,10 @@ def main(argv=None) -> int:
     seeds = args.seeds[:1] if args.fast else args.seeds
     if any(s < 0 for s in seeds):
         parser.error("--seeds must be whole numbers of 0 or more")
+    problem = json_error(args.json)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         motions = select(args)
     except corpus.CorpusError as error:
@@ -683,7 +740,16 @@ def main(argv=None) -> int:
     print(f"contacts: {args.contacts}{weights}; motion lag {args.motion_lag:g} ms", file=sys.stderr)
     result = measure(motions, rates, views, seeds, fast=args.fast, lag=args.motion_lag / 1000, contacts=args.contacts,
                      contact_model=net)
-    report(motions, result["pools"], rates, views)
+    rows = report(motions, result["pools"], rates, views)
+    if args.json is not None:
+        settings = {"argv": list(sys.argv[1:] if argv is None else argv), "contacts": args.contacts,
+                    "motion_lag_ms": args.motion_lag, "seeds": seeds, "fps": rates, "views": views}
+        try:
+            write_json(args.json, rows, result["pools"], settings)
+        except OSError as error:
+            print(f"error: --json: cannot write {args.json} ({error.strerror}): give a file in a folder you can write "
+                  "to with room on its disk", file=sys.stderr)
+            return 2
     print(f"({result['runs']} runs in {result['seconds']:.0f} s, {result['cpu']:.0f} s of CPU)", file=sys.stderr)
     return 0
 

@@ -3,6 +3,8 @@ clips and on a small iClone-skeleton BVH written here, and the bench end to end 
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
 import numpy as np
@@ -433,6 +435,33 @@ def test_the_bench_runs_on_a_held_out_clip_in_its_fast_mode(capsys):
         assert held == airborne == 0  # a walk
         assert float(r[6]) > 0 and float(r[10]) > 0  # slide and jitter measured
     assert "cmu_35_05 front 60 fps seed 3: 121 frames" in out.err and "seed 4" not in out.err  # --fast: 2 s, a seed
+
+
+def test_the_bench_writes_its_rows_unrounded_as_json(tmp_path, capsys):
+    path = tmp_path / "motion.json"
+    argv = ["--clips", "cmu_35_05", "--fast", "--views", "front", "--fps", "30", "60", "--json", str(path)]
+    assert bench.main(argv) == 0
+    printed = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("walk ")]
+    written = json.loads(path.read_text())
+    assert written["argv"] == argv and written["contacts"] == "rules" and written["goals"]["penetration_cm"] == 1.0
+    assert [(r["category"], r["view"], r["fps"], r["held_out"]) for r in written["rows"]] == [
+        ("walk", "front", 30.0, True), ("walk", "front", 60.0, True)]
+    for row, line in zip(written["rows"], printed):
+        assert f"{row['precision']:.2f}" == line[4] and f"{row['slide_mm']:.2f}" == line[6]
+    assert {(c["clip"], c["fps"]) for c in written["clips"]} == {("cmu_35_05", 30.0), ("cmu_35_05", 60.0)}
+    assert not [p for p in tmp_path.iterdir() if p.name != "motion.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("where, message", [("folder", "is a folder"), ("missing/out.json", "no folder"),
+                                            ("clip.bvh", "would overwrite a clip"),
+                                            ("/proc/motion.json", "cannot write in /proc"),
+                                            ("/dev/stdout", "not a plain file"), ("fifo", "not a plain file")])
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_bench_runs(where, message, tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    assert bench.main(["--clips", "cmu_35_05", "--fast", "--json", str(tmp_path / where)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and "cmu_35_05" not in err[0]  # refused before any run
 
 
 def test_the_bench_runs_on_a_corpus_folder(tmp_path, capsys):
