@@ -19,6 +19,9 @@ clip's sha256. A clip is its source's text cut down, every kept character as ser
 its sha256 is left alone). `check`: every clip of the manifest in DIR with its sha256. `cut`: one clip from one source
 file, for a new entry of the manifest (it prints the clip's sha256 and the entry). A user error ends in one sentence
 saying what to do and exit status 2.
+
+`bench/cmu_tune.json` (`--manifest bench/cmu_tune.json`) lists, in the same form, clips of other CMU subjects that
+the rules were tuned on (side steps, a sit, a kick): build them into a folder of their own, not the held-out one.
 """
 
 from __future__ import annotations

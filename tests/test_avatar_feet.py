@@ -443,3 +443,33 @@ def test_a_first_hold_keeps_a_toes_up_foots_toes_up_and_brings_a_heel_strikes_to
         assert np.abs(ankles[:, 1, 1] - _REST[0]).max() < 0.01  # about its heel, the ankle where it struck
         for s in range(2):  # not moved along the floor
             assert np.abs(ankles[:, s][:, [0, 2]] - ankles[0, s, [0, 2]]).max() < 2e-3, (fps, s)
+
+
+def test_a_heel_strikes_toes_on_a_first_hold_come_down_to_where_they_are_shown_resting_not_first_toes():
+    """A track's first stances rest on one frame's heights (no resting heights measured yet): a heel strike's toes go
+    flat at `first_toes` (3 cm) over `settle`, and then, shown resting lower (a performer whose toe points rest 1 cm
+    up: the tuning walks' rest 1.3-2.8 cm), go on down to where they are shown, never below it. At 24, 30 and 60 fps
+    the right foot strikes with its heel (toes shown 12 cm up, down to 1 cm in 0.12 s) and stands: its toes rest
+    within 5 mm of 1 cm from 0.3 s on, never under where shown, the ankle where it struck, nothing moved along the
+    floor. Main kept them at 3 cm for the whole hold: at heel-off, where the leg lifts the heel about the toes, the
+    avatar's toes then stand 2 cm over the true foot."""
+    toes_rest = 0.01
+    ankle = np.array([0.3, _REST[0], 0.0])
+    flat = -np.arcsin((_REST[0] - toes_rest) / _LENGTH)
+    for fps in (24.0, 30.0, 60.0):
+        plan = []
+        for k in range(int(0.8 * fps)):
+            time = k / fps
+            down = min(time / 0.12, 1.0)  # the heel strike's toes: from 15 degrees toes-up to resting flat
+            angle = (1.0 - down) * np.radians(15.0) + down * flat
+            right = np.array([ankle, ankle + _LENGTH * np.array([0.0, np.sin(angle), -np.cos(angle)])])
+            left = _foot(np.array([0.0, 0.3, 0.2]), 0.0)  # in the air, never held
+            plan.append((time, (0.0, 1.0), (None, 0.0), np.array([left, right])))
+        times = np.array([p[0] for p in plan])
+        ankles, toes = _pin_frames(plan)
+        assert toes[0, 1, 1] > 0.1  # the heel strike's toes shown up on its first frame
+        rested = times >= 0.3
+        assert np.abs(toes[rested, 1, 1] - toes_rest).max() < 0.005, (fps, toes[rested, 1, 1])
+        assert toes[:, 1, 1].min() > toes_rest - 0.005, (fps, toes[:, 1, 1])  # never under where they are shown
+        assert np.abs(ankles[:, 1, 1] - _REST[0]).max() < 0.01  # about its heel, the ankle where it struck
+        assert np.abs(ankles[:, 1][:, [0, 2]] - ankles[0, 1, [0, 2]]).max() < 2e-3, fps  # not moved along the floor

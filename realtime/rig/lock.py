@@ -243,9 +243,11 @@ class PinGates(Gates):
     strike_speed: float = gate(0.4, "m/s", "shown coming down faster than this over first_toes_look, they are a heel "
                                            "strike's (3-8 cm in 0.1 s) and go down to first_toes over settle, not behind "
                                            "the shown toes (the live filter's lag slid the avatar's toes along the floor "
-                                           "on a brisk walk's first strikes; a sitter's standing toes drift 0.06 m/s)")
-    first_toes: float = gate(0.03, "m", "a heel strike's toes on one frame's heights rest this high (toes resting flat: "
-                                        "1-3 cm)")
+                                           "on a brisk walk's first strikes; a sitter's standing toes drift 0.06 m/s), "
+                                           "then on down as shown")
+    first_toes: float = gate(0.03, "m", "a heel strike's toes on one frame's heights rest this high at most, lower where "
+                                        "shown lower (toes resting flat: 1-3 cm; a heel-off lifts the heel about toes held "
+                                        "higher than they rest, and they float)")
     still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still toes-up keeps its toes up: the "
                                        "median heights of its ankle and toes on the hold's frames that end this long a "
                                        "look (from the hold's start on) at a still foot")
@@ -327,6 +329,7 @@ class _Pin:
     down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
     lowering: bool = False  # on one frame's heights that showed the toes level with the ankle or over it: the toes are
     # lowered as the frames after show them coming down (`PinGates.first_toes_look`, `strike_speed`)
+    struck: bool = False  # and they came down fast, a heel strike's: at first_toes, lowered further only as shown
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
     pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
@@ -493,13 +496,14 @@ class FootPin:
             elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
                 # a hold on one frame's heights that showed its toes level with its ankle or over it: they come down
                 # as they are shown coming down (a foot standing toes-up keeps them up), never up again; coming down
-                # fast, a heel strike's, flat over `settle`
+                # fast, a heel strike's, flat at first_toes over `settle`, and on down as shown after
                 look = [(time, heights[1]) for time, heights in self._seen[side]
                         if time > timestamp - self.gates.first_toes_look - 1e-9]
                 span = look[-1][0] - look[0][0] if look else 0.0
-                if span >= 0.5 * self.gates.first_toes_look and look[0][1] - look[-1][1] > self.gates.strike_speed * span:
+                if (not pin.struck and span >= 0.5 * self.gates.first_toes_look
+                        and look[0][1] - look[-1][1] > self.gates.strike_speed * span):
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp  # a heel strike's: flat
-                    pin.rest, pin.lowering = (pin.rest[0], min(pin.rest[1], self.gates.first_toes)), False
+                    pin.rest, pin.struck = (pin.rest[0], min(pin.rest[1], self.gates.first_toes)), True
                 elif look:
                     toes = max(min(pin.rest[1], float(np.median([h for _, h in look])) - pin.down), 0.0)
                     pin.rest = (pin.rest[0], toes)
