@@ -398,20 +398,17 @@ class ContactDetector:
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
-                # a track's first frame shows no speed yet: a heel that low stands (a foot passing low is released by
-                # the off gates once its speed shows)
-                first = previous is None
-                landing_speed = 0.0 if first else self._speed(velocity, heel, camera)
+                landing_speed = self._speed(velocity, heel, camera)
                 self.state[side] = (height < gates.on_height and landing_speed < on_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
-                    self._onset[side], self._stance[side], self._stood[side] = timestamp if first else previous, [heel], False
+                    self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
                     self._toes[side] = [toe]
                     # the hips not yet seen for hips_window (a track's first frames): not seen walking
                     self._planted_still[side], self._settled[side] = self._still is not False, False
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
-                    self._measures[side].append((timestamp, (0.0, 0.0, 0.0 if first else speed, height,
+                    self._measures[side].append((timestamp, (0.0, 0.0, speed, height,
                                                              *self._rise(heel, heel, velocity, camera), 0.0)))
             if not self.state[side] and height > gates.off_height:
                 self._swung[side] = timestamp
