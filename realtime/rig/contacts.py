@@ -13,13 +13,14 @@ of the end of a stance, and, while the body walks forwards or backwards, not beh
 landing heel comes down ahead of them; a late swing along the line of sight is shown behind where it is; stepping
 sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
 together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
-onset gate is `on_speed`, and `on_speed_running` at a run (where the heel is compared with where the hips were
-`speed_window` ago: a runner's foot lands under them). A contact ends once, over its last `off_time` (the median
-of each measure), the heel moves faster than `off_speed`, is higher than `off_height`, has risen (or sunk) from its
-stance position (its median over the contact's first `stance_time`) by more than `off_drift` or slid from it along
-the floor by more than `off_slide` (both across the line of sight: a planted foot shifts a few centimetres as the
-body sits or turns, a heel-off rises; while the body walks, or before the contact is a stance, a move of `off_drift`
-either way: a heel-off going with the step, a foot passing through), or is lifting
+onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
+`on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
+foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
+`off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
+first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
+the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises; while the
+body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
+foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
 gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
@@ -66,8 +67,10 @@ class ContactGates(Gates):
     on_height: float = gate(0.08, "m", "the heel lower than this may plant (loose: the lifted frames' depth moves a foot "
                                        "up or down by centimetres)")
     off_height: float = gate(0.11, "m", "the heel higher than this has lifted (above on_height: hysteresis)")
-    on_speed: float = gate(0.4, "m/s", "the onset gate walking or standing (a landing heel still slowing reads "
-                                       "0.3-0.4 m/s with the image's noise, along the line of sight as across it)")
+    on_speed: float = gate(0.3, "m/s", "the onset gate walking along the line of sight, or standing (a late swing moving "
+                                       "along it shows little speed across it)")
+    on_speed_across: float = gate(0.4, "m/s", "the onset gate walking across the line of sight (a landing heel still "
+                                              "slowing reads 0.3-0.4 m/s with the image's noise)")
     on_speed_running: float = gate(0.5, "m/s", "the onset gate at a run (a running heel reads 0.3-0.4 m/s on the frames it "
                                                "stands, a running swing 5-10 m/s)")
     off_speed: float = gate(0.45, "m/s", "the heel faster than this has lifted")
@@ -207,10 +210,20 @@ class ContactDetector:
         norm = float(np.linalg.norm(facing))
         return abs(float(walk[0] @ facing)) / norm if np.isfinite(facing).all() and norm > 1e-9 else 0.0
 
-    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float) -> float:
-        """The onset gate (m/s): on_speed; on_speed_running at a run (`forward`, the walk along the body's facing,
-        `running` or faster: a side shuffle that fast is no run)."""
-        return self.gates.on_speed_running if walk is not None and forward >= self.gates.running else self.gates.on_speed
+    def _onset_speed(self, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float, camera: np.ndarray) -> float:
+        """The onset gate (m/s): on_speed, rising to on_speed_across with the square of the share of the hips'
+        velocity along the floor that is across the line of sight; on_speed_running at a run (`forward`, the walk
+        along the body's facing, `running` or faster: a side shuffle that fast is no run)."""
+        gates = self.gates
+        if walk is None:
+            return gates.on_speed
+        velocity, hips = walk
+        if forward >= gates.running:
+            return gates.on_speed_running
+        up = self.floor.normal / np.linalg.norm(self.floor.normal)
+        sight = hips - camera
+        across = float(np.linalg.norm(_across(velocity, sight - (sight @ up) * up))) / float(np.linalg.norm(velocity))
+        return gates.on_speed + (gates.on_speed_across - gates.on_speed) * across ** 2
 
     def _behind(self, heel: np.ndarray, walk: Optional[tuple[np.ndarray, np.ndarray]], forward: float) -> bool:
         """The heel behind the hips along the walk while the body walks forwards or backwards (`forward`, the walk
@@ -331,7 +344,7 @@ class ContactDetector:
         points = np.asarray(points3d, dtype=np.float64)
         walk = self._walk(timestamp, points, step)
         forward = self._forward(walk, points)
-        on_speed = self._onset_speed(walk, forward)
+        on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
         toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
         held = dict(self.state)  # the last frame's contacts (each foot judges the other's by them, in either order)
