@@ -451,8 +451,8 @@ def test_a_heel_strikes_toes_on_a_first_hold_come_down_to_where_they_are_shown_r
     up: the tuning walks' rest 1.3-2.8 cm), go on down to where they are shown, never below it. At 24, 30 and 60 fps
     the right foot strikes with its heel (toes shown 12 cm up, down to 1 cm in 0.12 s) and stands: its toes rest
     within 5 mm of 1 cm from 0.3 s on, never under where shown, the ankle where it struck, nothing moved along the
-    floor. Main kept them at 3 cm for the whole hold: at heel-off, where the leg lifts the heel about the toes, the
-    avatar's toes then stand 2 cm over the true foot."""
+    floor. Toes kept at `first_toes` for the whole hold stand 2 cm over the true foot at heel-off, where the leg lifts
+    the heel about the toes."""
     toes_rest = 0.01
     ankle = np.array([0.3, _REST[0], 0.0])
     flat = -np.arcsin((_REST[0] - toes_rest) / _LENGTH)
