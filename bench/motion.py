@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -64,7 +63,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import corpus  # noqa: E402
 from bench import rig as rig_bench  # noqa: E402
 from bench.corpus import NAMES, Motion, Truth  # noqa: E402
+from realtime.errors import UserError  # noqa: E402
+from realtime.export.staging import check_output, staged  # noqa: E402
 from realtime.frames import DenseMaps, Frame  # noqa: E402
+from realtime.outputs import check_writable  # noqa: E402
 from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
 from realtime.rig.contact_model import ContactNet  # noqa: E402
@@ -616,8 +618,9 @@ def report(motions: list[Motion], pools: dict, rates, views, out=None) -> list[d
 
 
 def write_json(path: Path, rows: list[dict], pools: dict, settings: dict) -> None:
-    """The report's rows and each clip's measures (clip, view, fps), unrounded, as JSON at `path` (written whole or
-    not at all: a temporary file renamed over it); a measure that is not a finite number is null."""
+    """The report's rows and each clip's measures (clip, view, fps), unrounded, as JSON at `path`, written whole or not
+    at all (`realtime.export.staging.staged`); a measure that is not a finite number is null. UserError (one sentence)
+    when it cannot be written."""
     def clean(measures: dict) -> dict:
         return {k: (v if isinstance(v, str) or np.isfinite(v) else None) for k, v in measures.items()}
 
@@ -625,37 +628,16 @@ def write_json(path: Path, rows: list[dict], pools: dict, settings: dict) -> Non
              for (clip, view, fps), pool in pools.items()]
     text = json.dumps({**settings, "goals": {k: v[0] for k, v in GOALS.items()}, "rows": [clean(r) for r in rows],
                        "clips": clips}, indent=1)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text + "\n")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    staged(path, lambda temporary: temporary.write_text(text + "\n"), option="--json")
 
 
-def json_error(path: Path | None) -> str | None:
-    """Why --json cannot be written at `path` (one sentence saying what to do), or None: checked before the bench
-    runs, so a long run is not lost to a bad path."""
-    if path is None:
-        return None
-    if path.is_dir():
-        return f"--json: {path} is a folder: give a file name, e.g. {path / 'motion.json'}"
-    if path.exists() and not path.is_file() or path.is_symlink():
-        return f"--json: {path} is not a plain file (a pipe, a device or a link): give a .json file name"
+def check_json(path: Path) -> None:
+    """UserError (one sentence) when --json cannot be written at `path`: the exports' own checks (a folder, a pipe or
+    a device, a folder not writable), and a clip's name. Checked before the bench runs, so a long run is not lost."""
     if path.suffix.lower() == ".bvh":
-        return f"--json: {path} would overwrite a clip: give a .json file name"
-    folder = path.parent
-    if not folder.is_dir():
-        return f"--json: no folder {folder}: create it or give a file in a folder that exists"
-    probe = folder / f".{path.name}.{os.getpid()}.probe"
-    try:
-        probe.touch()
-        probe.unlink()
-    except OSError as error:
-        return f"--json: cannot write in {folder} ({error.strerror}): give a file in a folder you can write to"
-    if path.exists() and not os.access(path, os.W_OK):
-        return f"--json: {path} is read-only: give another file name"
-    return None
+        raise UserError(f"--json {path} would overwrite a clip; give a .json file name.")
+    check_output(path, option="--json", example="motion.json")
+    check_writable(path, option="--json")
 
 
 def load_weights(path: Path) -> ContactNet:
@@ -721,9 +703,11 @@ def main(argv=None) -> int:
     seeds = args.seeds[:1] if args.fast else args.seeds
     if any(s < 0 for s in seeds):
         parser.error("--seeds must be whole numbers of 0 or more")
-    problem = json_error(args.json)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
+    try:
+        if args.json is not None:
+            check_json(args.json)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     try:
         motions = select(args)
@@ -746,9 +730,8 @@ def main(argv=None) -> int:
                     "motion_lag_ms": args.motion_lag, "seeds": seeds, "fps": rates, "views": views}
         try:
             write_json(args.json, rows, result["pools"], settings)
-        except OSError as error:
-            print(f"error: --json: cannot write {args.json} ({error.strerror}): give a file in a folder you can write "
-                  "to with room on its disk", file=sys.stderr)
+        except UserError as error:
+            print(f"error: {error}", file=sys.stderr)
             return 2
     print(f"({result['runs']} runs in {result['seconds']:.0f} s, {result['cpu']:.0f} s of CPU)", file=sys.stderr)
     return 0

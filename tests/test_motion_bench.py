@@ -452,12 +452,14 @@ def test_the_bench_writes_its_rows_unrounded_as_json(tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name != "motion.json"]  # no temporary file left
 
 
-@pytest.mark.parametrize("where, message", [("folder", "is a folder"), ("missing/out.json", "no folder"),
+@pytest.mark.parametrize("where, message", [("folder", "is a folder"), ("a_file/out.json", "is not writable"),
                                             ("clip.bvh", "would overwrite a clip"),
-                                            ("/proc/motion.json", "cannot write in /proc"),
-                                            ("/dev/stdout", "not a plain file"), ("fifo", "not a plain file")])
+                                            ("/proc/motion.json", "the folder /proc is not writable"),
+                                            ("/dev/stdout", "not a file or folder on disk"),
+                                            ("fifo", "not a file or folder on disk")])
 def test_a_json_path_that_cannot_be_written_is_refused_before_the_bench_runs(where, message, tmp_path, capsys):
     (tmp_path / "folder").mkdir()
+    (tmp_path / "a_file").write_text("")
     os.mkfifo(tmp_path / "fifo")
     assert bench.main(["--clips", "cmu_35_05", "--fast", "--json", str(tmp_path / where)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
