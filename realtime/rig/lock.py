@@ -237,11 +237,11 @@ class PinGates(Gates):
                                         "early holds a foot still in the air; an ankle rests 5-9 cm up); a held foot "
                                         "shown with its ankle higher is not resting flat (on the ball of the foot: a "
                                         "dancer's, a crouch's; or held up) and is no sample of its resting heights")
-    first_toes_look: float = gate(0.1, "s", "and its ankle and toes where that frame shows them, lowered as the median of "
-                                            "their heights over this long shows them coming down, never raised (a landing "
-                                            "caught early; a heel strike, whose toes come down within 0.1-0.15 s; a foot "
-                                            "standing toes-up, whose toes stay up: a kick's or a sitter's standing foot "
-                                            "can rest 3-4 cm over its ankle)")
+    first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
+                                            "it (a heel strike, whose toes come down within 0.1-0.15 s, or a foot standing "
+                                            "toes-up, whose toes stay up: a kick's or a sitter's standing foot can rest 3-4 "
+                                            "cm over its ankle), lowered as the median of their heights over this long "
+                                            "shows them coming down, never raised")
     strike_speed: float = gate(0.4, "m/s", "shown coming down faster than this over first_toes_look, they are a heel "
                                            "strike's (3-8 cm in 0.1 s) and go down to first_toes over settle, not behind "
                                            "the shown toes (the live filter's lag slid the avatar's toes along the floor "
@@ -332,8 +332,9 @@ class _Pin:
     # for the hold
     settle: Optional[float] = None
     down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
-    struck: bool = False  # on one frame's heights, the toes came down fast, a heel strike's: at first_toes, lowered
-    # further only as shown (`PinGates.first_toes_look`, `strike_speed`)
+    lowering: bool = False  # on one frame's heights that showed the toes level with the ankle or over it: the toes are
+    # lowered as the frames after show them coming down (`PinGates.first_toes_look`, `strike_speed`)
+    struck: bool = False  # and they came down fast, a heel strike's: at first_toes, lowered further only as shown
     rest_from: Optional[tuple[float, float]] = None  # the one frame's heights a hold began on, while `rest` takes over
     rest_since: float = 0.0  # the time the measured `rest` took over from them
     pivot: Optional[np.ndarray] = None  # (3,) along the floor: where the flat foot goes from under its held ankle, so
@@ -491,28 +492,26 @@ class FootPin:
                     measured = self._rest(side)
                     pin.measured = measured is not None
                     if measured is None:  # one frame's heights: the ankle no higher than first_ankle, the toes as
-                        # shown, lowered with the ankle (and, on the frames after, both as they are shown coming down)
+                        # shown, lowered with the ankle (and, on the frames after, as they are shown coming down)
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         pin.down = max(ankle_height - self.gates.first_ankle, 0.0)
+                        pin.lowering = toes_height >= ankle_height  # a heel strike's toes, or a foot's standing toes-up
                         measured = (ankle_height - pin.down, toes_height - pin.down)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
-            elif floor is not None and not pin.measured and self._rest(side) is None:
-                # a hold on one frame's heights: its ankle and toes come down as they are shown coming down (a landing
-                # caught early; a foot standing toes-up keeps its toes up), never up again; toes coming down fast, a
-                # heel strike's, flat at first_toes over `settle`, and on down as shown after
+            elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
+                # a hold on one frame's heights that showed its toes level with its ankle or over it: they come down
+                # as they are shown coming down (a foot standing toes-up keeps them up), never up again; coming down
+                # fast, a heel strike's, flat at first_toes over `settle`, and on down as shown after
                 look = [(time, heights[1]) for time, heights in self._seen[side]
                         if time > timestamp - self.gates.first_toes_look - 1e-9]
-                heels = [(time, heights[0]) for time, heights in self._seen[side]
-                         if time > timestamp - self.gates.first_toes_look - 1e-9]
                 span = look[-1][0] - look[0][0] if look else 0.0
                 if (not pin.struck and span >= 0.5 * self.gates.first_toes_look
                         and look[0][1] - look[-1][1] > self.gates.strike_speed * span):
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp  # a heel strike's: flat
                     pin.rest, pin.struck = (pin.rest[0], min(pin.rest[1], self.gates.first_toes)), True
                 elif look:
-                    ankle = max(min(pin.rest[0], float(np.median([a for _, a in heels]))), 0.0)
                     toes = max(min(pin.rest[1], float(np.median([h for _, h in look])) - pin.down), 0.0)
-                    pin.rest = (ankle, toes)
+                    pin.rest = (pin.rest[0], toes)
             elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
                 # that lasts: standing, a lunge, a sit): it goes over to them over `settle` (a foot held in the air
