@@ -93,6 +93,9 @@ class ContactGates(Gates):
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
                                         "of each measure: one noisy frame does not end it)")
+    takeoff_time: float = gate(1 / 30, "s", "while the hips go up faster than walking (a take-off), a contact ends once the "
+                                           "heel has looked off the floor over this long (a foot leaving the floor in a "
+                                           "spring leaves at 1-3 m/s: off_time's median lags its lift-off by 2-4 frames)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
@@ -153,6 +156,7 @@ class ContactDetector:
         self._still: Optional[bool] = None
         self._settling = False  # the hips going up or down faster than `walking` (sitting down, crouching, standing up)
         self._springing = False  # the hips going up faster than `walking` (standing up, or a take-off: a hop, a jump)
+        self._taking_off = False  # ... over the last stance_time (a take-off's spring shows sooner than over hips_window)
         self.state = dict.fromkeys(SIDES, False)
         self._history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, heel) over speed_window
         self._onset: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the time of the frame before the contact began
@@ -181,7 +185,7 @@ class ContactDetector:
         """The hips' velocity along the floor (m/s, over hips_window) and where they are now, while they move faster
         than `walking`; None while the body stands (or its hips are not seen)."""
         hips = points[self.hips].mean(axis=0)
-        self._still, self._settling, self._springing = None, False, False
+        self._still, self._settling, self._springing, self._taking_off = None, False, False, False
         if not np.isfinite(hips).all():
             self._hips.clear()
             return None
@@ -198,6 +202,9 @@ class ContactDetector:
             self._still = along < self.gates.walking or vertical > along
             self._settling = vertical > self.gates.walking
             self._springing = float(velocity @ up) > self.gates.walking
+        if lasted(timestamp - self._hips[0][0], self.gates.stance_time, step):
+            recent = _velocity(_within(self._hips, timestamp, self.gates.stance_time))
+            self._taking_off = recent is not None and float(recent @ up) > self.gates.walking
         return (walk, hips) if along >= self.gates.walking else None
 
     def _forward(self, walk: Optional[tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> float:
@@ -262,7 +269,10 @@ class ContactDetector:
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
+        # a take-off (the hips going up faster than walking over stance_time): over the shorter takeoff_time
+        span = self.gates.takeoff_time if self._taking_off else self.gates.off_time
+        drift, slide, speed, height, rise, rising, toes = np.median(
+            [m for t, m in window if timestamp - t <= span + 0.5 * step + 1e-9], axis=0)
         gates = self.gates
         flat = bool(rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
         lifting = rise > gates.off_rise or flat
