@@ -61,8 +61,8 @@ class LockRecorder:
     def __enter__(self):
         recorder = self
 
-        def apply(lock, timestamp, points3d, contacts):
-            result = recorder._original(lock, timestamp, points3d, contacts)
+        def apply(lock, timestamp, points3d, contacts, *rest):
+            result = recorder._original(lock, timestamp, points3d, contacts, *rest)
             recorder.out[round(float(timestamp), 6)] = np.array(result)
             return result
 

@@ -9,7 +9,7 @@ import pytest
 
 from realtime.rig.lift import Lifter
 from realtime.rig.robust import nanmedian
-from realtime.rig.scale import FloorDistanceScale, ScaleFilter
+from realtime.rig.scale import MIN_HISTORY, FloorDistanceScale, ScaleFilter
 from tests.ground_synthetic import CENTRE, FOCAL, walk
 from tests.mocap_synthetic import NAMES
 
@@ -115,17 +115,21 @@ def test_bone_length_medians_are_nanmedians():  # the (frames, bones) windows Sc
         np.testing.assert_allclose(nanmedian(values), expected, equal_nan=True)
 
 
-def test_a_still_cameras_frame_scale_is_its_floor_distance_against_the_frames_before():
+def test_a_still_cameras_frame_scale_is_its_floor_distance_against_its_first_frames():
     """The floor's distance from a still camera changes only with the frame's scale: from the fourth
-    frame on each frame's scale is its distance over the median of the ones before; a distance 20 % off is
-    another surface (a step): no scale from it, and it does not move the usual distance."""
+    frame on each frame's scale is its distance over the median of the ones before, up to the MIN_HISTORY-th; from
+    then on over the median of those first MIN_HISTORY, however the later frames' jitter falls (the world's floor is
+    fitted once, in that metre); a distance 20 % off is another surface (a step): no scale from it, and it does not
+    move the usual distance."""
     floor = FloorDistanceScale()
-    jitter = 1 + np.random.default_rng(5).normal(0, JITTER, 12)
+    jitter = 1 + np.random.default_rng(5).normal(0, JITTER, 40)
     scales = [floor.update(1.5 * s) for s in jitter]
     assert scales[:3] == [1.0, 1.0, 1.0]
-    for t in range(3, 12):
+    for t in range(3, MIN_HISTORY):
         assert scales[t] == pytest.approx(jitter[t] / np.median(jitter[:t]), rel=1e-12)
-    usual = np.median(jitter)
+    usual = np.median(jitter[:MIN_HISTORY])
+    for t in range(MIN_HISTORY, 40):
+        assert scales[t] == pytest.approx(jitter[t] / usual, rel=1e-12)
     assert floor.update(1.5 * 1.2 * usual) == 1.0
     assert floor.update(1.5 * 1.05 * usual) == pytest.approx(1.05, rel=1e-12)  # the step left no trace
     floor.reset()

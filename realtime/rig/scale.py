@@ -23,7 +23,8 @@ mostly depth noise), and a frame's scale is taken only from at least MIN_BONES b
 A still camera's floor says the same sooner (`FloorDistanceScale`, run by the ground stage before the
 lifter): the camera's distance to the floor plane found in the background changes with nothing but the
 frame's scale, is measured on thousands of pixels, and holds for every person in the frame from their first
-depth frame on (a fresh track's bone lengths say nothing for MIN_HISTORY frames).
+depth frame on (a fresh track's bone lengths say nothing for MIN_HISTORY frames); its usual distance is fixed
+after MIN_HISTORY frames, so the frames after those share one metre with the world's floor fitted on them.
 """
 
 from __future__ import annotations
@@ -112,14 +113,18 @@ class ScaleFilter:
 class FloorDistanceScale:
     """A still camera's pointmap scale per frame from the floor in its background: the camera's distance to
     the floor plane found among thousands of background pixels (`realtime.rig.floor_scene`) is the same on
-    every frame but for the frame's scale, so its ratio to the median of the frames before is that scale,
-    the same for everyone in the frame and known from a person's first depth frame on (a person's own bone
-    lengths need MIN_HISTORY depth frames first). 1.0 until MIN_FLOORS frames measured it, and for a
-    distance more than FLOOR_MAX_CHANGE from the usual one (a step, a platform: another plane the people stand
-    near; the pointmap's jitter is ~2 %), which is not kept either."""
+    every frame but for the frame's scale, so its ratio to the usual distance is that scale, the same for
+    everyone in the frame and known from a person's first depth frame on (a person's own bone lengths need
+    MIN_HISTORY depth frames first). The usual distance is the median of the first MIN_HISTORY distances, then
+    kept: the world's floor is fitted once, from depth frames after those (`realtime.rig.world.WorldAnchor`), and
+    a usual distance that went on moving would scale every later frame's people about the camera to another
+    metre than the one the floor was fitted in, their feet off it (0.75 cm at 1.5 m for 0.5 %; bench/RESULTS.md,
+    "Issue 51: penetration, what sets the world floor's level (eighth stop)"). 1.0 until MIN_FLOORS frames
+    measured it, and for a distance more than FLOOR_MAX_CHANGE from the usual one (a step, a platform: another
+    plane the people stand near; the pointmap's jitter is ~2 %), which is not kept either."""
 
-    def __init__(self, window: int = WINDOW):
-        self._distances: deque = deque(maxlen=window)
+    def __init__(self) -> None:
+        self._distances: list[float] = []
 
     def reset(self) -> None:
         self._distances.clear()
@@ -132,7 +137,8 @@ class FloorDistanceScale:
         scale = distance / float(np.median(self._distances))
         if abs(scale - 1.0) > FLOOR_MAX_CHANGE:
             return 1.0
-        self._distances.append(distance)
+        if len(self._distances) < MIN_HISTORY:
+            self._distances.append(distance)
         return float(scale)
 
 
