@@ -39,7 +39,9 @@ more up or down than along the floor, until the toes rise, slide `off_slide` alo
 move and speed down not counted: toes pressed as the heel rises), or the whole foot lifts (`off_lift`); beside a foot
 in the air (not in contact, its heel higher than `off_height` within `landing_recent`: stepping, hopping or leaping off
 this one) the heel's limits hold again, and while the hips go up faster than `walking` (a take-off) so does
-`toes_heel_rising` (standing up, the heels come down; a sitter's heels rise as the hips go down). Judged over
+`toes_heel_rising` (standing up, the heels come down; a sitter's heels rise as the hips go down). While the
+hips go up faster than `walking` over `stance_time` (a take-off), a heel faster than `off_speed` over the last
+`takeoff_time` is judged over that instead (a foot springing off leaves in two or three frames). Judged over
 a time, not counted over frames in a
 row: each frame's measurement noise is its own, so a run of frames all past a gate is likelier at 30 fps (two
 frames) than at 60 (four), and a foot near a gate would be released at one rate and held at the other. Every gate
@@ -93,9 +95,10 @@ class ContactGates(Gates):
                                           "a contact this long is a stance (shorter: a foot passing through)")
     off_time: float = gate(1 / 15, "s", "a contact ends once the heel has looked off the floor over this long (the median "
                                         "of each measure: one noisy frame does not end it)")
-    takeoff_time: float = gate(1 / 30, "s", "while the hips go up faster than walking (a take-off), a contact ends once the "
-                                           "heel has looked off the floor over this long (a foot leaving the floor in a "
-                                           "spring leaves at 1-3 m/s: off_time's median lags its lift-off by 2-4 frames)")
+    takeoff_time: float = gate(1 / 30, "s", "while the hips go up faster than walking over stance_time (a take-off), a heel "
+                                           "faster than off_speed over this long is judged over it, not off_time (a foot "
+                                           "springing off leaves at 1-3 m/s: off_time's median lags its lift-off by 2-4 "
+                                           "frames)")
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
@@ -269,10 +272,12 @@ class ContactDetector:
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        # a take-off (the hips going up faster than walking over stance_time): over the shorter takeoff_time
-        span = self.gates.takeoff_time if self._taking_off else self.gates.off_time
-        drift, slide, speed, height, rise, rising, toes = np.median(
-            [m for t, m in window if timestamp - t <= span + 0.5 * step + 1e-9], axis=0)
+        measured = np.median([m for _, m in window], axis=0)
+        if self._taking_off:  # the hips going up faster than walking over stance_time, the heel fast over takeoff_time
+            recent = np.median([m for t, m in window if timestamp - t <= self.gates.takeoff_time + 0.5 * step + 1e-9],
+                               axis=0)
+            measured = recent if recent[2] > self.gates.off_speed else measured  # a slow heel-off: over off_time
+        drift, slide, speed, height, rise, rising, toes = measured
         gates = self.gates
         flat = bool(rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
         lifting = rise > gates.off_rise or flat
