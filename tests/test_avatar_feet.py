@@ -473,34 +473,3 @@ def test_a_heel_strikes_toes_on_a_first_hold_come_down_to_where_they_are_shown_r
         assert toes[:, 1, 1].min() > toes_rest - 0.005, (fps, toes[:, 1, 1])  # never under where they are shown
         assert np.abs(ankles[:, 1, 1] - _REST[0]).max() < 0.01  # about its heel, the ankle where it struck
         assert np.abs(ankles[:, 1][:, [0, 2]] - ankles[0, 1, [0, 2]]).max() < 2e-3, fps  # not moved along the floor
-
-
-def test_a_stance_on_the_ball_of_the_foot_is_not_where_that_foot_rests_flat_afterwards():
-    """A dancer's relevé (or a crouch on the toes) is held by the lock: the right foot stands on the ball of its foot
-    (toes 2 cm, ankle 15 cm up) for 1 s, swings for 0.3 s and then stands flat (ankle 8 cm, toes 2 cm) for 1.5 s; the
-    left foot stands flat throughout. A foot with its ankle over `first_ankle` is not resting flat, so its heights are
-    not its resting heights: the flat stance rests where it is shown (the left foot's measured heights), its ankle
-    not 7 cm up at the relevé's. Main measured the relevé as the right foot's resting heights and held the flat foot's
-    heel up at 15 cm (a CMU dance's right foot: the toes raised over a flat foot by the look at a still foot)."""
-    fps = 30.0
-    raised = np.degrees(np.arcsin((0.15 - _REST[1]) / _LENGTH) - np.arcsin((_REST[0] - _REST[1]) / _LENGTH))
-    tiptoe = _foot(np.array([0.3, _REST[1], 0.0]), raised)
-    assert tiptoe[0, 1] == pytest.approx(0.15, abs=1e-3)
-    plan = []
-    for k in range(int(2.8 * fps)):
-        time = k / fps
-        left = _foot(np.array([0.0, _REST[1], 0.3]), 0.0)
-        if time < 1.0:
-            right, share, since = tiptoe, 1.0, 0.0
-        elif time < 1.3:
-            right, share, since = _foot(np.array([0.3, 0.25, 0.2]), 0.0), 0.0, None  # swinging
-        else:
-            right, share, since = _foot(np.array([0.3, _REST[1], 0.4]), 0.0), 1.0, 1.3
-        plan.append((time, (1.0, share), (0.0, since), np.array([left, right])))
-    times = np.array([p[0] for p in plan])
-    ankles, toes = _pin_frames(plan)
-    flat = times >= 1.6
-    assert np.abs(ankles[flat, 1, 1] - _REST[0]).max() < 0.01, ankles[flat, 1, 1]
-    assert np.abs(toes[flat, 1, 1] - _REST[1]).max() < 0.01, toes[flat, 1, 1]
-    assert np.abs(ankles[flat, 1][:, [0, 2]] - ankles[flat][0, 1, [0, 2]]).max() < 2e-3  # not moved along the floor
-    assert np.abs(ankles[times >= 0.6, 0, 1] - _REST[0]).max() < 0.005  # the left foot, flat, as before

@@ -234,9 +234,7 @@ class PinGates(Gates):
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
     first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
                                         "hold puts its ankle at most this high above the floor (a landing decided a frame "
-                                        "early holds a foot still in the air; an ankle rests 5-9 cm up); a held foot "
-                                        "shown with its ankle higher is not resting flat (on the ball of the foot: a "
-                                        "dancer's, a crouch's; or held up) and is no sample of its resting heights")
+                                        "early holds a foot still in the air; an ankle rests 5-9 cm up)")
     first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
                                             "it (a heel strike, whose toes come down within 0.1-0.15 s, or a foot standing "
                                             "toes-up, whose toes stay up: a kick's or a sitter's standing foot can rest 3-4 "
@@ -270,9 +268,8 @@ REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile o
 
 class RestingHeights:
     """Where one of a performer's feet rests above the floor when it stands flat (its ankle and its toes), from their
-    heights on the frames it is held with its ankle no higher than `first_ankle` (higher, it stands on its toes or is
-    held up): the REST_PERCENTILE of each over the latest `rest_window` seconds of such held time, once `rest_after`
-    seconds were. The avatar's planted foot is put there (`FootPin`). Per foot: a capture's
+    heights on the frames it is held: the REST_PERCENTILE of each over the latest `rest_window` seconds of held time,
+    once `rest_after` seconds were held. The avatar's planted foot is put there (`FootPin`). Per foot: a capture's
     two feet need not rest alike (a floor that is not level across the path, a marker set higher on one foot)."""
 
     def __init__(self, gates: PinGates = PinGates()):
@@ -284,8 +281,6 @@ class RestingHeights:
 
     def add(self, seconds: float, ankle: float, toes: float) -> None:
         if not (np.isfinite(seconds) and seconds > 0 and np.isfinite(ankle) and np.isfinite(toes)):
-            return
-        if ankle > self.gates.first_ankle:  # no foot resting flat: one on its toes (a dancer's, a crouch's) or held up
             return
         self._samples.append((seconds, ankle, toes))
         self._held += seconds
@@ -514,10 +509,10 @@ class FootPin:
                     pin.rest = (pin.rest[0], toes)
             elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
-                # that lasts: standing, a lunge, a sit): it goes over to them over `settle` (a foot held in the air
-                # or on its toes all along measures none: `RestingHeights` takes no ankle over first_ankle)
+                # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
+                # rest there (a foot held in the air all along measures its own height in the air)
                 measured = self._rest(side)
-                if measured is not None:
+                if measured is not None and measured[0] <= self.gates.first_ankle:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
