@@ -272,12 +272,12 @@ class ContactDetector:
         window.append((timestamp, measures))
         while timestamp - window[0][0] > self.gates.off_time + 0.5 * step + 1e-9:
             window.popleft()
-        measured = np.median([m for _, m in window], axis=0)
-        if self._taking_off:  # the hips going up faster than walking over stance_time, the heel fast over takeoff_time
+        drift, slide, speed, height, rise, rising, toes = np.median([m for _, m in window], axis=0)
+        if self._taking_off:  # the hips going up faster than walking over stance_time: a heel fast over takeoff_time
             recent = np.median([m for t, m in window if timestamp - t <= self.gates.takeoff_time + 0.5 * step + 1e-9],
                                axis=0)
-            measured = recent if recent[2] > self.gates.off_speed else measured  # a slow heel-off: over off_time
-        drift, slide, speed, height, rise, rising, toes = measured
+            if recent[2] > self.gates.off_speed:  # its speed (a slow heel-off stays judged over off_time)
+                drift, slide, speed, height, rise, rising, toes = recent
         gates = self.gates
         flat = bool(rise > gates.off_lift and toes > gates.off_lift)  # the toes NaN: not flat
         lifting = rise > gates.off_rise or flat
