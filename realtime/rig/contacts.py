@@ -24,7 +24,12 @@ foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
 gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while it moves along the line of sight
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
-alone and the toes stay down). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
+alone and the toes stay down). A stance also ends, on its toes or not, while the body does not walk forwards or
+backwards, once its heel and toes have both moved `off_along` one way along the line of sight over the last
+`stance_time`, and as far from the other foot where that one stands (the lifter holds a planted foot on its ray between
+depth frames, so this is a depth frame's word: a foot leaving or sliding along the line of sight; a depth frame that
+moves the whole body moves no foot); stepping sideways (the hips at `walking` or faster) with the heel risen `off_lift`
+over `off_time`, the heel's move alone (a side step's heel leaves first, the foot turning on its toes). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
 foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
 goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
@@ -102,6 +107,11 @@ class ContactGates(Gates):
     landing_recent: float = gate(0.3, "s", "a heel higher than off_height this recently is coming down from a swing")
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
+    off_along: float = gate(0.045, "m", "a stance's heel and toes both this far along the line of sight from where they "
+                                        "were stance_time before, and from the other standing foot (past the contact's "
+                                        "first stance_time: its first depth frame puts right a foot planted as it lands), "
+                                        "have moved off: a foot leaving or sliding along the line of sight shows 0.26-0.34 "
+                                        "of it across it, a depth frame all of it")
     toes_heel_rise: float = gate(0.1, "m", "on its toes, a heel this high above the floor or its stance position has left "
                                            "the floor (a walk's toe-off: the heel 8-15 cm up; toes lifting along the line of "
                                            "sight show little else)")
@@ -173,6 +183,7 @@ class ContactDetector:
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
         self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, rising velocity, camera)
+        self._soles: deque = deque()  # (time, (2, 3) heels, (2, 3) toes' midpoints) over stance_time
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
         self._planted_still = dict.fromkeys(SIDES, False)  # the contact began with the hips not seen walking
         self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
@@ -261,6 +272,30 @@ class ContactDetector:
         if not seen or not np.isfinite(toe).all():
             return float("nan")
         return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
+
+    def _along(self, side: str, timestamp: float, step: float, camera: np.ndarray, held: dict,
+               sideways: bool = False) -> float:
+        """m: how far the heel and the toes of `side` have both moved one way along the line of sight since stance_time
+        ago (to the nearest frame; not before the contact's first stance_time has passed: its first depth frame puts a
+        landing foot right), the lesser of the two, and no more than they moved from the other foot where it stands
+        (`held`, past its own first stance_time: a depth frame that moves the whole body moves no foot); 0 where they
+        moved apart or are not seen. `sideways`: the heels' alone."""
+        gates, other = self.gates, SIDES[1 - SIDES.index(side)]
+        since = max(timestamp - gates.stance_time, self._began[side] + gates.stance_time) - 0.5 * step - 1e-9
+        window = [entry for entry in self._soles if entry[0] >= since]
+        if len(window) < 2:
+            return 0.0
+        (then, heels, toes), (_, heels_now, toes_now) = window[0], window[-1]
+        ray = heels_now[SIDES.index(side)] - camera
+        ray = ray / max(float(np.linalg.norm(ray)), 1e-9)
+        moved = np.array([(heels_now - heels) @ ray, (toes_now - toes) @ ray])  # (heel, toes) x (left, right)
+        mine, theirs = moved[:, SIDES.index(side)], moved[:, 1 - SIDES.index(side)]
+        if sideways:
+            mine, theirs = mine[:1], theirs[:1]
+        moves = [mine]
+        if held[other] and lasted(then - self._began[other], gates.stance_time, step) and np.isfinite(theirs).all():
+            moves.append(mine - theirs.mean())
+        return min(float(np.abs(m).min()) if (m > 0).all() or (m < 0).all() else 0.0 for m in moves)
 
     def _looks_off(self, side: str, timestamp: float, step: float, measures: tuple) -> tuple[bool, bool, float, float]:
         """Whether the heel has looked off the floor over the contact's last off_time (to the nearest frame: `step` is
@@ -363,6 +398,9 @@ class ContactDetector:
         centres = foot_centres(points, self.feet)
         toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
         held = dict(self.state)  # the last frame's contacts (each foot judges the other's by them, in either order)
+        self._soles.append((timestamp, points[[self.heels[side] for side in SIDES]], toes))
+        while timestamp - self._soles[0][0] > gates.stance_time + 0.5 * step + 1e-9:
+            self._soles.popleft()
         for side, centre, toe in zip(SIDES, centres, toes):
             history = self._history[side]
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
@@ -396,6 +434,12 @@ class ContactDetector:
                 lifted = self._toes_risen(side, toe, camera)
                 off, flat, risen, rises = self._looks_off(side, timestamp, step,
                                                           (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
+                # not walking forwards or backwards: a walk's stance foot rolls along it, as far as the depth says;
+                # stepping sideways with the heel risen off_lift over off_time, the heel's move alone (a side step's
+                # heel leaves first, the foot turning on its toes towards the step)
+                heel_up = walk is not None and float(np.median([m[4] for _, m in self._measures[side]])) > gates.off_lift
+                along = (self._along(side, timestamp, step, camera, held, sideways=heel_up) > gates.off_along
+                         and forward < gates.walking)
                 standing = self._on_toes[side]
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
@@ -416,6 +460,7 @@ class ContactDetector:
                     # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
                     standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
+                off = off or along  # moved whole along the line of sight
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
