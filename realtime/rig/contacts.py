@@ -29,7 +29,8 @@ backwards, once its heel and toes have both moved `off_along` one way along the 
 `stance_time`, and as far from the other foot where that one stands (the lifter holds a planted foot on its ray between
 depth frames, so this is a depth frame's word: a foot leaving or sliding along the line of sight; a depth frame that
 moves the whole body moves no foot); stepping sideways (the hips at `walking` or faster) with the heel risen `off_lift`
-over `off_time`, the heel's move alone (a side step's heel leaves first, the foot turning on its toes). Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
+over `off_time`, the heel's move alone (a side step's heel leaves first, the foot turning on its toes).
+Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
 foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
 goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
