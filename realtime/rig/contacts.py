@@ -26,7 +26,7 @@ gate; or risen `off_lift` with the toes risen as much: a foot lifted whole while
 shows little of its rise, the image's drop of a foot coming nearer taking the rest, where heel-off lifts the heel
 alone and the toes stay down). A stance also ends, on its toes or not, while the body does not walk forwards or
 backwards, once its heel and toes have both moved `off_along` one way along the line of sight over the last
-`stance_time`, and as far from the other foot where that one stands (the lifter holds a planted foot on its ray between
+`stance_time`, and as far from the other foot (the lifter holds a planted foot on its ray between
 depth frames, so this is a depth frame's word: a foot leaving or sliding along the line of sight; a depth frame that
 moves the whole body moves no foot); stepping sideways (the hips at `walking` or faster) with the heel risen `off_lift`
 over `off_time`, the heel's move alone (a side step's heel leaves first, the foot turning on its toes).
@@ -109,7 +109,7 @@ class ContactGates(Gates):
     refractory: float = gate(0.2, "s", "a foot released from a stance does not plant again sooner (a heel rising slowly "
                                        "after heel-off)")
     off_along: float = gate(0.045, "m", "a stance's heel and toes both this far along the line of sight from where they "
-                                        "were stance_time before, and from the other standing foot (past the contact's "
+                                        "were stance_time before, and from the other foot (past the contact's "
                                         "first stance_time: its first depth frame puts right a foot planted as it lands), "
                                         "have moved off: a foot leaving or sliding along the line of sight shows 0.26-0.34 "
                                         "of it across it, a depth frame all of it")
@@ -274,19 +274,18 @@ class ContactDetector:
             return float("nan")
         return self._rise(toe, np.median(seen, axis=0), None, camera)[0]
 
-    def _along(self, side: str, timestamp: float, step: float, camera: np.ndarray, held: dict,
-               sideways: bool = False) -> float:
+    def _along(self, side: str, timestamp: float, step: float, camera: np.ndarray, sideways: bool = False) -> float:
         """m: how far the heel and the toes of `side` have both moved one way along the line of sight since stance_time
         ago (to the nearest frame; not before the contact's first stance_time has passed: its first depth frame puts a
-        landing foot right), the lesser of the two, and no more than they moved from the other foot where it stands
-        (`held`, past its own first stance_time: a depth frame that moves the whole body moves no foot); 0 where they
+        landing foot right), the lesser of the two, and no more than they moved from the other foot (where it is seen:
+        a depth frame that moves the whole body moves no foot, and a foot standing still moves neither); 0 where they
         moved apart or are not seen. `sideways`: the heels' alone."""
-        gates, other = self.gates, SIDES[1 - SIDES.index(side)]
+        gates = self.gates
         since = max(timestamp - gates.stance_time, self._began[side] + gates.stance_time) - 0.5 * step - 1e-9
         window = [entry for entry in self._soles if entry[0] >= since]
         if len(window) < 2:
             return 0.0
-        (then, heels, toes), (_, heels_now, toes_now) = window[0], window[-1]
+        (_, heels, toes), (_, heels_now, toes_now) = window[0], window[-1]
         ray = heels_now[SIDES.index(side)] - camera
         ray = ray / max(float(np.linalg.norm(ray)), 1e-9)
         moved = np.array([(heels_now - heels) @ ray, (toes_now - toes) @ ray])  # (heel, toes) x (left, right)
@@ -294,7 +293,7 @@ class ContactDetector:
         if sideways:
             mine, theirs = mine[:1], theirs[:1]
         moves = [mine]
-        if held[other] and lasted(then - self._began[other], gates.stance_time, step) and np.isfinite(theirs).all():
+        if np.isfinite(theirs).all():
             moves.append(mine - theirs.mean())
         return min(float(np.abs(m).min()) if (m > 0).all() or (m < 0).all() else 0.0 for m in moves)
 
@@ -435,16 +434,18 @@ class ContactDetector:
                 lifted = self._toes_risen(side, toe, camera)
                 off, flat, risen, rises = self._looks_off(side, timestamp, step,
                                                           (drift, slide, min(speed, 1e3), height, rise, rising, lifted))
-                # not walking forwards or backwards: a walk's stance foot rolls along it, as far as the depth says;
-                # stepping sideways with the heel risen off_lift over off_time, the heel's move alone (a side step's
-                # heel leaves first, the foot turning on its toes towards the step)
-                heel_up = walk is not None and float(np.median([m[4] for _, m in self._measures[side]])) > gates.off_lift
-                along = (self._along(side, timestamp, step, camera, held, sideways=heel_up) > gates.off_along
-                         and forward < gates.walking)
                 standing = self._on_toes[side]
                 # a stance begun not walking whose hips have since gone up or down faster than walking (sitting down,
                 # crouching, standing up): its heel rises as high and as fast as it will onto the toes
                 settled = self._settled[side] = self._settled[side] or bool(self._planted_still[side] and self._settling)
+                # not walking forwards or backwards: a walk's stance foot rolls along it, as far as the depth says;
+                # stepping sideways (the hips seen walking, not up or down: no sitter's settled stance) with the heel
+                # risen off_lift over off_time, the heel's move alone (a side step's heel leaves first, the foot
+                # turning on its toes towards the step)
+                heel_up = (self._still is False and not settled
+                           and float(np.median([m[4] for _, m in self._measures[side]])) > gates.off_lift)
+                along = (self._along(side, timestamp, step, camera, sideways=heel_up) > gates.off_along
+                         and forward < gates.walking)
                 # a settled stance beside a foot in the air (not held, its heel above off_height within landing_recent)
                 # steps, hops or leaps off, and one whose hips spring up as its heel rises fast takes off: the heel's
                 # limits again (a sitter or a squatter stands on both feet; standing up, the heels come down)
