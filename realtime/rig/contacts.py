@@ -185,6 +185,7 @@ class ContactDetector:
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
         self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, rising velocity, camera)
         self._soles: deque = deque()  # (time, (2, 3) heels, (2, 3) toes' midpoints) over stance_time
+        self._walked = np.inf  # the last frame's walk along the facing (m/s; none yet: walking)
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
         self._planted_still = dict.fromkeys(SIDES, False)  # the contact began with the hips not seen walking
         self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
@@ -285,11 +286,14 @@ class ContactDetector:
         window = [entry for entry in self._soles if entry[0] >= since]
         if len(window) < 2:
             return 0.0
-        (_, heels, toes), (_, heels_now, toes_now) = window[0], window[-1]
-        ray = heels_now[SIDES.index(side)] - camera
+        (_, heels_now, toes_now), mine, other = window[-1], SIDES.index(side), 1 - SIDES.index(side)
+        ray = heels_now[mine] - camera
         ray = ray / max(float(np.linalg.norm(ray)), 1e-9)
-        moved = np.array([(heels_now - heels) @ ray, (toes_now - toes) @ ray])  # (heel, toes) x (left, right)
-        mine, theirs = moved[:, SIDES.index(side)], moved[:, 1 - SIDES.index(side)]
+        # (heel, toes): this foot's since the window's start, the other's since stance_time ago (the same instants at
+        # every rate: a foot not held moves between depth frames as its image does)
+        mine = np.array([(heels_now[mine] - window[0][1][mine]) @ ray, (toes_now[mine] - window[0][2][mine]) @ ray])
+        theirs = np.array([(heels_now[other] - self._soles[0][1][other]) @ ray,
+                           (toes_now[other] - self._soles[0][2][other]) @ ray])
         if sideways:
             mine, theirs = mine[:1], theirs[:1]
         moves = [mine]
@@ -394,6 +398,9 @@ class ContactDetector:
         points = np.asarray(points3d, dtype=np.float64)
         walk = self._walk(timestamp, points, step)
         forward = self._forward(walk, points)
+        # the walk along the facing for off_along: no faster than on the last frame (a depth frame's jump of the hips
+        # along the line of sight is no walk, and weighs on a slope over fewer frames more)
+        walked, self._walked = min(forward, self._walked), forward
         on_speed = self._onset_speed(walk, forward, camera)
         centres = foot_centres(points, self.feet)
         toes = foot_centres(points, self.toes)  # each foot's toes' midpoint (NaN where unseen)
@@ -445,7 +452,7 @@ class ContactDetector:
                 heel_up = (self._still is False and not settled
                            and float(np.median([m[4] for _, m in self._measures[side]])) > gates.off_lift)
                 along = (self._along(side, timestamp, step, camera, sideways=heel_up) > gates.off_along
-                         and forward < gates.walking)
+                         and walked < gates.walking)
                 # a settled stance beside a foot in the air (not held, its heel above off_height within landing_recent)
                 # steps, hops or leaps off, and one whose hips spring up as its heel rises fast takes off: the heel's
                 # limits again (a sitter or a squatter stands on both feet; standing up, the heels come down)
