@@ -278,8 +278,8 @@ class ContactDetector:
     def _along(self, side: str, timestamp: float, step: float, camera: np.ndarray, sideways: bool = False) -> float:
         """m: how far the heel and the toes of `side` have both moved one way along the line of sight since stance_time
         ago (to the nearest frame; not before the contact's first stance_time has passed: its first depth frame puts a
-        landing foot right), the lesser of the two, and no more than they moved from the other foot (where it is seen:
-        a depth frame that moves the whole body moves no foot, and a foot standing still moves neither); 0 where they
+        landing foot right), the lesser of the two, and no more than they moved from the other foot (where it is seen,
+        held or not, over the last stance_time: a depth frame that moves the whole body moves no foot); 0 where they
         moved apart or are not seen. `sideways`: the heels' alone."""
         gates = self.gates
         since = max(timestamp - gates.stance_time, self._began[side] + gates.stance_time) - 0.5 * step - 1e-9
