@@ -5,8 +5,9 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use none: bench/RESULTS.md, "Issue 51: the contact model trained on more
-motion"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
+provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
+side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
+bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
 clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
