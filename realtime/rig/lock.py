@@ -1,7 +1,8 @@
 """Foot locking, per foot, causal (no added latency): a foot in contact stays where it came down.
 
 While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
-frame at 30 fps, interpolated between frames at other rates; the detector decides from the heel's speed over its
+frame at 30 fps, interpolated between frames at 24; at higher rates the frame before, where a foot still shown moving
+was, not further back over ground it has since moved; the detector decides from the heel's speed over its
 last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
 noise or a depth frame's re-measuring), or on the last depth frame (`measured`) where that came later: a landing
 foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
@@ -38,7 +39,7 @@ class LockGates(Gates):
     """The foot lock's gates: distances (m), speeds (m/s) and times (s)."""
 
     anchor_back: float = gate(1 / 30, "s", "a foot in contact is held where its ankle came in this long before the "
-                                           "contact began (at any frame rate the same place on a landing foot)")
+                                           "contact began, no further back than the frame before")
     stretch: float = gate(0.15, "m", "an anchor this far out of the leg's reach keeps the ankle (the shin stretched) "
                                      "rather than dragging it with the hips")
     drawn_speed: float = gate(2.0, "m/s", "further out, an anchor whose overreach grows slower than this (the hips "
@@ -147,6 +148,9 @@ class FootLock:
         previous, self._last = self._last, timestamp
         step = 0.0 if previous is None else timestamp - previous  # this frame's interval
         gates = self.gates
+        # a hold begun now is anchored no further back than the frame before (`FootPin` begins it at the same time): at
+        # 60 fps anchor_back is two frames, and a foot still shown moving would step back over that frame
+        back_time = timestamp - (gates.anchor_back if previous is None else min(gates.anchor_back, step))
         out = np.array(points3d, dtype=np.float64)
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
@@ -154,7 +158,7 @@ class FootLock:
             shown, self._shown[side] = self._shown[side], None
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
-            back = self._back(side, timestamp - gates.anchor_back)
+            back = self._back(side, back_time)
             trail = self._trail[side]
             if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()
@@ -375,11 +379,11 @@ class FootPin:
     feet would move with every frame's difference between those lengths and the frame's. Per foot, while the lock
     (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
     ankle and the toes go, in the rig axes of the points solved:
-    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.anchor_back` before the
-      hold began, or the last depth frame where that came later, as the lock takes it: the same time at any frame
-      rate; this frame's solve of the lock's points, the knee bent to the held ankle with the frame's thigh and shin,
-      puts the avatar's foot elsewhere: its legs are not the frame's), moved as the lock moves its held ankle (a hold
-      out of the leg's reach is moved by the lock);
+    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.
+      anchor_back` before the hold began, no further back than the frame before, or the last depth frame
+      where that came later, as the lock takes it; this frame's solve of the lock's points, the knee bent to the held
+      ankle with the frame's thigh and shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as
+      the lock moves its held ankle (a hold out of the leg's reach is moved by the lock);
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
       to them, flat, heading as it came down (about its toes where they came down first: a run lands on the
@@ -477,7 +481,8 @@ class FootPin:
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 # where the avatar's foot was when the lock's ankle came to where it holds it (anchor_back ago): the
                 # solve's own foot moves with the hips over a held ankle (its legs are not the frame's)
-                ankle, toes = self._back(side, timestamp - lock.gates.anchor_back, timestamp, free)
+                back = lock.gates.anchor_back if self._step <= 0 else min(lock.gates.anchor_back, self._step)
+                ankle, toes = self._back(side, timestamp - back, timestamp, free)  # no further back than the lock's
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
