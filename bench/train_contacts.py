@@ -7,8 +7,9 @@ The clips: every clip of the corpus folder and of the project (tests/data/mocap)
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
 provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
 side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
-clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep them out).
+bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one
+named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder (bench/motion.py's held-out
+clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
 through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
