@@ -5,9 +5,11 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use none: bench/RESULTS.md, "Issue 51: the contact model trained on more
-motion"). A training clip may not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a
-clip of an `--extra` folder (bench/motion.py's held-out clips, which this script reads only to keep them out).
+provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
+side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
+bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one
+named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder (bench/motion.py's held-out
+clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
 through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
@@ -96,18 +98,42 @@ def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
 
 
 def provenance(train_extra) -> dict:
-    """{folder name: {"source": its README's 'Source' line, "clips": {clip: the README line that names its file}}}:
-    what the weights' header says of the --train-extra clips (empty strings where the folder has no README)."""
+    """{folder name: {"source": its README's first 'Source:' paragraph, "clips": {clip: {"line": the README line
+    that first names its file (a table row or a section's heading), "source": the first 'Source:' paragraph of the
+    README section holding that line, else the folder's}}}}: what the weights' header says of the --train-extra
+    clips (empty strings where the folder has no README)."""
     out = {}
     for folder in map(Path, train_extra):
         readme = folder / "README.md"
         lines = readme.read_text(errors="replace").splitlines() if readme.is_file() else []
-        source = next((ln.strip("- ").strip() for ln in lines if "Source:" in ln), "")
+        source = _source(lines, 0, len(lines))
         clips = {}
         for path in sorted(folder.glob("*.bvh")):
-            clips[path.stem] = next((" ".join(ln.split()) for ln in lines if f"{path.name} " in ln or f"{path.name}|" in ln), "")
+            at = next((i for i, ln in enumerate(lines)
+                       if ln.rstrip().endswith(path.name) or any(f"{path.name}{c}" in ln for c in (" ", "|", "`"))), None)
+            if at is None:
+                clips[path.stem] = {"line": "", "source": source}
+                continue
+            # the README's section that names it: from the heading at or before that line to the next heading
+            start = max((i for i in range(at + 1) if lines[i].startswith("#")), default=0)
+            end = next((i for i in range(at + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+            clips[path.stem] = {"line": " ".join(lines[at].split()), "source": _source(lines, start, end) or source}
         out[folder.resolve().name] = {"source": source, "clips": clips}
     return out
+
+
+def _source(lines: list[str], start: int, end: int) -> str:
+    """The first 'Source:' paragraph among lines[start:end], from 'Source:' to the paragraph's end (a blank line, a
+    new list item, a table row or a heading), on one line; "" if none."""
+    at = next((i for i in range(start, end) if "Source:" in lines[i]), None)
+    if at is None:
+        return ""
+    text = [lines[at][lines[at].index("Source:"):]]
+    for line in lines[at + 1:end]:
+        if not line.strip() or line.lstrip().startswith(("- ", "|", "#")):
+            break
+        text.append(line)
+    return " ".join(" ".join(text).split())
 
 
 def record(motion: corpus.Motion, view: str, seed: int, net: ContactNet | None, truth: corpus.Truth) -> dict:

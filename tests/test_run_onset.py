@@ -36,8 +36,10 @@ def test_a_hold_begins_where_the_avatars_foot_came_down(fps):
     """A body running at 3.5 m/s plants its left foot; its frames' legs are 10 % longer than the avatar's (the solve's
     bone lengths come from the depth frames), so the avatar's ankle, solved from them, is not the frame's. The detector
     decides the contact 1/30 s after the touchdown (its speed window): from then on the avatar's ankle stays where it
-    was at the touchdown, within 5 mm (0 at 30 and 60 fps, 2.7 mm at 24: the anchor's time falls between frames;
-    main: where the decision frame's solve put it, 10.6-13.3 mm away, the whole jump on the hold's first frame)."""
+    was on the frame before the decision (the touchdown at 24 and 30 fps, a frame after it at 60: not further back,
+    tests/test_lock_first_frame.py), within 5 mm (0 at 30 and 60 fps, 2.7 mm at 24: the anchor's time falls between
+    frames; before: where the decision frame's solve put it, 10.6-13.3 mm away, the whole jump on the hold's first
+    frame)."""
     start = walk(1).camera[0]
     hip, knee, ankle = (start[INDEX[f"left_{p}"]] for p in ("hip", "knee", "ankle"))
     thigh, shin = np.linalg.norm(knee - hip), np.linalg.norm(ankle - knee)
@@ -63,7 +65,7 @@ def test_a_hold_begins_where_the_avatars_foot_came_down(fps):
         heads, _ = forward_kinematics(pose.skeleton, pose.root_position[None], pose.rotations[None])
         avatar.append(heads[0, LEFT_FOOT_BONE])
     avatar = np.array(avatar[10:])
-    came_down = avatar[swing]
+    came_down = avatar[decided - 1]
     held = avatar[decided:]
     assert len(held) >= 4
     away = np.linalg.norm(held - came_down, axis=1)

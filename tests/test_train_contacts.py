@@ -43,7 +43,27 @@ def test_a_train_extra_clip_is_trained_on_and_named_with_its_provenance(folders,
     assert header["near_weight"] == train_contacts.NEAR_WEIGHT and header["torch_seed"] == train_contacts.TORCH_SEED
     named = header["train_extra"]["train"]
     assert named["source"] == "Source: tests/data/mocap (CMU)"
-    assert named["clips"] == {"walk_cmu_08_11": "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |"}
+    assert named["clips"] == {"walk_cmu_08_11": {"line": "| walk_cmu_08_11.bvh | tests/data/mocap/cmu_08_11.bvh |",
+                                                 "source": "Source: tests/data/mocap (CMU)"}}
+
+
+def test_each_train_extra_clip_is_named_with_the_source_of_its_own_readme_section(tmp_path):
+    """A folder of clips from two sources (as /work/mocap-tune's README: a table under the folder's source, then a
+    section per clip with its own): each clip gets its section's 'Source:' paragraph, whole."""
+    folder = tmp_path / "tune"
+    folder.mkdir()
+    for name in ("jump_a", "kick_b", "sit_c"):
+        (folder / f"{name}.bvh").write_text("")
+    (folder / "README.md").write_text(
+        "# Tuning clips\n\nSource: repository one at commit\nabc123, file one.bvh.\n\n| file | motion |\n|---|---|\n"
+        "| jump_a.bvh | jumps |\n\n## kick_b.bvh (a kick)\n\n- File: `kick_b.bvh`. Source: repository two at commit\n"
+        "  def456, file two.bvh.\n- Motion: a kick.\n\n## sit_c.bvh\n\n- Motion: a sit, no source line.\n")
+    named = train_contacts.provenance([folder])["tune"]
+    assert named["source"] == "Source: repository one at commit abc123, file one.bvh."
+    assert named["clips"]["jump_a"] == {"line": "| jump_a.bvh | jumps |", "source": named["source"]}
+    assert named["clips"]["kick_b"] == {"line": "## kick_b.bvh (a kick)",
+                                        "source": "Source: repository two at commit def456, file two.bvh."}
+    assert named["clips"]["sit_c"] == {"line": "## sit_c.bvh", "source": named["source"]}  # none of its own
 
 
 def test_without_train_extra_nothing_more_is_trained_on(folders, tmp_path):

@@ -1,7 +1,8 @@
 """Foot locking, per foot, causal (no added latency): a foot in contact stays where it came down.
 
 While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
-frame at 30 fps, interpolated between frames at other rates; the detector decides from the heel's speed over its
+frame at 30 fps, interpolated between frames at 24; at higher rates the frame before, where a foot still shown moving
+was, not further back over ground it has since moved; the detector decides from the heel's speed over its
 last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
 noise or a depth frame's re-measuring), or on the last depth frame (`measured`) where that came later: a landing
 foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
@@ -22,7 +23,7 @@ not inside the stance; a foot planted again in that wait never swung and stays w
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -38,7 +39,7 @@ class LockGates(Gates):
     """The foot lock's gates: distances (m), speeds (m/s) and times (s)."""
 
     anchor_back: float = gate(1 / 30, "s", "a foot in contact is held where its ankle came in this long before the "
-                                           "contact began (at any frame rate the same place on a landing foot)")
+                                           "contact began, no further back than the frame before")
     stretch: float = gate(0.15, "m", "an anchor this far out of the leg's reach keeps the ankle (the shin stretched) "
                                      "rather than dragging it with the hips")
     drawn_speed: float = gate(2.0, "m/s", "further out, an anchor whose overreach grows slower than this (the hips "
@@ -147,6 +148,9 @@ class FootLock:
         previous, self._last = self._last, timestamp
         step = 0.0 if previous is None else timestamp - previous  # this frame's interval
         gates = self.gates
+        # a hold begun now is anchored no further back than the frame before (`FootPin` begins it at the same time): at
+        # 60 fps anchor_back is two frames, and a foot still shown moving would step back over that frame
+        back_time = timestamp - (gates.anchor_back if previous is None else min(gates.anchor_back, step))
         out = np.array(points3d, dtype=np.float64)
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
@@ -154,7 +158,7 @@ class FootLock:
             shown, self._shown[side] = self._shown[side], None
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
-            back = self._back(side, timestamp - gates.anchor_back)
+            back = self._back(side, back_time)
             trail = self._trail[side]
             if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()
@@ -248,19 +252,15 @@ class PinGates(Gates):
     first_toes: float = gate(0.03, "m", "a heel strike's toes on one frame's heights rest this high at most, lower where "
                                         "shown lower (toes resting flat: 1-3 cm; a heel-off lifts the heel about toes held "
                                         "higher than they rest, and they float)")
-    still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still toes-up keeps its toes up: the "
-                                       "median heights of its ankle and toes on the hold's frames that end this long a "
-                                       "look (from the hold's start on) at a still foot")
+    still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still rests its toes no lower than "
+                                       "shown: as far over the ankle as the median heights of its ankle and toes on the "
+                                       "later half of the latest look this long (from the hold's start on) at a still "
+                                       "foot have them, no higher than shown (a foot standing toes-up, or on a stance "
+                                       "whose toes rest higher than the heights it rests at have them)")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than first_ankle")
-    toes_up: float = gate(0.04, "m", "toes-up: its toes this much further over the ankle than the heights it rests at "
-                                     "have them (one frame's, first_toes, the other foot's or its own; a kick's standing "
-                                     "foot can rest so; a walk's stances are within a centimetre or two of their median), "
-                                     "then as far over the ankle as shown, no higher than shown")
 
-STILL_KEPT = 1.0  # s: a held foot's still heights are taken this long after the first still look (how a foot stands
-# shows in a second; a stance of minutes would take a median over ever more frames, every frame)
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
 # (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
@@ -320,11 +320,9 @@ class _Pin:
     last: Optional[float] = None
     rest: Optional[tuple[float, float]] = None
     measured: bool = False
-    still: list = field(default_factory=list)  # (ankle, toes) heights as shown on the frames of this hold that end a
-    # look at a still foot (`PinGates.still_look`)
-    still_since: Optional[float] = None  # when the first look at a still foot ended (toes-up: the toes go up over `settle`)
-    toes_up: Optional[bool] = None  # whether the look shows the foot standing toes-up (`PinGates.toes_up`), decided once
-    # for the hold
+    look: Optional[np.ndarray] = None  # (ankle, toes) heights as shown on the later half of this hold's latest look
+    # at a still foot (`PinGates.still_look`; kept while the foot moves, as a heel-off's toes stay down)
+    still_since: Optional[float] = None  # when the first look at a still foot ended (the toes go up over `settle`)
     settle: Optional[float] = None
     down: float = 0.0  # on one frame's heights: how far the hold lowered the ankle shown (`first_ankle`), its toes too
     lowering: bool = False  # on one frame's heights that showed the toes level with the ankle or over it: the toes are
@@ -375,11 +373,11 @@ class FootPin:
     feet would move with every frame's difference between those lengths and the frame's. Per foot, while the lock
     (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
     ankle and the toes go, in the rig axes of the points solved:
-    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.anchor_back` before the
-      hold began, or the last depth frame where that came later, as the lock takes it: the same time at any frame
-      rate; this frame's solve of the lock's points, the knee bent to the held ankle with the frame's thigh and shin,
-      puts the avatar's foot elsewhere: its legs are not the frame's), moved as the lock moves its held ankle (a hold
-      out of the leg's reach is moved by the lock);
+    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.
+      anchor_back` before the hold began, no further back than the frame before, or the last depth frame
+      where that came later, as the lock takes it; this frame's solve of the lock's points, the knee bent to the held
+      ankle with the frame's thigh and shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as
+      the lock moves its held ankle (a hold out of the leg's reach is moved by the lock);
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
       to them, flat, heading as it came down (about its toes where they came down first: a run lands on the
@@ -388,7 +386,7 @@ class FootPin:
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
       frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
-      the hold shows standing still toes-up (`still_look`, `toes_up`) keeps its toes as far up as shown; its heel
+      the hold shows standing still (`still_look`) rests its toes as far up as shown, never under its heights; its heel
       rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
@@ -477,7 +475,8 @@ class FootPin:
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 # where the avatar's foot was when the lock's ankle came to where it holds it (anchor_back ago): the
                 # solve's own foot moves with the hips over a held ankle (its legs are not the frame's)
-                ankle, toes = self._back(side, timestamp - lock.gates.anchor_back, timestamp, free)
+                back = lock.gates.anchor_back if self._step <= 0 else min(lock.gates.anchor_back, self._step)
+                ankle, toes = self._back(side, timestamp - back, timestamp, free)  # no further back than the lock's
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
@@ -517,11 +516,11 @@ class FootPin:
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
                 still = self._still(side, pin.start)
-                if still is not None:  # this hold shows the foot standing still
+                if still is not None:  # this hold shows the foot standing still: how it stands now (the later
+                    # half: a heel strike's toes still coming down in the earlier)
+                    pin.look = np.median(still[len(still) // 2:], axis=0)
                     if pin.still_since is None:
-                        pin.still, pin.still_since = list(still), timestamp
-                    elif timestamp - pin.still_since < STILL_KEPT:
-                        pin.still.append(still[-1])
+                        pin.still_since = timestamp
             pin.share = share
             ankle, toes = self._place(pin, timestamp, legs, s, locked[s, 0], floor, lock.since[side] is not None)
             ankle, toes = share * ankle + (1.0 - share) * free[0], share * toes + (1.0 - share) * free[1]
@@ -561,14 +560,12 @@ class FootPin:
         if pin.rest_from is not None and rest is not None:  # going over from the heights the hold began on
             weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
-        if pin.still_since is not None and rest is not None:  # a foot this hold shows standing still toes-up: its toes
-            # as far up as shown, over one frame's heights or measured ones (the other foot's, or its own)
-            ankle, toes = (float(h) for h in np.median(np.array(pin.still), axis=0))
-            if pin.toes_up is None:
-                pin.toes_up = toes - ankle > rest[1] - rest[0] + self.gates.toes_up
+        if pin.look is not None and rest is not None:  # a foot this hold shows standing still: its toes as far up
+            # as shown, over one frame's heights or measured ones (the other foot's, or its own)
+            ankle, toes = (float(h) for h in pin.look)
             # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held up
             # stands too high)
-            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes))) if pin.toes_up else rest
+            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes)))
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
