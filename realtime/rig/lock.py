@@ -236,9 +236,13 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
-    first_ankle: float = gate(0.1, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
-                                        "hold puts its ankle at most this high above the floor (a landing decided a frame "
-                                        "early holds a foot still in the air; an ankle rests 5-9 cm up)")
+    standing_ankle: float = gate(0.1, "m", "an ankle higher above the floor than this is not a standing foot's (a foot "
+                                           "held up, or on its toes): a look at it is no still look, heights measured "
+                                           "there no place to rest it (an ankle rests 5-9 cm up)")
+    first_ankle: float = gate(0.08, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
+                                         "hold puts its ankle at most this high above the floor (a landing decided a "
+                                         "frame early holds a foot still in the air; a run's clip holds too little for "
+                                         "them, and its ankle rests 7-9 cm up: one frame's landing stood it 1-3 cm over)")
     first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
                                             "it (a heel strike, whose toes come down within 0.1-0.15 s, or a foot standing "
                                             "toes-up, whose toes stay up: a kick's or a sitter's standing foot can rest 3-4 "
@@ -259,7 +263,7 @@ class PinGates(Gates):
                                        "whose toes rest higher than the heights it rests at have them)")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
-                                          "its ankle no higher than first_ankle")
+                                          "its ankle no higher than standing_ankle")
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
@@ -441,13 +445,13 @@ class FootPin:
     def _still(self, side: str, since: float) -> Optional[np.ndarray]:
         """(n, 2) the foot's ankle and toes heights as shown over the last `still_look` seconds (from `since` on: the
         hold's, not the landing's toes still up) where it stood still in it (neither coming down nor going up:
-        `PinGates.still_within`; its ankle no higher than a standing foot's, `first_ankle`: a foot held up is not
+        `PinGates.still_within`; its ankle no higher than a standing foot's, `standing_ankle`: a foot held up is not
         standing); None where it did not, or too few frames were seen."""
         kept = [(time, heights) for time, heights in self._seen[side] if time >= since]
         if len(kept) < 4 or kept[-1][0] - kept[0][0] < 0.99 * self.gates.still_look:  # a whole look, at any rate
             return None
         seen = np.array([heights for _, heights in kept])
-        if float(np.median(seen[:, 0])) > self.gates.first_ankle:
+        if float(np.median(seen[:, 0])) > self.gates.standing_ankle:
             return None
         half = len(seen) // 2
         moved = np.abs(np.median(seen[:half], axis=0) - np.median(seen[half:], axis=0))
@@ -486,11 +490,14 @@ class FootPin:
                     measured = self._rest(side)
                     pin.measured = measured is not None
                     if measured is None:  # one frame's heights: the ankle no higher than first_ankle, the toes as
-                        # shown, lowered with the ankle (and, on the frames after, as they are shown coming down)
+                        # shown, lowered with the ankle (and, on the frames after, as they are shown coming down), but
+                        # not under first_toes for more than the ankle stood over a standing foot's (a foot on its toes)
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
                         pin.down = max(ankle_height - self.gates.first_ankle, 0.0)
                         pin.lowering = toes_height >= ankle_height  # a heel strike's toes, or a foot's standing toes-up
-                        measured = (ankle_height - pin.down, toes_height - pin.down)
+                        floor_toes = min(toes_height - max(ankle_height - self.gates.standing_ankle, 0.0),
+                                         self.gates.first_toes)
+                        measured = (ankle_height - pin.down, max(toes_height - pin.down, floor_toes))
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
                 # a hold on one frame's heights that showed its toes level with its ankle or over it: they come down
@@ -511,7 +518,7 @@ class FootPin:
                 # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
                 # rest there (a foot held in the air all along measures its own height in the air)
                 measured = self._rest(side)
-                if measured is not None and measured[0] <= self.gates.first_ankle:
+                if measured is not None and measured[0] <= self.gates.standing_ankle:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
