@@ -449,8 +449,8 @@ class ContactDetector:
                 # stepping sideways (the hips seen walking, not up or down: no sitter's settled stance) with the heel
                 # risen off_lift over off_time, the heel's move alone (a side step's heel leaves first, the foot
                 # turning on its toes towards the step)
-                heel_up = (self._still is False and not settled
-                           and float(np.median([m[4] for _, m in self._measures[side]])) > gates.off_lift)
+                heel_rises = [rise for _, (_, _, _, _, rise, _, _) in self._measures[side]]
+                heel_up = self._still is False and not settled and float(np.median(heel_rises)) > gates.off_lift
                 along = (self._along(side, timestamp, step, camera, sideways=heel_up) > gates.off_along
                          and walked < gates.walking)
                 # a settled stance beside a foot in the air (not held, its heel above off_height within landing_recent)
