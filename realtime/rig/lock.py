@@ -377,11 +377,11 @@ class FootPin:
     feet would move with every frame's difference between those lengths and the frame's. Per foot, while the lock
     (`FootLock`) holds it, the pin gives the solver (`realtime.rig.solver.LiveSolver.update`'s `feet`) where the
     ankle and the toes go, in the rig axes of the points solved:
-    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.
-      anchor_back` before the hold began, no further back than the frame before, or the last depth frame
-      where that came later, as the lock takes it; this frame's solve of the lock's points, the knee bent to the held
-      ankle with the frame's thigh and shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as
-      the lock moves its held ankle (a hold out of the leg's reach is moved by the lock);
+    - the ankle where the avatar's ankle was when the lock's held ankle came in (`LockGates.anchor_back` before the
+      hold began, no further back than the frame before, or the last depth frame where that came later, as the lock
+      takes it; this frame's solve of the lock's points, the knee bent to the held ankle with the frame's thigh and
+      shin, puts the avatar's foot elsewhere: its legs are not the frame's), moved as the lock moves its held ankle (a
+      hold out of the leg's reach is moved by the lock);
     - with the floor known (`floor`: its up and height in those axes) and the feet's resting heights measured
       (`RestingHeights`; a foot not measured yet takes the other foot's; never below the floor), the foot goes down
       to them, flat, heading as it came down (about its toes where they came down first: a run lands on the
