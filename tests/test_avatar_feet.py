@@ -268,10 +268,11 @@ _REST = (0.08, 0.02)  # m, the ankle's and the toes' heights when the foot rests
 
 class _Hold:
     """What FootPin reads of a FootLock: per foot its share (1 held) and when its current hold began (None: none), and
-    its gates (where its anchor is taken)."""
+    its gates and how far back a hold begun now is anchored."""
 
     def __init__(self):
         self.gates = LockGates()
+        self.back = self.gates.anchor_back
         self.share = {"left": 0.0, "right": 0.0}
         self.since = {"left": None, "right": None}
 

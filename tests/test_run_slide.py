@@ -53,10 +53,11 @@ def test_a_planted_foot_is_held_along_the_line_of_sight_at_60_fps_as_at_30(fps):
 
 class _Lock:
     """What FootPin reads of a FootLock: per foot its share (1 held, or released and waiting for the foot to swing)
-    and when its current hold began (None: released), and its gates (where its anchor is taken)."""
+    and when its current hold began (None: released), and its gates and how far back a hold begun now is anchored."""
 
     def __init__(self):
         self.gates = LockGates()
+        self.back = self.gates.anchor_back
         self.share = {"left": 0.0, "right": 0.0}
         self.since = {"left": None, "right": None}
 

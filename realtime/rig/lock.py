@@ -121,6 +121,7 @@ class FootLock:
         self.share: dict[str, float] = dict.fromkeys(SIDES, 0.0)  # the last frame's hold per foot: 1 held (or waiting
         # to swing), the share of the held place still applied while it eases out, 0 as shown
         self.since: dict[str, Optional[float]] = dict.fromkeys(SIDES)  # the last frame's current hold: when it began
+        self.back = self.gates.anchor_back  # s: how far back of the last frame a hold begun on it is anchored
 
     def _back(self, side: str, time: float) -> Optional[np.ndarray]:
         """The ankle as it came in at `time` (s), interpolated between the frames before this one (the oldest kept
@@ -150,7 +151,8 @@ class FootLock:
         gates = self.gates
         # a hold begun now is anchored no further back than the frame before (`FootPin` begins it at the same time): at
         # 60 fps anchor_back is two frames, and a foot still shown moving would step back over that frame
-        back_time = timestamp - (gates.anchor_back if previous is None else min(gates.anchor_back, step))
+        self.back = gates.anchor_back if previous is None else min(gates.anchor_back, step)
+        back_time = timestamp - self.back
         out = np.array(points3d, dtype=np.float64)
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
@@ -479,8 +481,7 @@ class FootPin:
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 # where the avatar's foot was when the lock's ankle came to where it holds it (anchor_back ago): the
                 # solve's own foot moves with the hips over a held ankle (its legs are not the frame's)
-                back = lock.gates.anchor_back if self._step <= 0 else min(lock.gates.anchor_back, self._step)
-                ankle, toes = self._back(side, timestamp - back, timestamp, free)  # no further back than the lock's
+                ankle, toes = self._back(side, timestamp - lock.back, timestamp, free)  # as far back as the lock's
                 if pin is not None:  # where the last hold's blend has the foot now
                     placed = self._place(pin, timestamp, legs, s, locked[s, 0], floor, False)
                     ankle, toes = (pin.share * p + (1.0 - pin.share) * f for p, f in zip(placed, free))
