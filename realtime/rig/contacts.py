@@ -286,14 +286,13 @@ class ContactDetector:
         window = [entry for entry in self._soles if entry[0] >= since]
         if len(window) < 2:
             return 0.0
-        (_, heels_now, toes_now), mine, other = window[-1], SIDES.index(side), 1 - SIDES.index(side)
-        ray = heels_now[mine] - camera
+        (_, heels_now, toes_now), i, j = window[-1], SIDES.index(side), 1 - SIDES.index(side)  # this foot, the other
+        ray = heels_now[i] - camera
         ray = ray / max(float(np.linalg.norm(ray)), 1e-9)
         # (heel, toes): this foot's since the window's start, the other's since stance_time ago (the same instants at
         # every rate: a foot not held moves between depth frames as its image does)
-        mine = np.array([(heels_now[mine] - window[0][1][mine]) @ ray, (toes_now[mine] - window[0][2][mine]) @ ray])
-        theirs = np.array([(heels_now[other] - self._soles[0][1][other]) @ ray,
-                           (toes_now[other] - self._soles[0][2][other]) @ ray])
+        mine = np.array([(heels_now[i] - window[0][1][i]) @ ray, (toes_now[i] - window[0][2][i]) @ ray])
+        theirs = np.array([(heels_now[j] - self._soles[0][1][j]) @ ray, (toes_now[j] - self._soles[0][2][j]) @ ray])
         if sideways:
             mine, theirs = mine[:1], theirs[:1]
         moves = [mine]
