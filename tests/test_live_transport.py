@@ -25,6 +25,30 @@ _IMAGE = np.zeros((2, 2, 3), np.uint8)
 BLEND_NAMES = set(ARKIT_NAMES) | set(VRM_PRESETS)
 
 
+class _CountingServer(ThreadingOSCUDPServer):
+    """The stock threading server, counting the datagrams whose handler threads have not finished:
+    each datagram is handled on its own thread, so a frame's last message can be dispatched before
+    an earlier datagram of the same frame."""
+
+    def __init__(self, address, dispatcher, changed: threading.Condition):
+        super().__init__(address, dispatcher)
+        self.changed = changed
+        self.in_flight = 0
+
+    def process_request(self, request, client_address):  # the serving thread, in arrival order
+        with self.changed:
+            self.in_flight += 1
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.changed:
+                self.in_flight -= 1
+                self.changed.notify_all()
+
+
 class Server:
     """python-osc's threading UDP server on 127.0.0.1 recording every message it dispatches."""
 
@@ -33,7 +57,7 @@ class Server:
         self.changed = threading.Condition()
         dispatcher = Dispatcher()
         dispatcher.set_default_handler(self._handle)
-        self.server = ThreadingOSCUDPServer(("127.0.0.1", port), dispatcher)
+        self.server = _CountingServer(("127.0.0.1", port), dispatcher, self.changed)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -44,9 +68,11 @@ class Server:
             self.changed.notify_all()
 
     def wait_for(self, address: str, count: int) -> None:
-        """Until `count` messages to `address` arrived (a datagram lost never comes: then fail)."""
+        """Until `count` messages to `address` arrived and every datagram read so far is handled (a frame's
+        earlier datagrams too, so `take` gets the whole frame); a datagram lost never comes: then fail."""
         with self.changed:
-            assert self.changed.wait_for(lambda: sum(a == address for a, _ in self.messages) >= count, timeout=10), \
+            assert self.changed.wait_for(
+                lambda: sum(a == address for a, _ in self.messages) >= count and self.server.in_flight == 0, timeout=10), \
                 f"{address}: {sum(a == address for a, _ in self.messages)} of {count} arrived"
 
     def take(self) -> list[tuple[str, tuple]]:
