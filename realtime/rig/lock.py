@@ -137,7 +137,8 @@ class FootLock:
         out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
         return reached
 
-    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False) -> np.ndarray:
+    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False,
+              up: Optional[np.ndarray] = None) -> np.ndarray:
         """timestamp (s), (K, 3) metres, (2,) contacts (left, right) -> (K, 3) with the feet in contact held. measured:
         this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). A time
         not after the last frame's starts the lock over (`reset`)."""
@@ -161,6 +162,10 @@ class FootLock:
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
             back = self._back(side, back_time)
+            if back is not None and up is not None and self.back < gates.anchor_back:  # the frame before's place, the
+                # height anchor_back before (at every rate the same instant of a landing: a frame later it has come
+                # further down, on a depth carried over from its swing too)
+                back = back + float((self._back(side, timestamp - gates.anchor_back) - back) @ up) * up
             trail = self._trail[side]
             if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()
