@@ -2,7 +2,8 @@
 
 While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
 frame at 30 fps, interpolated between frames at 24; at higher rates the frame before, where a foot still shown moving
-was, not further back over ground it has since moved; the detector decides from the heel's speed over its
+was, not further back over ground it has since moved, but at the height it had anchor_back before where the floor's up
+is given: the same instant of a landing at every rate, a foot still shown coming down not read lower; the detector decides from the heel's speed over its
 last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
 noise or a depth frame's re-measuring), or on the last depth frame (`measured`) where that came later: a landing
 foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
@@ -140,8 +141,9 @@ class FootLock:
     def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False,
               up: Optional[np.ndarray] = None) -> np.ndarray:
         """timestamp (s), (K, 3) metres, (2,) contacts (left, right) -> (K, 3) with the feet in contact held. measured:
-        this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). A time
-        not after the last frame's starts the lock over (`reset`)."""
+        this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). up: (3,) the
+        floor's up in the points' axes, or None (unknown: a hold at the frame before is at that frame's height too). A
+        time not after the last frame's starts the lock over (`reset`)."""
         timestamp = float(timestamp)
         if not np.isfinite(timestamp):
             raise ValueError(f"FootLock.apply needs a finite timestamp in seconds, got {timestamp!r}")
