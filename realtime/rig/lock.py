@@ -1,16 +1,17 @@
 """Foot locking, per foot, causal (no added latency): a foot in contact stays where it came down.
 
-While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a
-frame at 30 fps, interpolated between frames at 24; at higher rates the frame before, where a foot still shown moving
-was, not further back over ground it has since moved; the detector decides from the heel's speed over its
-last frames, so the foot was already down then; held where the contact is decided, it would move by that frame's
-noise or a depth frame's re-measuring), or on the last depth frame (`measured`) where that came later: a landing
-foot's depth carried over from the swing between depth frames is 10-20 cm off, and the depth frame measured where it
-is down; and the knee follows by
-two-bone IK (hip fixed, the frame's thigh and shin, the knee in the measured bend plane). An anchor just out of
-the leg's reach (by at most `stretch`) is kept, the shin stretched; further out at once (a depth carried over from the
-swing) the anchor moves once to where the leg lands; drawn further out slowly (`drawn_speed`: the hips walking past the
-foot), it follows the leg only as far as the stretch allows, not the whole stretch back in one frame.
+While in contact the ankle, heel and toes stay where the ankle came in `anchor_back` before the contact began (a frame
+at 30 fps, interpolated between frames at 24; at higher rates the frame before, where a foot still shown moving was,
+not further back over ground it has since moved, but at the height it had anchor_back before where the floor's up is
+given: the same instant of a landing at every rate, a foot still shown coming down not read lower; the detector
+decides from the heel's speed over its last frames, so the foot was already down then; held where the contact is
+decided, it would move by that frame's noise or a depth frame's re-measuring), or on the last depth frame (`measured`)
+where that came later: a landing foot's depth carried over from the swing between depth frames is 10-20 cm off, and
+the depth frame measured where it is down; and the knee follows by two-bone IK (hip fixed, the frame's thigh and shin,
+the knee in the measured bend plane). An anchor just out of the leg's reach (by at most `stretch`) is kept, the shin
+stretched; further out at once (a depth carried over from the swing) the anchor moves once to where the leg lands;
+drawn further out slowly (`drawn_speed`: the hips walking past the foot), it follows the leg only as far as the
+stretch allows, not the whole stretch back in one frame.
 
 Released, the foot eases from where it was held to where it is shown over `ease_time`, a smoothstep (slow first:
 a release can come a frame before the foot leaves the floor). After a stance (`hold_after` or longer) the ease
@@ -137,10 +138,12 @@ class FootLock:
         out[knee], reached = solve_leg(out[hip], out[knee], target, thigh, shin)
         return reached
 
-    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False) -> np.ndarray:
+    def apply(self, timestamp: float, points3d: np.ndarray, contacts: np.ndarray, measured: bool = False,
+              up: Optional[np.ndarray] = None) -> np.ndarray:
         """timestamp (s), (K, 3) metres, (2,) contacts (left, right) -> (K, 3) with the feet in contact held. measured:
-        this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). A time
-        not after the last frame's starts the lock over (`reset`)."""
+        this frame's points are a depth frame's (a hold begun from now on is anchored no earlier than it). up: (3,) the
+        floor's up in the points' axes, or None (unknown: a hold at the frame before is at that frame's height too). A
+        time not after the last frame's starts the lock over (`reset`)."""
         timestamp = float(timestamp)
         if not np.isfinite(timestamp):
             raise ValueError(f"FootLock.apply needs a finite timestamp in seconds, got {timestamp!r}")
@@ -161,6 +164,10 @@ class FootLock:
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
             back = self._back(side, back_time)
+            if back is not None and up is not None and self.back < gates.anchor_back:  # the frame before's place, the
+                # height anchor_back before (at every rate the same instant of a landing: a frame later it has come
+                # further down, on a depth carried over from its swing too)
+                back = back + float((self._back(side, timestamp - gates.anchor_back) - back) @ up) * up
             trail = self._trail[side]
             if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()

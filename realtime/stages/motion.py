@@ -137,9 +137,11 @@ class MotionStage:
             smoothed = (points if world is None else transform_points(np.linalg.inv(world), points)).astype(np.float32)
             if person.contacts is not None:  # a foot on the floor stays where it landed, the avatar's too
                 shown = points
-                points = performer.lock.apply(frame.timestamp, points, person.contacts, measured is not None)
+                floor = self._floor(frame)
+                up = None if floor is None else RIG_FROM_CAMERA @ floor[0]  # the lock's axes are the camera's
+                points = performer.lock.apply(frame.timestamp, points, person.contacts, measured is not None, up)
                 feet = performer.pin.frame(frame.timestamp, performer.lock, self._rig_feet(points), self._rig_feet(shown),
-                                           self._floor(frame), measured is not None)
+                                           floor, measured is not None)
             else:
                 performer.pin.reset()
         pose = performer.solver.update(points, absolute_root=world is not None, feet=feet, measured=measured)
