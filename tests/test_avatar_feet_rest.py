@@ -27,8 +27,8 @@ def _stance_plan(stances, fps: float):
 def test_a_stance_on_the_ball_of_the_foot_between_flat_ones_does_not_hold_the_next_flat_one_up():
     """The right foot stands flat 1 s (ankle 8 cm, toes 2), swings, stands on the ball of the foot 1.5 s (ankle 15 cm,
     toes 2: a relevé, 7 cm over where it rests), swings, then stands flat again: that stance rests where it is shown.
-    On main the resting heights were the median over every held frame, more of them the relevé's, and the flat
-    stance's ankle was held 15 cm up (a CMU dance's flat stances floated over their measured heights)."""
+    A median over every held frame, more of them the relevé's, would hold the flat stance's ankle 15 cm up (a CMU
+    dance's flat stances floated over their measured heights)."""
     fps = 30.0
     raised = np.degrees(np.arcsin((0.15 - _REST[1]) / _LENGTH) - np.arcsin((_REST[0] - _REST[1]) / _LENGTH))
     tiptoe = _foot(np.array([0.3, _REST[1], 0.0]), raised)

@@ -31,8 +31,8 @@ _IMAGE = np.zeros((2, 2, 3), np.uint8)
 def test_a_hold_keeps_the_place_of_the_frame_before_and_the_height_of_anchor_back_before(fps):
     """The whole body drifts along the floor and comes down; the left foot's contact is decided 0.2 s in. The held
     ankle is as high as the shown one was 1/30 s before the decision at 30 and 60 fps (at 60 fps the frame before is
-    5 mm lower; at 24 fps the frame before, as on main), and along the floor where the frame before showed it (at 60
-    fps not stepped back to 1/30 s before)."""
+    5 mm lower; at 24 fps the frame before), and along the floor where the frame before showed it (at 60 fps not
+    stepped back to 1/30 s before)."""
     pose = world_from_camera()
     up = pose[1, :3]  # the world's up in the camera's axes, as the motion stage gives it
     along = np.array([0.0, 0.0, 1.0])
@@ -85,8 +85,8 @@ def _avatar_ankles(fps: float) -> tuple[np.ndarray, np.ndarray]:
 
 def test_a_first_hold_on_a_landing_foot_stands_as_high_at_60_fps_as_at_30():
     """Through the motion stage (the lock given the floor's up by it, the pin's hold on that frame's heights): the
-    avatar's held left ankle stands at the same height at 30 and 60 fps once settled (main: 5 mm lower at 60 fps, the
-    foot read 1/60 s further down at 0.3 m/s)."""
+    avatar's held left ankle stands at the same height at 30 and 60 fps once settled (read at the frame before, it
+    would stand 5 mm lower at 60 fps: the foot 1/60 s further down at 0.3 m/s)."""
     times30, ankles30 = _avatar_ankles(30.0)
     times60, ankles60 = _avatar_ankles(60.0)
     common = np.searchsorted(times60, times30 - 1e-9)
