@@ -245,10 +245,6 @@ class PinGates(Gates):
     rest_after: float = gate(0.5, "s", "a foot's resting heights are used once it has been held this long")
     rest_window: float = gate(20.0, "s", "the resting heights are measured over this much of the latest held time")
     rest_every: float = gate(0.25, "s", "the resting heights are measured again after this much more held time")
-    rest_spread: float = gate(0.06, "m", "the resting heights are measured on the held frames whose ankle stands no "
-                                         "higher than this over the lowest the foot is held at (REST_LOW): a foot held on "
-                                         "its toes (ankle 14-15 cm up) or held in the air is not where it rests flat, "
-                                         "and a floor that drifts under a moving camera moves flat feet 4-5 cm")
     standing_ankle: float = gate(0.1, "m", "an ankle higher above the floor than this is not a standing foot's (a foot "
                                            "held up, or on its toes): a look at it is no still look, heights measured "
                                            "there no place to rest it (an ankle rests 5-9 cm up)")
@@ -281,16 +277,13 @@ class PinGates(Gates):
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
 # (a lower percentile sank the feet: bench/RESULTS.md, issue 51)
-REST_LOW = 10.0  # the lowest a foot is held at: this percentile of its ankle's heights (a noisy frame is not it)
 
 
 class RestingHeights:
     """Where one of a performer's feet rests above the floor when it stands flat (its ankle and its toes), from their
     heights on the frames it is held: the REST_PERCENTILE of each over the latest `rest_window` seconds of held time,
-    once `rest_after` seconds were held, on the frames whose ankle stood within `rest_spread` of the lowest it was held
-    at (a foot held on its toes, or in the air, does not rest there). The avatar's planted foot is put there
-    (`FootPin`). Per foot: a capture's two feet need not rest alike (a floor that is not level across the path, a
-    marker set higher on one foot)."""
+    once `rest_after` seconds were held. The avatar's planted foot is put there (`FootPin`). Per foot: a capture's
+    two feet need not rest alike (a floor that is not level across the path, a marker set higher on one foot)."""
 
     def __init__(self, gates: PinGates = PinGates()):
         self.gates = gates
@@ -309,8 +302,6 @@ class RestingHeights:
             self._held -= self._samples.popleft()[0]
         if self._held >= self.gates.rest_after and (self.heights is None or self._since_update >= self.gates.rest_every):
             values = np.array(self._samples)[:, 1:]
-            lowest = np.percentile(values[:, 0], REST_LOW)
-            values = values[values[:, 0] <= lowest + self.gates.rest_spread]  # not on its toes, nor held up
             ankle_rest, toes_rest = np.percentile(values, REST_PERCENTILE, axis=0)
             self.heights = (float(ankle_rest), float(toes_rest))
             self._since_update = 0.0
