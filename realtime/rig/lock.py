@@ -130,6 +130,16 @@ class FootLock:
         trail = self._trail[side]
         return _at_time(trail, time)[0] if trail else None
 
+    def _anchor_back(self, side: str, now: float, up: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        """Where a hold begun at `now` anchors the ankle: as it came in `back` before (`_back`); where that is the frame
+        before rather than anchor_back ago and the floor's `up` is given, at the height it had anchor_back ago (at
+        every rate the same instant of a landing: a frame later it has come further down, on a depth carried over
+        from its swing too); None where no frame before this one was seen."""
+        back = self._back(side, now - self.back)
+        if back is not None and up is not None and self.back < self.gates.anchor_back:
+            back = back + float((self._back(side, now - self.gates.anchor_back) - back) @ up) * up
+        return back
+
     def _reach(self, out: np.ndarray, side: str, target: np.ndarray) -> np.ndarray:
         """The ankle nearest `target` that side's leg reaches with this frame's thigh and shin (the knee bent to it in
         `out`, in place)."""
@@ -155,7 +165,6 @@ class FootLock:
         # a hold begun now is anchored no further back than the frame before (`FootPin` begins it at the same time): at
         # 60 fps anchor_back is two frames, and a foot still shown moving would step back over that frame
         self.back = gates.anchor_back if previous is None else min(gates.anchor_back, step)
-        back_time = timestamp - self.back
         out = np.array(points3d, dtype=np.float64)
         for side, contact in zip(SIDES, contacts):
             hip, knee, ankle = self.legs[side]
@@ -163,11 +172,8 @@ class FootLock:
             shown, self._shown[side] = self._shown[side], None
             came, came_toes = self._came[side], self._came_toes[side]
             self._came[side] = out[ankle].copy() if np.isfinite(out[ankle]).all() else None
-            back = self._back(side, back_time)
-            if back is not None and up is not None and self.back < gates.anchor_back:  # the frame before's place, the
-                # height anchor_back before (at every rate the same instant of a landing: a frame later it has come
-                # further down, on a depth carried over from its swing too)
-                back = back + float((self._back(side, timestamp - gates.anchor_back) - back) @ up) * up
+            # where a hold begun now is anchored, from the frames before this one (read before this frame joins them)
+            back = self._anchor_back(side, timestamp, up) if contact and self._anchor[side] is None else None
             trail = self._trail[side]
             if self._came[side] is None or measured:  # after a depth frame, an anchor no earlier than it
                 trail.clear()
