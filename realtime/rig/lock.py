@@ -586,7 +586,10 @@ class FootPin:
             ankle, toes = (float(h) for h in pin.look)
             # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held up
             # stands too high)
-            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes)))
+            lift = max(min(ankle - rest[0], toes - rest[1]), 0.0)  # the whole foot up as far as both points are
+            # shown over its heights (a stance standing higher than those measured on the others), pitched as it rests
+            ankle_goal = rest[0] + lift
+            goal = (ankle_goal, max(rest[1] + lift, min(ankle_goal + toes - ankle, toes)))
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
