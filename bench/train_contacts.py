@@ -7,9 +7,9 @@ The clips: every clip of the corpus folder and of the project (tests/data/mocap)
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
 provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
 side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one
-named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder (bench/motion.py's held-out
-clips, which this script reads only to keep them out).
+bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)" and "... (eleventh stop)"). A training clip may
+not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder
+(bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
 through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
@@ -23,7 +23,9 @@ with that model deciding (seed 11); the final model is trained on both rounds' f
 foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Then the
 hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the best mean of precision and recall
 (67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
-touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header).
+touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header). Tracks cut from each
+run to begin at a random frame (START_CUTS_PER_S, drawn from a generator of their own) add the frames a track's first
+0.4 s shows, weighing START_WEIGHT (bench/RESULTS.md, "the learned contact model (eleventh stop)").
 
 Reproducible: fixed seeds (`--seed` is torch's), torch on one thread; the header of the weights names the clips, rates,
 views, seeds, the command, the corpus's source and the scores on the training runs (`scores`), which a retrain
@@ -63,9 +65,10 @@ NEAR_WEIGHT = 0.3  # the loss's weight of frames within bench/motion.py's tolera
 # plants both feet on a track's first frames (a run cut mid-stride: bench/RESULTS.md, "the learned contact model
 # (tenth stop)").
 START_CUTS_PER_S = 1.0
-# The cut tracks' samples weigh this in the loss (times the near-event weight): at full weight (about 30 % of the
-# samples) they made the whole-window decisions later at touchdowns, and the offline hindsight lost recall on walks
-# (bench/RESULTS.md, "the learned contact model (eleventh stop)").
+# The cut tracks' samples weigh this in the loss (times the near-event weight). At full weight (about 30 % of the
+# samples), and drawn from the runs' generator, the weights decided touchdowns a frame later with the whole hindsight
+# (the offline doors' recall on a walk below the live one); at this weight with a generator of their own (CUT_SEED)
+# they did not (bench/RESULTS.md, "the learned contact model (eleventh stop)").
 START_WEIGHT = 0.3
 EPOCHS, BATCH, LEARNING_RATE, WEIGHT_DECAY = 12, 256, 3e-3, 1e-4
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
