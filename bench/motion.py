@@ -561,15 +561,17 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
     for motion in motions:
         if fast:
             motion = replace(motion, joints=motion.joints[: int(FAST_SECONDS * motion.fps) + 1])
-        truth = corpus.true_contacts(motion)  # at the clip's own rate: every rate is judged by the same truth
+        # at the clip's own rate: every rate is judged by the same truth (an instant midway between two of the clip's
+        # frames is in contact only where both are, not half a frame before a contact began)
+        truth = corpus.true_contacts(motion)
         for view in views:
             for seed in seeds:
                 runs = {}
                 for fps in rates:
                     begun = time.perf_counter()
                     at_rate = corpus.resample(motion, fps)
-                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times), lag=lag, contacts=contacts,
-                                         contact_model=contact_model)
+                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times, midway="both"), lag=lag,
+                                         contacts=contacts, contact_model=contact_model)
                     count += 1
                     pools.setdefault((motion.name, view, fps), Pool()).add(runs[fps])
                     print(f"{motion.name} {view} {fps:g} fps seed {seed}: {len(runs[fps].times)} frames in "
