@@ -39,8 +39,8 @@ seconds). Airborne: no point of either foot within CONTACT_HEIGHT of where it re
 faster than FLIGHT_FALL (a parabola through their heights over ACCEL_WINDOW seconds): a body in flight falls
 at g, while a foot whose heel and toes both stand over 3 cm up (a rolled foot, a dancer on the ball of the foot)
 holds the hips up. Gates in metres and seconds; `Truth.at` samples a clip's truth at the timestamps of another
-frame rate, so every rate is judged by the same truth (bench/motion.py: an instant midway between two of the
-clip's frames in contact only where both are).
+frame rate, so every rate is judged by the same truth (bench/motion.py, at a rate above the clip's own: an instant
+midway between two of the clip's frames in contact only where both are).
 """
 
 from __future__ import annotations

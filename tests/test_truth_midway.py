@@ -1,8 +1,9 @@
 """The bench's truth at a rate whose instants fall midway between a clip's own frames (60 fps of a 30 fps clip, 24 fps
 of a 30 or 60 fps one): such an instant is in contact only where both frames about it are (`bench.corpus.Truth.at`,
-`midway="both"`, as `bench.motion.measure` judges), so a contact begins and ends on the clip's own frames at every
-rate and not half a frame before it began, where the foot is still coming down (bench/RESULTS.md, issue 51, eleventh
-stop: on the project's 30 fps run at 60 fps that half frame carried most of the avatar's measured slide)."""
+`midway="both"`), so a contact begins and ends on the clip's own frames and not half a frame before it began, where
+the foot is still coming down (bench/RESULTS.md, issue 51, eleventh stop: on the project's 30 fps run at 60 fps that
+half frame carried most of the avatar's measured slide). `bench.motion.measure` judges so above the clip's own rate
+only: below it (24 fps) the clip's frames are dropped, and the nearest frame keeps a contact one clip frame long."""
 
 from __future__ import annotations
 
@@ -69,3 +70,19 @@ def test_the_bench_judges_a_60_fps_run_of_a_30_fps_clip_by_contacts_begun_on_the
     assert abs(expected["later"]["slide_mm"] - expected["both"]["slide_mm"]) > 1.0  # the half frame is the landing
     for name in ("slide_mm", "precision", "recall", "float_cm", "penetration_cm"):
         np.testing.assert_allclose(measured[name], expected["both"][name], equal_nan=True)
+
+
+def test_the_bench_judges_a_24_fps_run_of_a_30_fps_clip_by_the_nearest_frame():
+    motion = corpus.project_motions(["cmu_35_24"])[0]
+    pools = bench.measure([motion], [24.0], ["side"], [0], log=io.StringIO())["pools"]
+    measured = pools[("cmu_35_24", "side", 24.0)].measures()
+    at_24 = corpus.resample(motion, 24.0)
+    truth = corpus.true_contacts(motion)
+    expected = {}
+    for midway in ("both", "later"):
+        pool = bench.Pool()
+        pool.add(bench.run_clip(at_24, "side", 0, truth.at(at_24.times, midway=midway)))
+        expected[midway] = pool.measures()
+    assert expected["later"]["slide_mm"] != expected["both"]["slide_mm"]  # the two truths differ on this run
+    for name in ("slide_mm", "precision", "recall", "float_cm", "penetration_cm"):
+        np.testing.assert_allclose(measured[name], expected["later"][name], equal_nan=True)
