@@ -561,15 +561,19 @@ def measure(motions: list[Motion], rates, views, seeds, fast: bool = False, log=
     for motion in motions:
         if fast:
             motion = replace(motion, joints=motion.joints[: int(FAST_SECONDS * motion.fps) + 1])
-        truth = corpus.true_contacts(motion)  # at the clip's own rate: every rate is judged by the same truth
+        # at the clip's own rate: every rate is judged by the same truth. Above the clip's rate every clip frame is
+        # kept and an instant midway between two is in contact only where both are (the foot there is halfway down,
+        # not yet still); below it frames are dropped, and the nearest keeps a clip's contact of one frame
+        truth = corpus.true_contacts(motion)
         for view in views:
             for seed in seeds:
                 runs = {}
                 for fps in rates:
                     begun = time.perf_counter()
                     at_rate = corpus.resample(motion, fps)
-                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times), lag=lag, contacts=contacts,
-                                         contact_model=contact_model)
+                    midway = "both" if fps > motion.fps + 1e-6 else "later"
+                    runs[fps] = run_clip(at_rate, view, seed, truth.at(at_rate.times, midway=midway), lag=lag,
+                                         contacts=contacts, contact_model=contact_model)
                     count += 1
                     pools.setdefault((motion.name, view, fps), Pool()).add(runs[fps])
                     print(f"{motion.name} {view} {fps:g} fps seed {seed}: {len(runs[fps].times)} frames in "

@@ -7,9 +7,9 @@ The clips: every clip of the corpus folder and of the project (tests/data/mocap)
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
 provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
 side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)"). A training clip may not be held out: one
-named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder (bench/motion.py's held-out
-clips, which this script reads only to keep them out).
+bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)" and "... (eleventh stop)"). A training clip may
+not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder
+(bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
 (`bench.motion.run_frames`: the noise of `bench.rig._measured`, the pointmap every 1/6 s, the floor learnt first),
 through the run's own egomotion (static) and ground stages, so the features (`realtime.rig.contact_model.windows` of
@@ -23,7 +23,9 @@ with that model deciding (seed 11); the final model is trained on both rounds' f
 foot, its hindsight drawn from 0 (half of them) to the model's whole `FUTURE` (the lag options' grid steps). Then the
 hysteresis (`on`, `off`) is chosen on the same training runs: the pair with the best mean of precision and recall
 (67 ms tolerance, `bench.motion.contact_counts`) without hindsight. Frames within that tolerance of a true
-touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header).
+touchdown or lift-off weigh NEAR_WEIGHT in the loss (`--near-weight`, named in the header). Tracks cut from each
+run to begin at a random frame (START_CUTS_PER_S, drawn from a generator of their own) add the frames a track's first
+0.4 s shows, weighing START_WEIGHT (bench/RESULTS.md, "the learned contact model (eleventh stop)").
 
 Reproducible: fixed seeds (`--seed` is torch's), torch on one thread; the header of the weights names the clips, rates,
 views, seeds, the command, the corpus's source and the scores on the training runs (`scores`), which a retrain
@@ -57,9 +59,20 @@ HIDDEN = 24  # channels of both convolutions
 RATES, VIEWS = (24.0, 30.0, 60.0), ("front", "side", "45")
 ROUND_SEEDS = (10, 11)  # the noise of round 1 (rules deciding) and round 2 (the round-1 model deciding)
 NEAR_WEIGHT = 0.3  # the loss's weight of frames within bench/motion.py's tolerance of a true event
+# Tracks that begin anywhere (a person found mid-stride): per second of a recorded run, one more track cut from it to
+# begin at a random frame, its frames within the window's past of that start as samples (later ones see what the
+# whole run's do). Without them every track trained on begins where its clip does, mostly standing, and the model
+# plants both feet on a track's first frames (a run cut mid-stride: bench/RESULTS.md, "the learned contact model
+# (tenth stop)").
+START_CUTS_PER_S = 1.0
+# The cut tracks' samples weigh this in the loss (times the near-event weight). At full weight (about 30 % of the
+# samples), and drawn from the runs' generator, the weights decided touchdowns a frame later with the whole hindsight
+# (the offline doors' recall on a walk below the live one); at this weight with a generator of their own (CUT_SEED)
+# they did not (bench/RESULTS.md, "the learned contact model (eleventh stop)").
+START_WEIGHT = 0.3
 EPOCHS, BATCH, LEARNING_RATE, WEIGHT_DECAY = 12, 256, 3e-3, 1e-4
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7)  # the hysteresis's candidates: on >= off
-TORCH_SEED, SAMPLE_SEED = 0, 0
+TORCH_SEED, SAMPLE_SEED, CUT_SEED = 0, 0, 1
 
 
 def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
@@ -174,22 +187,46 @@ def record_all(motions, rates, views, seed: int, net: ContactNet | None, log) ->
     return runs
 
 
-def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator,
-            near_weight: float = NEAR_WEIGHT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def samples(runs: list[dict], net_shape: ContactNet, rng: np.random.Generator, near_weight: float = NEAR_WEIGHT,
+            start_cuts: float = START_CUTS_PER_S, start_weight: float = START_WEIGHT,
+            cut_rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, W, C) windows, (N,) labels and (N,) loss weights (`near_weight` for frames within the bench's tolerance
-    of a true event, else 1): one per foot and frame, hindsight drawn per frame."""
+    of a true event, else 1): one per foot and frame, hindsight drawn per frame; then those of the tracks `starts`
+    cuts from each run (`start_cuts` per second), their weights times `start_weight`, the cuts and their hindsight
+    drawn from `cut_rng` (default `rng`): with a generator of their own the runs' samples are drawn as without cuts."""
+    cut_rng = rng if cut_rng is None else cut_rng
     xs, ys, ws = [], [], []
     for run in runs:
-        count = len(run["times"])
-        if count == 0:
-            continue
-        future = np.where(rng.random(count) < 0.5, 0, rng.integers(1, FUTURE + 1, count))
-        x = windows(run["times"], run["raw"], run["times"], future, net_shape)  # (T, 2, W, C)
-        near = motion_bench.near_events(run["truth"], run["times"])
-        xs.append(x.reshape(-1, *x.shape[2:]))
-        ys.append(run["truth"].reshape(-1))
-        ws.append(np.where(near, near_weight, 1.0).reshape(-1))
+        tracks = [(run["times"], run["raw"], run["truth"], rng, 1.0)]
+        tracks += [(*cut, cut_rng, start_weight) for cut in starts(run, net_shape, cut_rng, start_cuts)]
+        for times, raw, truth, draw, weight in tracks:
+            count = len(times)
+            if count == 0:
+                continue
+            future = np.where(draw.random(count) < 0.5, 0, draw.integers(1, FUTURE + 1, count))
+            x = windows(times, raw, times[:len(truth)], future[:len(truth)], net_shape)  # (T, 2, W, C)
+            near = motion_bench.near_events(truth, times[:len(truth)])
+            xs.append(x.reshape(-1, *x.shape[2:]))
+            ys.append(truth.reshape(-1))
+            ws.append((np.where(near, near_weight, 1.0) * weight).reshape(-1))
     return np.concatenate(xs), np.concatenate(ys).astype(np.float32), np.concatenate(ws).astype(np.float32)
+
+
+def starts(run: dict, net_shape: ContactNet, rng: np.random.Generator, per_s: float) -> list[tuple]:
+    """Tracks cut from a recorded run to begin at random frames (about `per_s` per second of it, at least one where
+    it is longer than a window's past): [(times from the cut, raw samples from it, (n, 2) truth of its first n frames:
+    those within the window's past of the cut)]: a track found mid-motion, as the model sees one (its window before
+    the cut unknown)."""
+    times = run["times"]
+    if per_s <= 0 or len(times) < 2:
+        return []
+    span = net_shape.past * net_shape.step
+    count = max(1, int(round(per_s * (times[-1] - times[0]))))
+    out = []
+    for k in rng.integers(1, len(times), count):
+        n = int(np.searchsorted(times[k:], times[k] + span + 1e-6))
+        out.append((times[k:], run["raw"][k:], run["truth"][k:k + n]))
+    return out
 
 
 def shape_only(mean=None, scale=None) -> ContactNet:
@@ -336,15 +373,15 @@ def main(argv=None) -> int:
         print(f"error: --seed must be a whole number from 0 to 2**32 - 1, not {args.seed!r}", file=log)
         return 2
     rates, views = sorted(set(args.fps)), list(dict.fromkeys(args.views))
-    rng = np.random.default_rng(SAMPLE_SEED)
+    rng, cut_rng = np.random.default_rng(SAMPLE_SEED), np.random.default_rng(CUT_SEED)
     print(f"round 1: {len(motions)} clips x {len(rates)} rates x {len(views)} views, the rules deciding", file=log)
     first = record_all(motions, rates, views, ROUND_SEEDS[0], None, log)
-    x, y, w = samples(first, shape_only(), rng, near_weight)
+    x, y, w = samples(first, shape_only(), rng, near_weight, cut_rng=cut_rng)
     print(f"round 1: {len(y)} samples", file=log)
     model = fit(x, y, w, args.epochs, log, seed)
     print("round 2: the round-1 model deciding", file=log)
     second = record_all(motions, rates, views, ROUND_SEEDS[1], model, log)
-    x2, y2, w2 = samples(second, shape_only(), rng, near_weight)
+    x2, y2, w2 = samples(second, shape_only(), rng, near_weight, cut_rng=cut_rng)
     x, y, w = np.concatenate([x, x2]), np.concatenate([y, y2]), np.concatenate([w, w2])
     print(f"final: {len(y)} samples", file=log)
     model = fit(x, y, w, args.epochs, log, seed)
@@ -357,7 +394,8 @@ def main(argv=None) -> int:
         "features": list(FEATURES),
         "clips": sorted(m.name for m in motions),
         "rates_fps": rates, "views": views, "noise_seeds": list(ROUND_SEEDS), "epochs": args.epochs,
-        "near_weight": near_weight, "torch_seed": seed,
+        "near_weight": near_weight, "start_cuts_per_s": START_CUTS_PER_S,
+        "start_weight": START_WEIGHT, "torch_seed": seed,
         "command": "python bench/train_contacts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "data": ("CMU Graphics Lab Motion Capture Database (mocap.cs.cmu.edu; funded by NSF EIA-0196217): the corpus "
                  "folder's trials (retargeted by DragonForgedTheArtist/IClone-CMU-Mocap), tests/data/mocap"

@@ -123,7 +123,7 @@ def test_near_weight_weighs_the_frames_near_a_true_event():
     near = near_events(truth, times).reshape(-1)
     assert 0 < near.sum() < 10 and not near_events(truth, times)[:, 1].any()
     for weight in (0.3, 1.0, 0.05):
-        _, y, w = train_contacts.samples([run], train_contacts.shape_only(), np.random.default_rng(0), weight)
+        _, y, w = train_contacts.samples([run], train_contacts.shape_only(), np.random.default_rng(0), weight, 0.0)
         assert np.array_equal(y, truth.reshape(-1)) and np.all(w[near] == np.float32(weight)) and np.all(w[~near] == 1)
 
 
