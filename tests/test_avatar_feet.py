@@ -365,8 +365,9 @@ def test_a_first_hold_before_any_resting_heights_are_measured_does_not_keep_a_fo
 
 def test_a_first_hold_that_outlasts_the_measuring_goes_over_to_the_measured_resting_heights():
     """A foot held from its first frame for 3 s (standing, a lunge, a sit), that first frame showing it 2 cm low (one
-    frame's noise): once its resting heights are measured (`rest_after`) the avatar's foot goes up to them, over
-    `settle`, not moving along the floor; it stood 2 cm in the floor for the whole hold."""
+    frame's noise): once the hold shows it standing still (`still_look`), and its resting heights are measured
+    (`rest_after`), the avatar's foot goes up to them, over `settle`, not moving along the floor; it stood 2 cm in the
+    floor for the whole hold."""
     fps = 30.0
     plan = []
     for k in range(int(3.0 * fps)):
@@ -377,7 +378,8 @@ def test_a_first_hold_that_outlasts_the_measuring_goes_over_to_the_measured_rest
         plan.append((k / fps, (1.0, 0.0), (0.0, None), np.array([left, right])))
     times = np.array([p[0] for p in plan])
     ankles, toes = _pin_frames(plan)
-    assert np.abs(ankles[times < 0.4, 0, 1] - (_REST[0] - 0.02)).max() < 0.005  # one frame's heights, before measuring
+    first = times < PinGates().still_look  # one frame's heights, before a look at the still foot or measuring
+    assert np.abs(ankles[first, 0, 1] - (_REST[0] - 0.02)).max() < 0.005
     late = times >= 1.0
     assert np.abs(ankles[late, 0, 1] - _REST[0]).max() < 0.005, ankles[late, 0, 1]
     assert np.abs(toes[late, 0, 1] - _REST[1]).max() < 0.005

@@ -271,11 +271,12 @@ class PinGates(Gates):
     first_toes: float = gate(0.03, "m", "a heel strike's toes on one frame's heights rest this high at most, lower where "
                                         "shown lower (toes resting flat: 1-3 cm; a heel-off lifts the heel about toes held "
                                         "higher than they rest, and they float)")
-    still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still rests its toes no lower than "
-                                       "shown: as far over the ankle as the median heights of its ankle and toes on the "
-                                       "later half of the latest look this long (from the hold's start on) at a still "
-                                       "foot have them, no higher than shown (a foot standing toes-up, or on a stance "
-                                       "whose toes rest higher than the heights it rests at have them)")
+    still_look: float = gate(0.2, "s", "a held foot that its hold shows standing still rests no lower than shown, by "
+                                       "the median heights of its ankle and toes on the later half of the latest look "
+                                       "this long (from the hold's start on) at a still foot: the whole foot raised as "
+                                       "far as both are over the heights it rests at (a stance standing higher than "
+                                       "those measured on the others), its toes as far over the ankle as shown, no "
+                                       "higher than shown (a foot standing toes-up)")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than standing_ankle")
@@ -405,7 +406,7 @@ class FootPin:
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
       frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
-      the hold shows standing still (`still_look`) rests its toes as far up as shown, never under its heights; its heel
+      the hold shows standing still (`still_look`) rests as far up as shown, never under its heights; its heel
       rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
       the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
@@ -581,12 +582,15 @@ class FootPin:
         if pin.rest_from is not None and rest is not None:  # going over from the heights the hold began on
             weight = _smoothstep((timestamp - pin.rest_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (b - a) for a, b in zip(pin.rest_from, rest))
-        if pin.look is not None and rest is not None:  # a foot this hold shows standing still: its toes as far up
-            # as shown, over one frame's heights or measured ones (the other foot's, or its own)
+        if pin.look is not None and rest is not None:  # a foot this hold shows standing still: as far up as shown,
+            # over one frame's heights or measured ones (the other foot's, or its own)
             ankle, toes = (float(h) for h in pin.look)
-            # the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held up
-            # stands too high)
-            goal = (rest[0], max(rest[1], min(rest[0] + toes - ankle, toes)))
+            # and the toes as far over the ankle as shown, not over where they are shown (an ankle measured while held
+            # up stands too high)
+            lift = max(min(ankle - rest[0], toes - rest[1]), 0.0)  # the whole foot up as far as both points are
+            # shown over its heights (a stance standing higher than those measured on the others), pitched as it rests
+            ankle_goal = rest[0] + lift
+            goal = (ankle_goal, max(rest[1] + lift, min(ankle_goal + toes - ankle, toes)))
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
