@@ -283,6 +283,8 @@ def main() -> None:
                         help="--pipeline: camera = the ground stage not shown the camera (feet held in the camera frame)")
     parser.add_argument("--no-background-scale", action="store_true",
                         help="--pipeline: the ground stage not shown the egomotion's pointmap scale (before round 11)")
+    parser.add_argument("--contacts", choices=("rules", "learned"), default="rules",
+                        help="--pipeline: how the ground stage decides foot contacts (as `sapiens-rt run --contacts`)")
     parser.add_argument("--fps", type=float, default=FPS,
                         help="the frame rate the scenes are sampled at (the same seconds; the slide per 1/30 s)")
     args = parser.parse_args()
@@ -290,6 +292,8 @@ def main() -> None:
         parser.error(f"--fps {args.fps}: give a frame rate between 1 and 1000, e.g. --fps 60")
     if args.pipeline and args.fps != FPS:
         parser.error("--pipeline runs at 30 fps only; leave --fps out")
+    if args.contacts != "rules" and not args.pipeline:
+        parser.error("--contacts chooses the ground stage's decider: add --pipeline")
     slide_unit = "mm/frame" if args.fps == FPS else "mm per 1/30 s"
     cv2.setNumThreads(1)  # the cost on one core
     def motions_for(frames: int, seed: int) -> list[Motion]:
@@ -303,7 +307,8 @@ def main() -> None:
 
     if args.pipeline:
         rows = [pipeline_run(path, seed, args.frames, hold=args.hold, background_scale=not args.no_background_scale,
-                             motions=None if args.motion == "walkers" else motions_for(args.frames, seed))
+                             motions=None if args.motion == "walkers" else motions_for(args.frames, seed),
+                             contacts=args.contacts)
                 for path in args.paths for seed in args.seeds]
         for path in args.paths:
             lifted = [r["slide_lifted_mm"] for r in rows if r["path"] == path]
@@ -350,15 +355,16 @@ def main() -> None:
 
 
 def pipeline_run(path: str, seed: int, frames: int, hold: str = "world", background_scale: bool = True,
-                 motions: list[Motion] | None = None) -> dict:
+                 motions: list[Motion] | None = None, contacts: str = "rules") -> dict:
     """One scene through EgomotionStage -> GroundStage -> WorldStage -> MotionStage (see the module's
     docstring); hold 'camera': the ground stage does not see the egomotion stage's camera;
-    background_scale False: nor its pointmap scale; motions: the performers (default two walkers)."""
+    background_scale False: nor its pointmap scale; motions: the performers (default two walkers); contacts: the
+    ground stage's decider ("rules" or "learned")."""
     from tests.world_tracks import run_chain
 
     cost: dict[str, list[float]] = {}
     truth, out, _ = run_chain(path, frames, background_scale=background_scale, hold=hold, seed=seed, motions=motions,
-                              cost=cost)
+                              cost=cost, contacts=contacts)
     world = [f.index for f in out if f.camera.world]
     grounded = next((f.index for f in out if f.camera.grounded), None)
     result = {"path": path, "seed": seed, "world_from": world[0] if world else None, "grounded_from": grounded}
