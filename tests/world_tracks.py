@@ -48,9 +48,9 @@ def run_chain(path: str, frames: int, camera: str = "auto", world: bool = True, 
     background_scale False: the ground stage not shown the egomotion's `Odometry.pointmap_scale`; hold 'camera':
     not shown the egomotion's odometry at all (its lifter holds planted feet in the camera frame); `motions`: the
     performers (`scene_frames`); `cost`: filled with each stage's seconds per frame, by stage name; `contacts`: the
-    ground stage's decider ("learned" or "rules")."""
+    ground and world stages' decider ("learned" or "rules")."""
     stages = (([EgomotionStage(camera=camera)] if world else []) + [GroundStage(NAMES, contacts=contacts)]
-              + ([WorldStage(NAMES, camera=camera)] if world else []) + [MotionStage(NAMES)])
+              + ([WorldStage(NAMES, camera=camera, contacts=contacts)] if world else []) + [MotionStage(NAMES)])
     out, truth = [], None
     for truth, frame in scene_frames(path, frames, seed, motions):  # noqa: B007 (the last truth is returned)
         for stage in stages:

@@ -28,8 +28,10 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import HEIGHT_DECIMALS, Frame, Person, rounded_camera
+from realtime.rig.contact_model import ContactNet, default_model
 from realtime.rig.contacts import ContactDetector
 from realtime.rig.floor import Floor
+from realtime.rig.learned_contacts import LearnedContacts
 from realtime.rig.scale import MIN_HISTORY
 from realtime.rig.world import HeightEstimator, WorldAnchor, transform_points
 from realtime.stages.egomotion import CAMERA_MODES, fresh_map
@@ -46,20 +48,27 @@ SCALE_SETTLE = MIN_HISTORY
 class WorldStage:
     """Pipeline stage between ground and motion, after the egomotion stage (see the module's
     docstring). `camera`: 'static', 'moving' or 'auto', as given to the egomotion stage (for the
-    summary); `forget_after`: seconds after which a person not seen is forgotten."""
+    summary); `forget_after`: seconds after which a person not seen is forgotten; `contacts`: how the
+    feet's contacts in the world are decided, "rules" (`ContactDetector`) or "learned" (`LearnedContacts`
+    with `contact_model`, default the package's), as the ground stage's. The world's decisions are made
+    frame by frame, without the ground stage's hindsight (`--motion-lag`)."""
 
     name = "world"
 
-    def __init__(self, keypoint_names: Sequence[str], *, camera: str = "auto", forget_after: float = 5.0):
+    def __init__(self, keypoint_names: Sequence[str], *, camera: str = "auto", forget_after: float = 5.0,
+                 contacts: str = "rules", contact_model: Optional[ContactNet] = None):
         if camera not in CAMERA_MODES:
             raise ValueError(f"camera must be one of {CAMERA_MODES}, got {camera!r}")
+        if contacts not in ("learned", "rules"):
+            raise ValueError(f"WorldStage's contacts is 'learned' or 'rules', got {contacts!r}")
+        self.contact_model = (contact_model or default_model()) if contacts == "learned" else None
         self.keypoint_names = list(keypoint_names)
         self.mode, self.forget_after = camera, forget_after
         self.anchor = WorldAnchor(self.keypoint_names)
         self.moved = False  # the egomotion stage has said the camera moves
         self.moved_at: Optional[int] = None  # the first frame whose people are in the world
         self.heights: dict[int, tuple[float, float]] = {}  # track id -> the last (height m, confidence)
-        self._people: dict[int, tuple[Optional[ContactDetector], HeightEstimator, float]] = {}
+        self._people: dict[int, tuple] = {}  # track id -> (contact decider or None, HeightEstimator, last seen)
         self._depth_frames: dict[int, int] = {}  # track id -> its depth frames so far
 
     def process(self, frame: Frame) -> Frame:
@@ -96,7 +105,8 @@ class WorldStage:
         detector, height, _ = self._people.get(person.track_id, (None, None, 0.0))
         height = height or HeightEstimator(self.keypoint_names)
         if grounded and detector is None:
-            detector = ContactDetector(WORLD_FLOOR, self.keypoint_names)
+            detector = (ContactDetector(WORLD_FLOOR, self.keypoint_names) if self.contact_model is None else
+                        LearnedContacts(WORLD_FLOOR, self.keypoint_names, net=self.contact_model))
         self._people[person.track_id] = (detector, height, frame.timestamp)
         if not grounded:
             return person
