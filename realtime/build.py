@@ -429,7 +429,7 @@ class Builder:
             # egomotion before ground: the lifter holds planted feet in the world when the camera moves
             ground = GroundStage(names, contacts=smoothing.contacts, lag=smoothing.motion_lag / 1000.0)
             stages += [EgomotionStage(camera=camera), ground,
-                       WorldStage(names, camera=camera, contacts=smoothing.contacts),
+                       WorldStage(names, camera=camera, contacts=smoothing.contacts, contact_model=ground.contact_model),
                        MotionStage(names, fingers=fingers, smooth=smoothing.smooth, smoothness=smoothing.smoothness)]
         return stages
 
