@@ -186,3 +186,30 @@ def test_the_speed_bench_runs_both_paths_and_finds_them_alike(capsys):
     with pytest.raises(SystemExit) as stop:
         contact_speed.main(["--repeats", "0"])
     assert stop.value.code == 2
+
+
+def test_frames_remembered_without_deciding_feed_the_later_decisions_as_decided_ones_do(frames):
+    """`remember` keeps a frame for the windows without running the model (the world stage's decider while the camera
+    has not moved): the later frames' probabilities are those of a decider that decided every frame."""
+    clip = frames[30.0]
+    every, warm = LearnedContacts(clip[0][2], NAMES), LearnedContacts(clip[0][2], NAMES)
+    runs = {"every": [], "warm": []}
+    for contacts, name in ((every, "every"), (warm, "warm")):
+        real = contacts._probabilities
+
+        def recorded(centres, future, real=real, name=name):
+            p = real(centres, future)
+            runs[name].append(np.array(p, np.float64).reshape(-1, 2)[0])
+            return p
+
+        contacts._probabilities = recorded
+    half = len(clip) // 2
+    for k, (timestamp, points, floor) in enumerate(clip):
+        every.floor = warm.floor = floor
+        every.update(timestamp, points)
+        if k < half:
+            warm.remember(timestamp, points)
+        else:
+            warm.update(timestamp, points)
+    assert len(runs["warm"]) == len(clip) - half  # the model not run on the remembered frames
+    np.testing.assert_allclose(runs["warm"], runs["every"][half:], atol=TOLERANCE)

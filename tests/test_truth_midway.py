@@ -56,33 +56,30 @@ def test_24_fps_midway_instants_of_a_30_fps_walk_are_in_contact_only_where_both_
     np.testing.assert_array_equal(both.contact[~midway], truth.contact[nearest])
 
 
-def test_the_bench_judges_a_60_fps_run_of_a_30_fps_clip_by_contacts_begun_on_the_clips_frames():
+def _bench_and_both_truths(fps: float, view: str) -> tuple[dict, dict]:
+    """The project's 30 fps run cmu_35_24 at `fps` from `view`, seed 0: what `bench.motion.measure` gives, and the same
+    run judged by each midway truth ({"both": ..., "later": ...})."""
     motion = corpus.project_motions(["cmu_35_24"])[0]
-    pools = bench.measure([motion], [60.0], ["front"], [0], log=io.StringIO())["pools"]
-    measured = pools[("cmu_35_24", "front", 60.0)].measures()
-    at_60 = corpus.resample(motion, 60.0)
+    pools = bench.measure([motion], [fps], [view], [0], log=io.StringIO())["pools"]
+    at_rate = corpus.resample(motion, fps)
     truth = corpus.true_contacts(motion)
     expected = {}
     for midway in ("both", "later"):
         pool = bench.Pool()
-        pool.add(bench.run_clip(at_60, "front", 0, truth.at(at_60.times, midway=midway)))
+        pool.add(bench.run_clip(at_rate, view, 0, truth.at(at_rate.times, midway=midway)))
         expected[midway] = pool.measures()
+    return pools[("cmu_35_24", view, fps)].measures(), expected
+
+
+def test_the_bench_judges_a_60_fps_run_of_a_30_fps_clip_by_contacts_begun_on_the_clips_frames():
+    measured, expected = _bench_and_both_truths(60.0, "front")
     assert abs(expected["later"]["slide_mm"] - expected["both"]["slide_mm"]) > 1.0  # the half frame is the landing
     for name in ("slide_mm", "precision", "recall", "float_cm", "penetration_cm"):
         np.testing.assert_allclose(measured[name], expected["both"][name], equal_nan=True)
 
 
 def test_the_bench_judges_a_24_fps_run_of_a_30_fps_clip_by_the_nearest_frame():
-    motion = corpus.project_motions(["cmu_35_24"])[0]
-    pools = bench.measure([motion], [24.0], ["side"], [0], log=io.StringIO())["pools"]
-    measured = pools[("cmu_35_24", "side", 24.0)].measures()
-    at_24 = corpus.resample(motion, 24.0)
-    truth = corpus.true_contacts(motion)
-    expected = {}
-    for midway in ("both", "later"):
-        pool = bench.Pool()
-        pool.add(bench.run_clip(at_24, "side", 0, truth.at(at_24.times, midway=midway)))
-        expected[midway] = pool.measures()
+    measured, expected = _bench_and_both_truths(24.0, "side")
     assert expected["later"]["slide_mm"] != expected["both"]["slide_mm"]  # the two truths differ on this run
     for name in ("slide_mm", "precision", "recall", "float_cm", "penetration_cm"):
         np.testing.assert_allclose(measured[name], expected["later"][name], equal_nan=True)

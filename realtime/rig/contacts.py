@@ -381,6 +381,11 @@ class ContactDetector:
         return bool(moved > gates.off_drift or speed > gates.off_speed or (settled and slide > gates.off_slide)
                     or (rise > gates.off_rise and rising > gates.off_rise_speed))
 
+    def remember(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> None:
+        """`update` for a caller that does not want this frame's decision yet but will later: the rules' history is
+        their decisions, so they are made (as `LearnedContacts.remember` keeps its model's window)."""
+        self.update(timestamp, points3d, camera)
+
     def update(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> np.ndarray:
         """(K, 3) metres -> (2,) bool contact (left, right). Points in the camera frame, or in the world (with the
         floor in the world) and `camera` the camera's centre there (its line of sight). timestamp: seconds; a time

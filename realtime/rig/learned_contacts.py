@@ -270,12 +270,7 @@ class LearnedContacts:
         frame, or in the world (with the floor there) and `camera` the camera's centre there. A time not after the
         last frame's starts over (the source started again). hindsight: times of earlier frames whose lag has passed
         with this one: decided now, in the same pass of the model, for `decide`."""
-        timestamp = float(timestamp)
-        if not math.isfinite(timestamp):
-            raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
-        if self._end > self._first and timestamp <= self._times[self._end - 1]:
-            self._start()
-        self._append(timestamp, *self._sample(points3d, camera))
+        timestamp = self.remember(timestamp, points3d, camera)
         centres, future = [timestamp], [0]
         for centre in hindsight:
             centres.append(float(centre))
@@ -286,6 +281,17 @@ class LearnedContacts:
         for centre, q in zip(centres[1:], p[1:]):
             self._ready[centre] = self._lagged(centre, q)
         return np.array(self._now)
+
+    def remember(self, timestamp: float, points3d: np.ndarray, camera: Optional[np.ndarray] = None) -> float:
+        """`update`'s frame kept for the windows of later decisions, none made for it (the model not run): a caller
+        that will want decisions later keeps the window warm cheaply. Returns the timestamp as a float."""
+        timestamp = float(timestamp)
+        if not math.isfinite(timestamp):
+            raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
+        if self._end > self._first and timestamp <= self._times[self._end - 1]:
+            self._start()
+        self._append(timestamp, *self._sample(points3d, camera))
+        return timestamp
 
     def decide(self, timestamp: float) -> np.ndarray:
         """(2,) bool contact of the frame at `timestamp` (given to `update`, still kept) seeing `future` grid steps

@@ -111,7 +111,10 @@ class WorldStage:
         if not grounded:
             return person
         points = transform_points(world_from_camera, person.keypoints3d)
-        contacts = detector.update(frame.timestamp, points, camera=world_from_camera[:3, 3])  # history kept warm
+        if in_world:
+            person = person.replace(contacts=detector.update(frame.timestamp, points, camera=world_from_camera[:3, 3]))
+        else:  # not in the world yet: the decider's history kept warm for when the camera moves
+            detector.remember(frame.timestamp, points, camera=world_from_camera[:3, 3])
         if depth_frame:
             height.add(points)
             stature, confidence = height.estimate()
@@ -119,8 +122,6 @@ class WorldStage:
                 self.heights[person.track_id] = (round(stature, HEIGHT_DECIMALS), round(confidence, HEIGHT_DECIMALS))
         if person.track_id in self.heights:
             person = person.replace(height=self.heights[person.track_id])
-        if in_world:  # the feet on the world's floor: a planted foot stays put in the world
-            person = person.replace(contacts=contacts)
         return person
 
     def summary_lines(self) -> list[str]:
