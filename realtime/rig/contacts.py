@@ -180,6 +180,8 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
+        # ... and its heel's stance position (None: let go of along the line of sight, or none yet)
+        self._let_go: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -478,9 +480,14 @@ class ContactDetector:
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
                     if stood:  # a stance ended (toe-off): no new one for `refractory`
-                        self._released[side] = timestamp
+                        self._released[side], self._let_go[side] = timestamp, None if along else place
             else:
-                rested = lasted(timestamp - self._released[side], gates.refractory, step)
+                # within refractory, a heel not risen off_rise above its stance position has not left the floor (a
+                # stance let go of as it glides or by noise; a heel-off rises on; along the line of sight a rise shows
+                # little)
+                place = self._let_go[side]
+                rested = (lasted(timestamp - self._released[side], gates.refractory, step)
+                          or (place is not None and self._rise(heel, place, None, camera)[0] < gates.off_rise))
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
