@@ -10,7 +10,8 @@ loose gate.
 
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance (unless the heel has not risen `off_rise` above that stance's position: a foot let go of on
-the floor, as it glides or by noise; not one let go of by `off_along`, whose rise the image hides), and, while the
+the floor, as it glides or by noise; nor its toes: a foot leaving heel-last; not one let go of by `off_along`, whose
+rise the image hides), and, while the
 body walks forwards or backwards, not behind the hips just after a swing (a landing heel comes down ahead of them; a
 late swing along the line of sight is shown behind where it is; stepping
 sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
@@ -182,8 +183,8 @@ class ContactDetector:
         self._stood = dict.fromkeys(SIDES, False)  # the contact has lasted stance_time
         self._measures: dict[str, deque] = {side: deque() for side in SIDES}  # the off gates' measures over off_time
         self._released = dict.fromkeys(SIDES, -np.inf)  # when each foot's last stance ended
-        # ... and its heel's stance position (None: let go of along the line of sight, or none yet)
-        self._let_go: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)
+        # ... and its heel's and toes' stance positions (None: let go of along the line of sight, or none yet)
+        self._let_go: dict[str, Optional[tuple[np.ndarray, np.ndarray]]] = dict.fromkeys(SIDES)
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
@@ -479,17 +480,21 @@ class ContactDetector:
                     off = standing is None
                 off = off or along  # moved whole along the line of sight
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
+                    seen = [t for t in self._toes[side] if np.isfinite(t).all()]  # the toes over its first stance_time
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
                     if stood:  # a stance ended (toe-off): no new one for `refractory`
-                        self._released[side], self._let_go[side] = timestamp, None if along else place
+                        self._released[side] = timestamp
+                        self._let_go[side] = None if along or not seen else (place, np.median(seen, axis=0))
             else:
-                # within refractory, a heel not risen off_rise above its stance position has not left the floor (a
-                # stance let go of as it glides or by noise; a heel-off rises on; along the line of sight a rise shows
-                # little)
-                place = self._let_go[side]
+                # within refractory, a heel and toes not risen off_rise above their stance positions have not left the
+                # floor (a stance let go of as it glides or by noise; a heel-off rises on, a foot leaving heel-last
+                # raises its toes; along the line of sight a rise shows little)
+                places = self._let_go[side]
                 rested = (lasted(timestamp - self._released[side], gates.refractory, step)
-                          or (place is not None and self._rise(heel, place, None, camera)[0] < gates.off_rise))
+                          or (places is not None and np.isfinite(toe).all()
+                              and max(self._rise(heel, places[0], None, camera)[0],
+                                      self._rise(toe, places[1], None, camera)[0]) < gates.off_rise))
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
