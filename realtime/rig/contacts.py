@@ -11,7 +11,7 @@ loose gate.
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance (unless the heel has not risen `off_rise` above that stance's position: a foot let go of on
 the floor, as it glides or by noise; nor its toes: a foot leaving heel-last; not one let go of by `off_along`, whose
-rise the image hides), and, while the
+rise the image hides, nor stepping sideways), and, while the
 body walks forwards or backwards, not behind the hips just after a swing (a landing heel comes down ahead of them; a
 late swing along the line of sight is shown behind where it is; stepping
 sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
@@ -489,10 +489,11 @@ class ContactDetector:
             else:
                 # within refractory, a heel and toes not risen off_rise above their stance positions have not left the
                 # floor (a stance let go of as it glides or by noise; a heel-off rises on, a foot leaving heel-last
-                # raises its toes; along the line of sight a rise shows little)
+                # raises its toes; along the line of sight a rise shows little), but for a side step (the hips walking,
+                # slower than that along the facing: its feet slide and turn low as they leave)
                 places = self._let_go[side]
                 rested = (lasted(timestamp - self._released[side], gates.refractory, step)
-                          or (places is not None and np.isfinite(toe).all()
+                          or (places is not None and np.isfinite(toe).all() and (walk is None or forward >= gates.walking)
                               and max(self._rise(heel, places[0], None, camera)[0],
                                       self._rise(toe, places[1], None, camera)[0]) < gates.off_rise))
                 # down from a swing, not from a flight (a jump's feet land together; hips moving on over them)
