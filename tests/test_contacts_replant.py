@@ -74,10 +74,10 @@ def _precision_recall(run: motion_bench.Run) -> tuple[float, float]:
 
 @pytest.mark.parametrize("fps", [30.0, 60.0])
 def test_a_stylised_walks_glides_are_held(fps):
-    """cmu_131_01 from the side: recall at least 0.94 (main before: 0.918 at 30 fps, 0.877 at 60; now 0.956 / 0.957)
-    with precision at least 0.81 (0.864 / 0.827 before, 0.849 / 0.820 now)."""
+    """cmu_131_01 from the side: recall at least 0.93 (main before: 0.918 at 30 fps, 0.877 at 60; now 0.943 / 0.947)
+    with precision at least 0.81 (0.864 / 0.827 before, 0.867 / 0.838 now)."""
     precision, recall = _precision_recall(_run("cmu_131_01", "side", fps))
-    assert recall >= 0.94
+    assert recall >= 0.93
     assert precision >= 0.81
 
 
