@@ -250,6 +250,7 @@ class LearnedContacts:
         self._times, self._rows = np.zeros(64), np.zeros((64, _ROW))
         self._feet, self._missing = np.ones((64, 2), bool), np.zeros(64, bool)
         self._first = self._end = 0
+        self._began = math.nan  # the time of the track's first frame
         self._kept_missing = 0  # frames kept with a value missing
         self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight ...
         self._now = [False, False]  # ... as a list
@@ -277,6 +278,10 @@ class LearnedContacts:
             future.append(max(0, min(self.future, math.floor((timestamp - centres[-1]) / self.net.step + 1e-6))))
         p = self._probabilities(np.array(centres), np.array(future))
         self._now = self._hysteresis(p[0], self._now, timestamp)
+        if timestamp - self._began < self.net.step - 1e-6:
+            # no motion seen yet (the model's grid reads a velocity over one step): a foot just lifted, low and flat,
+            # reads as planted, and the lifter would then pin it where it is, so that the next frames show it still
+            self._now = [False, False]
         self.state = {SIDES[0]: self._now[0], SIDES[1]: self._now[1]}
         for centre, q in zip(centres[1:], p[1:]):
             self._ready[centre] = self._lagged(centre, q)
@@ -290,6 +295,8 @@ class LearnedContacts:
             raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
         if self._end > self._first and timestamp <= self._times[self._end - 1]:
             self._start()
+        if self._end == self._first:
+            self._began = timestamp
         self._append(timestamp, *self._sample(points3d, camera))
         return timestamp
 
