@@ -30,9 +30,6 @@ backwards, once its heel and toes have both moved `off_along` one way along the 
 depth frames, so this is a depth frame's word: a foot leaving or sliding along the line of sight; a depth frame that
 moves the whole body moves no foot); stepping sideways (the hips at `walking` or faster) with the heel risen `off_lift`
 over `off_time`, the heel's move alone (a side step's heel leaves first, the foot turning on its toes).
-A contact not yet a stance whose heel, over its last `off_time`, moves faster than the onset gate it began under and
-is not coming down (its median rising speed not below 0: a landing heel still slowing reads fast) ends too: a foot
-planted as its slide slowed for an instant, passing through (from the side, a foot sliding along the line of sight).
 Unless the toes still stand: a stance whose heel looks off (but for a lift of the whole
 foot) while its toes (the big and small toe's midpoint), over the same `off_time`, have not moved from where they
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
@@ -191,7 +188,6 @@ class ContactDetector:
         self._walked = np.inf  # the last frame's walk along the facing (m/s; none yet: walking)
         self._on_toes: dict[str, Optional[np.ndarray]] = dict.fromkeys(SIDES)  # where the toes stand, heel-off to toe-off
         self._planted_still = dict.fromkeys(SIDES, False)  # the contact began with the hips not seen walking
-        self._planted_gate = dict.fromkeys(SIDES, np.inf)  # the onset gate the contact began under (m/s)
         self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
@@ -477,11 +473,7 @@ class ContactDetector:
                     # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
                     standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
-                # not yet a stance, not coming down, and still moving as fast as the onset gate it began under: a foot
-                # passing through (a landing heel still coming down reads fast)
-                passing = (not stood and rises >= 0.0
-                           and float(np.median([m[2] for _, m in self._measures[side]])) > self._planted_gate[side])
-                off = off or along or passing  # moved whole along the line of sight
+                off = off or along  # moved whole along the line of sight
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
                     self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
                     self._measures[side].clear()
@@ -500,7 +492,6 @@ class ContactDetector:
                     self._toes[side] = [toe]
                     # the hips not yet seen for hips_window (a track's first frames): not seen walking
                     self._planted_still[side], self._settled[side] = self._still is not False, False
-                    self._planted_gate[side] = on_speed
                     self._began[side] = timestamp
                     self._measures[side].clear()  # this frame's measures (on the floor) open the window
                     self._measures[side].append((timestamp, (0.0, 0.0, speed, height,
