@@ -1,17 +1,19 @@
 """One person's foot contacts from the learned model (`realtime.rig.contact_model`), live and offline.
 
-`LearnedContacts` keeps one person's recent frames and decides each foot with hysteresis in probability (`on` to
-plant, `off` to release): `update` with no hindsight (what the lifter holds on the next frame), `decide` for a frame
-already seen with up to `future` grid steps after it (a fixed lag). It runs the model on a live path (`_live_sample`,
-`_LiveNet`): the same features and weights as `contact_model.frame_sample`, `windows` and `ContactNet.probabilities`
-(the reference, what training reads, and `BatchContacts` here) in fewer numpy calls: their overhead, not arithmetic,
-is the cost on arrays this small (bench/contact_speed.py; tests/test_contact_live.py holds them alike).
-`hindsight_contacts` decides a recorded person's frames with the model's whole hindsight, for offline work.
+`LearnedContacts` keeps one person's recent frames and decides each foot with hysteresis in probability
+(`LearnedGates`: `on` to plant, `off` to release): `update` with no hindsight (what the lifter holds on the next
+frame), `decide` for a frame already seen with up to `future` grid steps after it (a fixed lag). It runs the model on
+a live path (`_live_sample`, `_LiveNet`): the same features and weights as `contact_model.frame_sample`, `windows` and
+`ContactNet.probabilities` (the reference, what training reads, and `BatchContacts` here) in fewer numpy calls: their
+overhead, not arithmetic, is the cost on arrays this small (bench/contact_speed.py; tests/test_contact_live.py holds
+them alike). `hindsight_contacts` decides a recorded person's frames with the model's whole hindsight, for offline
+work.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
 
@@ -225,17 +227,37 @@ def _live_net(net: ContactNet) -> _LiveNet:
     return _LiveNet(net)
 
 
+@dataclass(frozen=True)
+class LearnedGates:
+    """The learned decider's hysteresis, in the model's probability of contact: a foot is planted once it reaches
+    `on` and released once it falls below `off`. The weights' own `on` and `off` are what `bench/train_contacts.py`
+    picked on its training runs, where the model scores 0.999 (in-sample: they tell nothing); these were picked on
+    tuning clips held out of a training (bench/RESULTS.md, "the learned contact model, ... (twelfth stop)"): there
+    the weights' 0.6 / 0.5 let go of stances the model doubts (recall 0.951; a kick's standing foot from the front
+    0.81-0.83), 0.5 / 0.3 holds them (0.962; 0.96) at the same precision; `on` 0.4 planted a run's foot in flight.
+    """
+
+    on: float = 0.5
+    off: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 0 < self.off <= self.on < 1:
+            raise ValueError(f"LearnedGates needs 0 < off <= on < 1, got on {self.on!r}, off {self.off!r}")
+
+
 class LearnedContacts:
     """One person's foot contacts from `ContactNet` (see the module's docstring): the calls of
     `realtime.rig.contacts.ContactDetector` (`update`, `state`, `floor`), and `decide` for hindsight.
 
     floor: the floor now (the caller sets the latest refit); keypoint_names: the points' order; net: the model (None:
     the package's); lag: the hindsight `decide` gives (s): the model's grid steps after a frame it sees (at most its
-    `future`), and the frames kept for it."""
+    `future`), and the frames kept for it; gates: the hysteresis (`LearnedGates`; None: its defaults)."""
 
-    def __init__(self, floor: Floor, keypoint_names: Sequence[str], *, net: Optional[ContactNet] = None, lag: float = 0.0):
+    def __init__(self, floor: Floor, keypoint_names: Sequence[str], *, net: Optional[ContactNet] = None, lag: float = 0.0,
+                 gates: Optional[LearnedGates] = None):
         self.floor = floor
         self.net = net or default_model()
+        self.gates = gates or LearnedGates()
         self.index = _Index(keypoint_names)
         self._live = _live_net(self.net)
         # grid steps of hindsight: a lag within 5 % of a step reaches it (33 ms is one 1/30 s step); each decision still
@@ -250,6 +272,7 @@ class LearnedContacts:
         self._times, self._rows = np.zeros(64), np.zeros((64, _ROW))
         self._feet, self._missing = np.ones((64, 2), bool), np.zeros(64, bool)
         self._first = self._end = 0
+        self._began = math.nan  # the time of the track's first frame
         self._kept_missing = 0  # frames kept with a value missing
         self.state = dict.fromkeys(SIDES, False)  # the last frame's decisions with no hindsight ...
         self._now = [False, False]  # ... as a list
@@ -277,6 +300,10 @@ class LearnedContacts:
             future.append(max(0, min(self.future, math.floor((timestamp - centres[-1]) / self.net.step + 1e-6))))
         p = self._probabilities(np.array(centres), np.array(future))
         self._now = self._hysteresis(p[0], self._now, timestamp)
+        if timestamp - self._began < self.net.step - 1e-6:
+            # no motion seen yet (the model's grid reads a velocity over one step): a foot just lifted, low and flat,
+            # reads as planted, and the lifter would then pin it where it is, so that the next frames show it still
+            self._now = [False, False]
         self.state = {SIDES[0]: self._now[0], SIDES[1]: self._now[1]}
         for centre, q in zip(centres[1:], p[1:]):
             self._ready[centre] = self._lagged(centre, q)
@@ -290,6 +317,8 @@ class LearnedContacts:
             raise ValueError(f"LearnedContacts.update needs a finite timestamp in seconds, got {timestamp!r}")
         if self._end > self._first and timestamp <= self._times[self._end - 1]:
             self._start()
+        if self._end == self._first:
+            self._began = timestamp
         self._append(timestamp, *self._sample(points3d, camera))
         return timestamp
 
@@ -349,7 +378,7 @@ class LearnedContacts:
     def _hysteresis(self, p: Sequence[float], before: Sequence[bool], timestamp: float) -> list:
         """Planted once the model's probability reaches `on`, released once it falls below `off`; a foot whose heel
         or toes are unknown on the frame at `timestamp` (kept) is off."""
-        on, off = self.net.on, self.net.off
+        on, off = self.gates.on, self.gates.off
         out = [bool(p[0] >= off if before[0] else p[0] >= on), bool(p[1] >= off if before[1] else p[1] >= on)]
         if self._kept_missing:
             kept = self._times[self._first:self._end]

@@ -276,7 +276,8 @@ class PinGates(Gates):
                                        "this long (from the hold's start on) at a still foot: the whole foot raised as "
                                        "far as both are over the heights it rests at (a stance standing higher than "
                                        "those measured on the others), its toes as far over the ankle as shown, no "
-                                       "higher than shown (a foot standing toes-up)")
+                                       "higher than shown (a foot standing toes-up); on one frame's heights its ankle "
+                                       "as high as shown as well")
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than standing_ankle")
@@ -590,7 +591,11 @@ class FootPin:
             lift = max(min(ankle - rest[0], toes - rest[1]), 0.0)  # the whole foot up as far as both points are
             # shown over its heights (a stance standing higher than those measured on the others), pitched as it rests
             ankle_goal = rest[0] + lift
-            goal = (ankle_goal, max(rest[1] + lift, min(ankle_goal + toes - ankle, toes)))
+            # on one frame's heights the ankle as high as shown too, its toes as they go (that frame's depth can put
+            # the ankle centimetres low); measured heights are many frames' and keep their pitch (a foot pitched to
+            # each look slides its toes along the floor)
+            goal = (ankle_goal if pin.measured else max(ankle_goal, ankle),
+                    max(rest[1] + lift, min(ankle_goal + toes - ankle, toes)))
             weight = _smoothstep((timestamp - pin.still_since) / self.gates.settle) if self.gates.settle > 0 else 1.0
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
