@@ -477,9 +477,11 @@ class FootPin:
     def _rest(self, side: str) -> Optional[tuple[float, float]]:
         """A foot's measured resting heights; the other foot's while its own are not measured yet (the same
         performer's feet rest alike within a centimetre or two; one frame's heights can be a landing foot's in the
-        air); None while neither is."""
+        air); None while neither is, or where they are no standing foot's (the ankle over `standing_ankle`: a foot
+        held mostly on its toes measures its relevé, not where it rests flat)."""
         other = SIDES[1 - SIDES.index(side)]
-        return self.rest[side].heights or self.rest[other].heights
+        heights = self.rest[side].heights or self.rest[other].heights
+        return heights if heights is not None and heights[0] <= self.gates.standing_ankle else None
 
     def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -532,9 +534,9 @@ class FootPin:
             elif floor is not None and pin.rest is not None and not pin.measured:
                 # a hold begun on one frame's heights outlasts the measuring of the resting heights (a first stance
                 # that lasts: standing, a lunge, a sit): it goes over to them over `settle`, if a standing foot could
-                # rest there (a foot held in the air all along measures its own height in the air)
+                # rest there (`_rest`: a foot held in the air all along measures its own height in the air)
                 measured = self._rest(side)
-                if measured is not None and measured[0] <= self.gates.standing_ankle:
+                if measured is not None:
                     pin.rest_from, pin.rest_since = self._resting(pin, timestamp), timestamp
                     pin.rest, pin.measured = (max(measured[0], 0.0), max(measured[1], 0.0)), True
             if floor is not None and pin.rest is not None and lock.since[side] is not None:
