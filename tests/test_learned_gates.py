@@ -38,6 +38,6 @@ def test_a_foot_is_planted_at_the_gates_on_not_the_weights():
 
 
 def test_the_gates_need_off_at_most_on_within_zero_and_one():
-    for on, off in ((0.5, 0.6), (1.0, 0.5), (0.5, 0.0)):
+    for on, off in ((0.5, 0.6), (1.0, 0.5), (0.5, 0.0), (float("nan"), 0.3), ("0.5", 0.3), (True, 0.3), (0.5, None)):
         with pytest.raises(ValueError, match="LearnedGates"):
             LearnedGates(on=on, off=off)

@@ -241,7 +241,8 @@ class LearnedGates:
     off: float = 0.3
 
     def __post_init__(self) -> None:
-        if not 0 < self.off <= self.on < 1:
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (self.on, self.off))
+        if not numbers or not 0 < self.off <= self.on < 1:
             raise ValueError(f"LearnedGates needs 0 < off <= on < 1, got on {self.on!r}, off {self.off!r}")
 
 
