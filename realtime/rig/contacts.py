@@ -11,11 +11,11 @@ loose gate.
 A contact starts when the heel is lower than `on_height` and slower than the onset gate, not within `refractory`
 of the end of a stance (unless the heel has not risen `off_rise` above that stance's position: a foot let go of on
 the floor, as it glides or by noise; nor its toes: a foot leaving heel-last; not one let go of by `off_along`, whose
-rise the image hides, nor stepping sideways), and, while the
-body walks forwards or backwards, not behind the hips just after a swing (a landing heel comes down ahead of them; a
-late swing along the line of sight is shown behind where it is; stepping
-sideways, the trailing foot comes down behind them along the walk and the rule is off; after a flight, both heels up
-together and neither foot planted, it is off too: a jump's feet land together and the hips go on over them). The
+rise the image hides, nor stepping sideways), and, while the body walks forwards or backwards, not behind the hips
+just after a swing (a landing heel comes down ahead of them; a late swing along the line of sight is shown behind
+where it is; stepping sideways, the trailing foot comes down behind them along the walk and the rule is off; after a
+flight, both heels up together and neither foot planted, it is off too: a jump's feet land together and the hips go
+on over them). The
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
 foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
