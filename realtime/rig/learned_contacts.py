@@ -230,11 +230,10 @@ def _live_net(net: ContactNet) -> _LiveNet:
 @dataclass(frozen=True)
 class LearnedGates:
     """The learned decider's hysteresis, in the model's probability of contact: a foot is planted once it reaches
-    `on` and released once it falls below `off`. The weights' own `on` and `off` are what `bench/train_contacts.py`
-    picked on its training runs, where the model scores 0.999 (in-sample: they tell nothing); these were picked on
-    tuning clips held out of a training (bench/RESULTS.md, "the learned contact model, ... (twelfth stop)"): there
-    the weights' 0.6 / 0.5 let go of stances the model doubts (recall 0.951; a kick's standing foot from the front
-    0.81-0.83), 0.5 / 0.3 holds them (0.962; 0.96) at the same precision; `on` 0.4 planted a run's foot in flight.
+    `on` and released once it falls below `off`. The weights carry their own `on` and `off`, picked by
+    `bench/train_contacts.py` on its training runs, where the model is all but sure (in-sample, they tell nothing);
+    these are picked on tuning clips left out of a training: a lower `off` keeps the stances the model doubts, a
+    lower `on` plants a running foot in flight (bench/RESULTS.md, "the learned contact model, ... (twelfth stop)").
     """
 
     on: float = 0.5
