@@ -38,13 +38,12 @@ from realtime.mode import RunMode
 from realtime.models import compile_cache, hub, load_model
 from realtime.models.archs import SIZES
 from realtime.models.loading import cli_name, download_command, missing_weights
-from realtime.options import MAX_MOTION_LAG_MS, PYTHON, Caller, RunOptions
+from realtime.options import CONTACT_DECIDERS, MAX_MOTION_LAG_MS, PYTHON, Caller, RunOptions
 
 log = logging.getLogger(__name__)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SMOOTHERS = ("one_euro", "kalman", "none")
-CONTACT_DECIDERS = ("rules", "learned")  # how the ground stage decides foot contacts
 CAMERAS = ("auto", "static", "moving")
 # The names standard output goes by: `-`, and the device files that are it.
 STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")

@@ -282,6 +282,8 @@ def _add_people_options(p) -> None:
 
 
 def _add_smoothing_options(p) -> None:
+    from realtime.options import CONTACT_DECIDERS
+
     d = p.add_argument_group("smoothing")
     d.add_argument("--smooth", default="one_euro", choices=["one_euro", "kalman", "none"], help="live keypoint filter (default "
                    "one_euro)")
@@ -291,7 +293,7 @@ def _add_smoothing_options(p) -> None:
     d.add_argument("--motion-lag", type=lag_ms, default=0.0, metavar="MS", help="foot contacts (and the feet's lock) decided "
                    "seeing up to MS milliseconds ahead: every frame leaves that much later (0 to 1000, default 0: at once; "
                    "100 for a file; see bench/RESULTS.md for quality against lag); needs --contacts learned")
-    d.add_argument("--contacts", choices=("rules", "learned"), default="rules", help="how foot contacts are decided: rules "
+    d.add_argument("--contacts", choices=CONTACT_DECIDERS, default="rules", help="how foot contacts are decided: rules "
                    "(default: hand-set gates on the feet's heights and speeds) or learned (a small temporal network trained on "
                    "motion capture, bench/train_contacts.py: more true contacts found, but today the avatar's feet slide more "
                    "on some motions, see bench/RESULTS.md)")

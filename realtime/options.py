@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+CONTACT_DECIDERS = ("rules", "learned")  # how foot contacts are decided: hand-set gates or the contact model
 MAX_MOTION_LAG_MS = 1000.0  # the most hindsight `motion_lag` takes: beyond the contact model's own 0.2 s only latency
 
 

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import FLOOR_UP_DECIMALS, Frame
-from realtime.options import MAX_MOTION_LAG_MS
+from realtime.options import CONTACT_DECIDERS, MAX_MOTION_LAG_MS
 from realtime.rig.contact_model import ContactNet, default_model
 from realtime.rig.contacts import ContactDetector, ContactGates
 from realtime.rig.floor import Floor, FloorEstimator, FloorGates
@@ -63,8 +63,8 @@ class GroundStage:
                  scene_floor: bool = True, contact_gates: Optional[ContactGates] = None,
                  floor_gates: Optional[FloorGates] = None, lift_gates: Optional[LiftGates] = None,
                  contacts: str = "rules", contact_model: Optional[ContactNet] = None, lag: float = 0.0):
-        if contacts not in ("learned", "rules"):
-            raise ValueError(f"GroundStage's contacts is 'learned' or 'rules', got {contacts!r}")
+        if contacts not in CONTACT_DECIDERS:
+            raise ValueError(f"GroundStage's contacts is one of {CONTACT_DECIDERS}, got {contacts!r}")
         if isinstance(lag, bool) or not isinstance(lag, (int, float)) or not math.isfinite(lag) or not 0 <= lag <= self.MAX_LAG:
             raise ValueError(f"GroundStage's lag is seconds from 0 to {self.MAX_LAG:g}, got {lag!r}")
         self.keypoint_names = list(keypoint_names)

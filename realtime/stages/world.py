@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from realtime.frames import HEIGHT_DECIMALS, Frame, Person, rounded_camera
+from realtime.options import CONTACT_DECIDERS
 from realtime.rig.contact_model import ContactNet, default_model
 from realtime.rig.contacts import ContactDetector
 from realtime.rig.floor import Floor
@@ -59,8 +60,8 @@ class WorldStage:
                  contacts: str = "rules", contact_model: Optional[ContactNet] = None):
         if camera not in CAMERA_MODES:
             raise ValueError(f"camera must be one of {CAMERA_MODES}, got {camera!r}")
-        if contacts not in ("learned", "rules"):
-            raise ValueError(f"WorldStage's contacts is 'learned' or 'rules', got {contacts!r}")
+        if contacts not in CONTACT_DECIDERS:
+            raise ValueError(f"WorldStage's contacts is one of {CONTACT_DECIDERS}, got {contacts!r}")
         self.contact_model = (contact_model or default_model()) if contacts == "learned" else None
         self.keypoint_names = list(keypoint_names)
         self.mode, self.forget_after = camera, forget_after
