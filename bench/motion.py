@@ -66,6 +66,7 @@ from bench.corpus import NAMES, Motion, Truth  # noqa: E402
 from realtime.errors import UserError  # noqa: E402
 from realtime.export.staging import check_output, staged  # noqa: E402
 from realtime.frames import DenseMaps, Frame  # noqa: E402
+from realtime.options import CONTACT_DECIDERS  # noqa: E402
 from realtime.outputs import check_writable  # noqa: E402
 from realtime.pipeline import flush_through, through  # noqa: E402
 from realtime.rig.bones import bone_table  # noqa: E402
@@ -686,7 +687,7 @@ def main(argv=None) -> int:
                         help=f"the first {FAST_SECONDS:g} s of each clip and the first seed only (a quick check)")
     parser.add_argument("--motion-lag", type=float, default=0.0, metavar="MS",
                         help="the ground stage's hindsight, as sapiens-rt run --motion-lag (default 0)")
-    parser.add_argument("--contacts", choices=("learned", "rules"), default="rules",
+    parser.add_argument("--contacts", choices=CONTACT_DECIDERS, default="rules",
                         help="the ground stage's contact decision, as sapiens-rt run --contacts: the rule-based detector "
                         "(default) or the learned model")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE",

@@ -78,6 +78,7 @@ from scipy.spatial.transform import Rotation
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from realtime.data import keypoint_names  # noqa: E402
+from realtime.options import CONTACT_DECIDERS  # noqa: E402
 from realtime.rig.contacts import ContactDetector  # noqa: E402
 from realtime.rig.egomotion import CameraTracker  # noqa: E402
 from realtime.rig.floor import Floor, foot_indices  # noqa: E402
@@ -283,7 +284,7 @@ def main() -> None:
                         help="--pipeline: camera = the ground stage not shown the camera (feet held in the camera frame)")
     parser.add_argument("--no-background-scale", action="store_true",
                         help="--pipeline: the ground stage not shown the egomotion's pointmap scale (before round 11)")
-    parser.add_argument("--contacts", choices=("rules", "learned"), default="rules",
+    parser.add_argument("--contacts", choices=CONTACT_DECIDERS, default="rules",
                         help="--pipeline: how the ground stage decides foot contacts (as `sapiens-rt run --contacts`)")
     parser.add_argument("--fps", type=float, default=FPS,
                         help="the frame rate the scenes are sampled at (the same seconds; the slide per 1/30 s)")
