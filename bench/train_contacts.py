@@ -29,9 +29,9 @@ run to begin at a random frame (START_CUTS_PER_S, drawn from a generator of thei
 
 Reproducible: fixed seeds (`--seed` is torch's), torch on one thread; the header of the weights names the clips, rates,
 views, seeds, the command, the corpus's source and the scores on the training runs (`scores`), which a retrain
-reproduces with the code they were trained under. Round 2 decides with `LearnedContacts` as it stands: the committed
-weights predate its `LearnedGates` and its first-step rule, and a retrain now gives other weights (bench/RESULTS.md,
-"Issue 51: main at the end of 2026-12-07, twelfth stop").
+reproduces with the code they were trained under. Round 2 decides with `LearnedContacts` as it stands, so a change
+to that decider (its `LearnedGates`, its first-step rule) calls for a retrain (bench/RESULTS.md, "Issue 51: the
+learned weights retrained (thirteenth stop)").
 A few minutes on a 2-core CPU per 14 clips (most of it the stages). `--clips`, `--fps`, `--views`, `--epochs` cut it
 (tests).
 """
