@@ -255,7 +255,8 @@ class PinGates(Gates):
                                            "held up, or on its toes): a look at it is no still look, heights measured "
                                            "there no place to rest it (an ankle rests 5-9 cm up)")
     first_ankle: float = gate(0.08, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
-                                         "hold puts its ankle at most this high above the floor (a landing decided a "
+                                         "hold puts its ankle at most this high above the floor, nor raises it higher where "
+                                         "its first frame shows it over the other foot's heights (a landing decided a "
                                          "frame early holds a foot still in the air; a run's clip holds too little for "
                                          "them, and its ankle rests 7-9 cm up: one frame's landing stood it 1-3 cm over)")
     first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
@@ -531,8 +532,9 @@ class FootPin:
                                          self.gates.first_toes)
                         measured = (ankle_height - pin.down, max(toes_height - pin.down, floor_toes))
                     elif self.rest[side].heights is None and shown is not None:  # the other foot's heights: the
-                        # whole foot no lower than this frame shows both points over them (feet can rest 2 cm apart)
-                        lift = _lift(measured, shown)
+                        # whole foot no lower than this frame shows both points over them (feet can rest 2 cm apart),
+                        # the ankle no higher than first_ankle (a landing decided a frame early shows it in the air)
+                        lift = min(_lift(measured, shown), max(self.gates.first_ankle - measured[0], 0.0))
                         measured = (measured[0] + lift, measured[1] + lift)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
