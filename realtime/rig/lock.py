@@ -255,7 +255,8 @@ class PinGates(Gates):
                                            "held up, or on its toes): a look at it is no still look, heights measured "
                                            "there no place to rest it (an ankle rests 5-9 cm up)")
     first_ankle: float = gate(0.08, "m", "before a foot's resting heights are measured (its own or the other foot's), a "
-                                         "hold puts its ankle at most this high above the floor (a landing decided a "
+                                         "hold puts its ankle at most this high above the floor, nor raises it higher where "
+                                         "its first frame shows it over the other foot's heights (a landing decided a "
                                          "frame early holds a foot still in the air; a run's clip holds too little for "
                                          "them, and its ankle rests 7-9 cm up: one frame's landing stood it 1-3 cm over)")
     first_toes_look: float = gate(0.1, "s", "and its toes where that frame shows them; shown level with the ankle or over "
@@ -382,6 +383,12 @@ def _reaching(toes: np.ndarray, heading: np.ndarray, up: np.ndarray, length: flo
     return high
 
 
+def _lift(heights: tuple[float, float], shown: tuple[float, float]) -> float:
+    """How far a foot resting at `heights` (ankle, toes) goes up, whole, to be no lower than `shown`: as far as both
+    points are shown over them, never down."""
+    return max(min(shown[0] - heights[0], shown[1] - heights[1]), 0.0)
+
+
 def _smoothstep(x: float) -> float:
     x = min(max(x, 0.0), 1.0)
     return x * x * (3.0 - 2.0 * x)
@@ -406,7 +413,8 @@ class FootPin:
       from the frame before the hold (the landing goes on; a run's stance is 3-6 frames); a foot below them goes up
       to them at once, so a held foot is never in the floor (the solve's own foot often is where a hold begins: its
       legs are the robust estimate's, a lifted frame's may be shorter); a hold begun before they were measured, on one
-      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a foot
+      frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a hold
+      begun on one frame's heights or the other foot's rests no lower than its first frame shows the foot; a foot
       the hold shows standing still (`still_look`) rests as far up as shown, never under its heights; its heel
       rises about its toes where a leg out of reach
       lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
@@ -507,15 +515,27 @@ class FootPin:
                 if floor is not None:
                     measured = self._rest(side)
                     pin.measured = measured is not None
+                    seen = self._seen[side]
+                    shown = seen[-1][1] if seen and seen[-1][0] == timestamp else None  # this frame's heights
                     if measured is None:  # one frame's heights: the ankle no higher than first_ankle, the toes as
                         # shown, lowered with the ankle (and, on the frames after, as they are shown coming down), but
                         # not under first_toes for more than the ankle stood over a standing foot's (a foot on its toes)
                         ankle_height, toes_height = (float(h) for h in locked[s] @ floor[0] + floor[1])
+                        if shown is not None:  # no lower than this frame shows the foot (the lock anchored it on
+                            # the frame before, a depth frame re-measures it 1-3 cm higher): the whole foot as far up
+                            # as both points are shown over, the ankle as high as shown
+                            lift = _lift((ankle_height, toes_height), shown)
+                            ankle_height, toes_height = max(ankle_height + lift, shown[0]), toes_height + lift
                         pin.down = max(ankle_height - self.gates.first_ankle, 0.0)
                         pin.lowering = toes_height >= ankle_height  # a heel strike's toes, or a foot's standing toes-up
                         floor_toes = min(toes_height - max(ankle_height - self.gates.standing_ankle, 0.0),
                                          self.gates.first_toes)
                         measured = (ankle_height - pin.down, max(toes_height - pin.down, floor_toes))
+                    elif self.rest[side].heights is None and shown is not None:  # the other foot's heights: the
+                        # whole foot no lower than this frame shows both points over them (feet can rest 2 cm apart),
+                        # the ankle no higher than first_ankle (a landing decided a frame early shows it in the air)
+                        lift = min(_lift(measured, shown), max(self.gates.first_ankle - measured[0], 0.0))
+                        measured = (measured[0] + lift, measured[1] + lift)
                     pin.rest = (max(measured[0], 0.0), max(measured[1], 0.0))  # never in the floor
             elif floor is not None and pin.lowering and not pin.measured and self._rest(side) is None:
                 # a hold on one frame's heights that showed its toes level with its ankle or over it: they come down
