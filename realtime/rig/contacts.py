@@ -18,10 +18,13 @@ flight, both heels up together and neither foot planted, it is off too: a jump's
 on over them). The
 onset gate is `on_speed` walking along the line of sight, rises towards `on_speed_across` as the walk turns across it, and is
 `on_speed_running` at a run (where the heel is compared with where the hips were `speed_window` ago: a runner's
-foot lands under them). A contact ends once, over its last `off_time` (the median of each measure), the heel moves faster than
-`off_speed`, is higher than `off_height`, has risen (or sunk) from its stance position (its median over the contact's
-first `stance_time`) by more than `off_drift` or slid from it along the floor by more than `off_slide` (both across
-the line of sight: a planted foot shifts a few centimetres as the body sits or turns, a heel-off rises; while the
+foot lands under them); a heel down from a swing, slower than on the frame before, behind toes already down (lower
+than `on_height`, slower than the onset gate) plants under `on_speed_landing` (a toes-first landing: the heel still
+swinging down while the toes stand; a heel-first one waits for the onset gate). A contact ends once, over its last
+`off_time` (the median of each measure), the heel moves faster than `off_speed`, is higher than `off_height`, has
+risen (or sunk) from its stance position (its median over the contact's first `stance_time`) by more than
+`off_drift` or slid from it along the floor by more than `off_slide` (both across the line of sight: a planted foot
+shifts a few centimetres as the body sits or turns, a heel-off rises; while the
 body walks, or before the contact is a stance, a move of `off_drift` either way: a heel-off going with the step, a
 foot passing through), or is lifting
 (risen `off_rise` above that position and rising faster than `off_rise_speed`: heel-off, a rise too slow for the speed
@@ -121,6 +124,9 @@ class ContactGates(Gates):
                                            "sight show little else)")
     toes_heel_rising: float = gate(0.45, "m/s", "on its toes, a heel rising faster than this (up across the line of sight) "
                                                 "is leaving the floor (a toe-off: 1-3 m/s)")
+    on_speed_landing: float = gate(0.45, "m/s", "the onset gate for a heel down from a swing (higher than off_height within "
+                                                "landing_recent), slower than on the frame before, behind toes already down "
+                                                "and still (a toes-first landing: the heel swings down at 0.3-1.5 m/s)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -187,6 +193,7 @@ class ContactDetector:
         self._let_go: dict[str, Optional[tuple[np.ndarray, np.ndarray]]] = dict.fromkeys(SIDES)
         self._swung = dict.fromkeys(SIDES, -np.inf)  # when each heel was last higher than off_height, out of contact
         self._flown = -np.inf  # when both heels were last higher than off_height together, neither in contact (a flight)
+        self._landing_speed = dict.fromkeys(SIDES, np.inf)  # each unheld heel's onset speed on the frame before
         self._toe_history: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes) over speed_window
         self._toe_track: dict[str, deque] = {side: deque() for side in SIDES}  # (time, toes, velocity, rising velocity, camera)
         self._soles: deque = deque()  # (time, (2, 3) heels, (2, 3) toes' midpoints) over stance_time
@@ -271,6 +278,15 @@ class ContactDetector:
         up = _across(self.floor.normal, heel - camera)
         up = up / max(float(np.linalg.norm(up)), 1e-9)
         return float((heel - place) @ up), 0.0 if velocity is None else float(velocity @ up)
+
+    def _toes_down(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
+        """m/s: the toes' speed across the line of sight (their latest velocity, over speed_window to the nearest
+        frame) while they are lower than on_height; infinite where they are higher, not seen or not yet timed."""
+        track = self._toe_track[side]
+        if not track or not np.isfinite(toe).all() or float(self.floor.height(toe)) >= self.gates.on_height:
+            return np.inf
+        velocity = track[-1][2]
+        return float(np.linalg.norm(_across(velocity, toe - camera))) if np.isfinite(velocity).all() else np.inf
 
     def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
         """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
@@ -422,6 +438,7 @@ class ContactDetector:
             heel = points[self.heels[side]] if np.isfinite(points[self.heels[side]]).all() else centre
             if not np.isfinite(heel).all():
                 self.state[side], self._stance[side], self._toes[side], self._on_toes[side] = False, [], [], None
+                self._landing_speed[side] = np.inf
                 history.clear()
                 self._measures[side].clear()
                 continue
@@ -436,6 +453,7 @@ class ContactDetector:
             velocity = _velocity(_within(history, timestamp, gates.speed_window))
             speed = self._speed(_velocity(history), heel, camera)
             if self.state[side]:
+                self._landing_speed[side] = np.inf
                 stood = self._stood[side]  # a stance before this frame (one released as it lasts stance_time is none)
                 if not stood:  # the stance position: the heel over the contact's first stance_time
                     self._stance[side].append(heel)
@@ -500,7 +518,13 @@ class ContactDetector:
                 landing = (not lasted(timestamp - self._swung[side], gates.landing_recent, step)
                            and lasted(timestamp - self._flown, gates.landing_recent, step))
                 landing_speed = self._speed(velocity, heel, camera)
-                self.state[side] = (height < gates.on_height and landing_speed < on_speed and rested
+                # a heel down from a swing, slowing, behind toes down and still: a toes-first landing (a heel-first one,
+                # the toes still coming down, waits: planted sooner, its hold begins where the heel is still moving)
+                slowing = (landing and landing_speed < self._landing_speed[side]
+                           and self._toes_down(side, toe, camera) < on_speed)
+                self._landing_speed[side] = landing_speed
+                gate_speed = max(on_speed, gates.on_speed_landing) if slowing else on_speed
+                self.state[side] = (height < gates.on_height and landing_speed < gate_speed and rested
                                     and not (landing and self._behind(heel, walk, forward)))
                 if self.state[side]:
                     self._onset[side], self._stance[side], self._stood[side] = previous, [heel], False
