@@ -33,10 +33,6 @@ LEVEL_START = 0.1  # `floor_level` starts from this quantile of the heights: ins
 # about a sixth of the candidates are planted (a run's depth frames: 15-30 %)
 LEVEL_SHARE = 0.15  # a level holding fewer of the heights than this (within `level_band`) is not the floor's: a few
 # feet measured low (a stretch of frames played twice, a depth error) is not where a run's 15-30 % planted feet stand
-SPARSE_SHARE = 0.45  # a level holding fewer of the heights than this (a run's: 28-37 %; walks, sits, dances 50-93 %)
-# is mostly feet in the air just over the floor (low swings, landings, take-offs): its planted feet are its band's lowest
-SPARSE_QUANTILE = 0.15  # a sparse level's planted feet: this quantile of its band (a run's band: 35-45 % planted feet,
-# the rest in the air 0-4 cm over them)
 
 
 @dataclass(frozen=True)
@@ -103,10 +99,7 @@ def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iteration
                 break
             level = moved
         first = level if first is None else first
-        near = values[np.abs(values - level) <= gates.level_band]
-        if len(near) >= LEVEL_SHARE * len(values):
-            if len(near) < SPARSE_SHARE * len(values):
-                return float(np.quantile(near, SPARSE_QUANTILE))
+        if np.sum(np.abs(values - level) <= gates.level_band) >= LEVEL_SHARE * len(values):
             return level
         rest = rest[rest > level + gates.level_band]
     return first
