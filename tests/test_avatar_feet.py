@@ -291,8 +291,9 @@ def _pitch(ankle: np.ndarray, toes: np.ndarray) -> np.ndarray:
 
 
 def _pin_frames(plan, seed: int = 0, pins: list | None = None):
-    """FootPin driven by `plan`: per frame (time, share, since, shown (2, 2, 3)) for both feet (left, right); the
-    lock's held feet are the shown ones when each hold began, the avatar's solved feet the shown ones. -> per frame
+    """FootPin driven by `plan`: per frame (time, share, since, shown (2, 2, 3)[, anchored (2, 2, 3) or None]) for both
+    feet (left, right); the lock's held feet are the shown ones when each hold began (`anchored` where given: the
+    lock's anchor on the frame before), the avatar's solved feet the shown ones. -> per frame
     the avatar's feet (ankles, toes) (2, 3) each: the pin's targets, the solved (shown) foot where it gives none.
     pins: a list the FootPin is appended to (to look at it afterwards)."""
     from realtime.rig.lock import FootPin
@@ -304,11 +305,12 @@ def _pin_frames(plan, seed: int = 0, pins: list | None = None):
         pins.append(pin)
     held = [None, None]
     out = []
-    for time, shares, sinces, shown in plan:
+    for time, shares, sinces, shown, *anchored in plan:
         shown = shown + rng.normal(0.0, 0.002, shown.shape)  # the measurement's noise
+        first = anchored[0] if anchored and anchored[0] is not None else shown
         for s, side in enumerate(("left", "right")):
             if sinces[s] is not None and sinces[s] != hold.since[side]:
-                held[s] = shown[s].copy()
+                held[s] = first[s].copy()
             hold.share[side], hold.since[side] = shares[s], sinces[s]
         locked = np.array([held[s] if held[s] is not None and shares[s] > 0 else shown[s] for s in range(2)])
         hips = shown[:, 0] * [1.0, 0.0, 1.0] + [0.0, 0.8, -0.1]  # 80 cm over the floor: the feet on it in reach

@@ -9,37 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from realtime.rig.lock import FootPin, PinGates
-from realtime.rig.solver import Legs
-from tests.test_avatar_feet import _LENGTH, _REST, _UP, _foot, _Hold
+from realtime.rig.lock import PinGates
+from tests.test_avatar_feet import _REST, _foot, _pin_frames
 
 _FPS = 60.0
-
-
-def _pin(plan, seed: int = 0):
-    """FootPin driven by `plan`: per frame (time, shares, sinces, shown (2, 2, 3), anchored (2, 2, 3) or None); a hold's
-    locked foot is `anchored` on its first frame where given (the lock's anchor on the frame before), else the shown
-    one. -> per frame the pin's (ankles, toes), the shown foot where it gives none."""
-    rng = np.random.default_rng(seed)
-    pin, hold = FootPin(), _Hold()
-    held = [None, None]
-    out = []
-    for time, shares, sinces, shown, anchored in plan:
-        shown = shown + rng.normal(0.0, 0.002, shown.shape)  # the measurement's noise
-        for s, side in enumerate(("left", "right")):
-            if sinces[s] is not None and sinces[s] != hold.since[side]:
-                held[s] = (anchored if anchored is not None else shown)[s].copy()
-            hold.share[side], hold.since[side] = shares[s], sinces[s]
-        locked = np.array([held[s] if held[s] is not None and shares[s] > 0 else shown[s] for s in range(2)])
-        hips = shown[:, 0] * [1.0, 0.0, 1.0] + [0.0, 0.8, -0.1]
-        legs = Legs(hip=hips, knee=0.5 * (hips + shown[:, 0]) + [0.0, 0.0, 0.05], ankle=shown[:, 0], toes=shown[:, 1],
-                    reach=np.array([0.85, 0.85]), foot=np.array([_LENGTH, _LENGTH]))
-        targets = pin.frame(time, hold, locked, shown, (_UP, 0.0))(legs)
-        ankles, aims = (np.full((2, 3), np.nan), np.full((2, 3), np.nan)) if targets is None else targets
-        free = ~np.isfinite(ankles).all(axis=1)
-        ankles[free], aims[free] = shown[free, 0], shown[free, 1]
-        out.append((ankles, aims))
-    return np.array([a for a, _ in out]), np.array([t for _, t in out])
 
 
 def _early(times: np.ndarray, land: float) -> np.ndarray:
@@ -64,7 +37,7 @@ def test_a_first_hold_anchored_under_where_its_first_frame_shows_the_foot_rests_
         anchored = np.array([left, right - [0.0, low, 0.0]])
         plan.append((time, (0.0, share), (None, since), np.array([left, right]), anchored))
     times = np.array([p[0] for p in plan])
-    ankles, toes = _pin(plan)
+    ankles, toes = _pin_frames(plan)
     early = _early(times, land)
     assert early.sum() >= 3
     assert np.abs(ankles[early, 1, 1] - _REST[0]).max() < 0.005, ankles[early, 1, 1]
@@ -89,7 +62,7 @@ def test_a_first_hold_on_the_other_feet_heights_rests_no_lower_than_shown():
             left, share, since = _foot(np.array([0.0, higher, 0.5]), 0.0), 1.0, land
         plan.append((time, (share, 1.0), (since, 0.0), np.array([left, right]), None))
     times = np.array([p[0] for p in plan])
-    ankles, toes = _pin(plan)
+    ankles, toes = _pin_frames(plan)
     early = _early(times, land)
     assert early.sum() >= 3
     rest = _foot(np.zeros(3), 0.0)[:, 1]  # (ankle, toes) heights of the right foot as it rests

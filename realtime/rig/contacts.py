@@ -203,8 +203,8 @@ class ContactDetector:
         self._settled = dict.fromkeys(SIDES, False)  # ... and the hips have since gone up or down faster than `walking`
 
     def _speed(self, velocity: Optional[np.ndarray], heel: np.ndarray, camera: np.ndarray) -> float:
-        """m/s of the heel's `velocity` across the line of sight (infinite without one: no contact starts on a
-        track's first frame)."""
+        """m/s of a point's (the heel's) `velocity` across the line of sight (infinite without one: no contact starts on
+        a track's first frame)."""
         if velocity is None:
             return np.inf
         return float(np.linalg.norm(_across(velocity, heel - camera)))
@@ -286,7 +286,7 @@ class ContactDetector:
         if not track or not np.isfinite(toe).all() or float(self.floor.height(toe)) >= self.gates.on_height:
             return np.inf
         velocity = track[-1][2]
-        return float(np.linalg.norm(_across(velocity, toe - camera))) if np.isfinite(velocity).all() else np.inf
+        return self._speed(velocity, toe, camera) if np.isfinite(velocity).all() else np.inf
 
     def _toes_risen(self, side: str, toe: np.ndarray, camera: np.ndarray) -> float:
         """m: how far the toes' midpoint `toe` has risen above its stance position (the median over the contact's first
