@@ -41,10 +41,11 @@ foot) while its toes (the big and small toe's midpoint), over the same `off_time
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
 goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
 or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
-look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
-faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
-shows it) — but for a settled stance: one begun with the hips seen not walking (slower than `walking` along the
-floor, or moving more up or down than along it; not yet seen for `hips_window`, as a track starts: not walking) whose
+look off by those gates (their move down not counted), or the heel is higher than `toes_heel_rise` above the floor or
+its stance position or rises faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its
+own motion; the heel's rise shows it) — but for a settled stance: one begun with the hips seen not walking (slower
+than `walking` along the floor, or moving more up or down than along it; not yet seen for `hips_window`, as a track
+starts: not walking) whose
 hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
 onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
 more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
@@ -379,10 +380,11 @@ class ContactDetector:
 
     def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray, settled: bool = False) -> bool:
         """Whether the toes have looked off the floor over the last off_time: the medians of their move from `place`
-        (across the line of sight), their speed (across it) and their rise and rising speed (up across it), against
-        the heel's release gates. `settled` (a body sitting, crouching or standing up): their move down and the speed
-        of it are not lifting (toes pressed or pivoting down as the heel rises), a slide along the floor past
-        `off_slide` is."""
+        (across the line of sight; its part down not counted: toes on the floor do not sink through it, a move down is
+        their stand measured as they came down or the image's noise), their speed (across it) and their rise and
+        rising speed (up across it), against the heel's release gates. `settled` (a body sitting, crouching or
+        standing up): their move down and the speed of it are not lifting (toes pressed or pivoting down as the heel
+        rises), a slide along the floor past `off_slide` is."""
         measures = []
         for _, toes, velocity, lifting, camera in self._toes_window(timestamp, step, side):
             sight = toes - camera
@@ -394,6 +396,8 @@ class ContactDetector:
             if settled:
                 moved = max(rise, 0.0)
                 speed = float(np.sqrt(max(speed ** 2 - min(rising, 0.0) ** 2, 0.0)))
+            else:  # toes on the floor do not go down through it: their move down is not leaving it
+                moved = float(np.sqrt(max(moved ** 2 - min(rise, 0.0) ** 2, 0.0)))
             measures.append((moved, slide, speed, rise, rising))
         if not measures:
             return True
