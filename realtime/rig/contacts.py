@@ -41,11 +41,10 @@ foot) while its toes (the big and small toe's midpoint), over the same `off_time
 stood over the `stance_time` before it (the heel's gates on their move, speed and rise across the line of sight)
 goes on on its toes (heel-off; or the heel's noise; not while the body steps sideways: its hips moving at `walking`
 or faster, slower than that along its facing). On its toes it ends once, over its last `off_time`, the toes
-look off by those gates (their move down not counted while the hips do not walk), or the heel is higher than
-`toes_heel_rise` above the floor or its stance position or rises faster than `toes_heel_rising` (a toe lifting along
-the line of sight shows little of its own motion; the heel's rise shows it) — but for a settled stance: one begun with
-the hips seen not walking (slower than `walking` along the floor, or moving more up or down than along it; not yet
-seen for `hips_window`, as a track starts: not walking) whose
+look off by those gates, or the heel is higher than `toes_heel_rise` above the floor or its stance position or rises
+faster than `toes_heel_rising` (a toe lifting along the line of sight shows little of its own motion; the heel's rise
+shows it) — but for a settled stance: one begun with the hips seen not walking (slower than `walking` along the
+floor, or moving more up or down than along it; not yet seen for `hips_window`, as a track starts: not walking) whose
 hips have since gone up or down faster than `walking` (sitting down, crouching, standing up: the heel rises 7-14 cm
 onto the toes, as high and as fast as a toe-off's) goes on on its toes, stepping sideways or not while the hips move
 more up or down than along the floor, until the toes rise, slide `off_slide` along the floor or move fast (their
@@ -367,8 +366,7 @@ class ContactDetector:
         """The toes' entries over the last off_time (to the nearest frame)."""
         return [e for e in self._toe_track[side] if timestamp - e[0] <= self.gates.off_time + 0.5 * step + 1e-9]
 
-    def _toes_stand(self, side: str, timestamp: float, step: float, settled: bool = False, still: bool = False
-                    ) -> Optional[np.ndarray]:
+    def _toes_stand(self, side: str, timestamp: float, step: float, settled: bool = False) -> Optional[np.ndarray]:
         """Where the toes stood before the last off_time (their median over the stance_time before it), if they
         have not looked off the floor since (`_toes_off`): a heel that left the floor above still toes is a heel-off,
         the foot still on its toes; None otherwise (or with too little seen of them)."""
@@ -377,16 +375,14 @@ class ContactDetector:
         if not window or not before:
             return None
         place = np.median(before, axis=0)
-        return None if self._toes_off(side, timestamp, step, place, settled, still) else place
+        return None if self._toes_off(side, timestamp, step, place, settled) else place
 
-    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray, settled: bool = False,
-                  still: bool = False) -> bool:
+    def _toes_off(self, side: str, timestamp: float, step: float, place: np.ndarray, settled: bool = False) -> bool:
         """Whether the toes have looked off the floor over the last off_time: the medians of their move from `place`
         (across the line of sight), their speed (across it) and their rise and rising speed (up across it), against
-        the heel's release gates. `still` (the hips not walking): their move's part down is not lifting (a foot
-        rocking onto its toes in place; walking, toes read going down as they push off). `settled` (a body sitting,
-        crouching or standing up): their move down and the speed of it are not lifting (toes pressed or pivoting down
-        as the heel rises), a slide along the floor past `off_slide` is."""
+        the heel's release gates. `settled` (a body sitting, crouching or standing up): their move down and the speed
+        of it are not lifting (toes pressed or pivoting down as the heel rises), a slide along the floor past
+        `off_slide` is."""
         measures = []
         for _, toes, velocity, lifting, camera in self._toes_window(timestamp, step, side):
             sight = toes - camera
@@ -398,8 +394,6 @@ class ContactDetector:
             if settled:
                 moved = max(rise, 0.0)
                 speed = float(np.sqrt(max(speed ** 2 - min(rising, 0.0) ** 2, 0.0)))
-            elif still:  # toes on the floor do not go down through it: standing, their move down is no leaving
-                moved = float(np.sqrt(max(moved ** 2 - min(rise, 0.0) ** 2, 0.0)))
             measures.append((moved, slide, speed, rise, rising))
         if not measures:
             return True
@@ -496,11 +490,11 @@ class ContactDetector:
                              or ((not seated or self._springing) and rises > gates.toes_heel_rising))
                 if standing is not None:  # on its toes since heel-off: until they leave the floor, or the heel is that high
                     off = (heel_left or (settled and flat and rises > gates.off_rise_speed)
-                           or self._toes_off(side, timestamp, step, standing, settled, walk is None))
+                           or self._toes_off(side, timestamp, step, standing, settled))
                 elif (off and stood and not flat and not heel_left
                       and (walk is None or forward >= gates.walking or (settled and self._still))):
                     # heel-off (or the heel's noise), not stepping sideways: the foot stays on its toes while they stand
-                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled, walk is None)
+                    standing = self._on_toes[side] = self._toes_stand(side, timestamp, step, settled)
                     off = standing is None
                 off = off or along  # moved whole along the line of sight
                 if off and lasted(timestamp - self._began[side], gates.off_time, step):  # measured over off_time
