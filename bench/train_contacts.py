@@ -78,11 +78,16 @@ TORCH_SEED, SAMPLE_SEED, CUT_SEED = 0, 0, 1
 
 
 def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
-    """The clips not held out: the corpus folder's and the project's, and those of the `train_extra` folders (or those
-    of `names`). CorpusError (one sentence) for a train-extra folder that is missing or holds no BVH, a file that is not
-    a motion BVH, a clip name given twice, and a train-extra clip that is held out (`HELD_OUT`, or an `extra` folder's
-    clip by name or content)."""
+    """The clips not held out: the corpus folder's and the project's, and those of the `train_extra` folders, in their
+    order (or those of `names`). CorpusError (one sentence) for a train-extra folder that is missing or holds no BVH,
+    two train-extra folders of one name, a file that is not a motion BVH, a clip name given twice, and a train-extra
+    clip that is held out (`HELD_OUT`, or an `extra` folder's clip by name or content)."""
     motions = [m for m in corpus.corpus_motions(folder) + corpus.project_motions() if not m.held_out]
+    named = [Path(f).resolve().name for f in train_extra]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:  # the header names each folder's clips under the folder's name: a second would hide the first's
+        raise corpus.CorpusError(f"--train-extra: two folders named {twice[0]}: give each folder once, under a name of "
+                                 "its own")
     if train_extra:
         motions += extra_motions(train_extra, extra, {m.name for m in motions})
     if names:
@@ -341,8 +346,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"the weights file (default: {OUT.relative_to(OUT.parents[2])})")
-    parser.add_argument("--train-extra", type=Path, action="append", default=[], metavar="DIR",
-                        help="a folder of more training clips (BVH, named as the corpus's; again for more folders)")
+    parser.add_argument("--train-extra", type=Path, nargs="+", action="extend", default=[], metavar="DIR",
+                        help="folders of more training clips (BVH, named as the corpus's; one or more, or the option "
+                             "again)")
     parser.add_argument("--extra", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of held-out clips (bench/motion.py --extra): read only to keep them out of training")
     parser.add_argument("--clips", nargs="+", help="only these training clips")
