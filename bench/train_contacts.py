@@ -5,9 +5,11 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
-side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)" and "... (eleventh stop)"). A training clip may
+provenance; the committed weights use two after one flag, the tuning folder that `bench/cmu_tune.json` builds
+(/work/mocap-tune: side steps, a kneel, a kick, jumps) and a folder of runs by subjects of no held-out or tuning clip
+(/work/mocap-run: CMU 102_10, 127_12, 128_02; the project's one tuning run alone left a new runner's stances unheld),
+with `--extra` the held-out folder and `--seed 1`: the command in their header; bench/RESULTS.md, "Issue 51: the
+learned contact model (ninth stop)", "... (eleventh stop)" and "... more runs (fourteenth stop)"). A training clip may
 not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder
 (bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
@@ -118,8 +120,8 @@ def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
 
 
 def provenance(train_extra) -> dict:
-    """{folder name: {"source": its README's first 'Source:' paragraph, "clips": {clip: {"line": the README line
-    that first names its file (a table row or a section's heading), "source": the first 'Source:' paragraph of the
+    """{folder name: {"source": its README's first 'Source:' paragraph, "clips": {clip: {"line": the README's first
+    heading or table row that names its file (else the first line that does), "source": the first 'Source:' paragraph of the
     README section holding that line, else the folder's}}}}: what the weights' header says of the --train-extra
     clips (empty strings where the folder has no README)."""
     out = {}
@@ -129,8 +131,10 @@ def provenance(train_extra) -> dict:
         source = _source(lines, 0, len(lines))
         clips = {}
         for path in sorted(folder.glob("*.bvh")):
-            at = next((i for i, ln in enumerate(lines)
-                       if ln.rstrip().endswith(path.name) or any(f"{path.name}{c}" in ln for c in (" ", "|", "`"))), None)
+            naming = [i for i, ln in enumerate(lines)
+                      if ln.rstrip().endswith(path.name) or any(f"{path.name}{c}" in ln for c in (" ", "|", "`"))]
+            # its own heading or table row before a passing mention (another clip's section naming it as a candidate)
+            at = next((i for i in naming if lines[i].lstrip().startswith(("#", "|"))), naming[0] if naming else None)
             if at is None:
                 clips[path.stem] = {"line": "", "source": source}
                 continue

@@ -68,3 +68,18 @@ def test_two_folders_of_one_name_are_refused_in_one_sentence(folders, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err and "two folders named tune" in err, err
     assert not out.exists()
+
+
+def test_a_clip_named_in_passing_in_another_clips_section_gets_its_own_sections_source(tmp_path):
+    """A README whose first clip's section names the second as a rejected candidate ("... kept only cut,
+    run_b.bvh below"): the second clip's line and source are its own section's, not the first's."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("run_a", "run_b"):
+        (folder / f"{name}.bvh").write_text("")
+    (folder / "README.md").write_text(
+        "# runs\n\n## run_a.bvh (category `run`)\n\n- Source: trial A.\n- Candidates not kept: trial B whole (kept only\n"
+        "  cut, run_b.bvh below): its path curves.\n\n## run_b.bvh (category `run`)\n\n- Source: trial B.\n")
+    named = train_contacts.provenance([folder])["runs"]["clips"]
+    assert named["run_a"] == {"line": "## run_a.bvh (category `run`)", "source": "Source: trial A."}
+    assert named["run_b"] == {"line": "## run_b.bvh (category `run`)", "source": "Source: trial B."}
