@@ -282,10 +282,6 @@ class PinGates(Gates):
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than standing_ankle")
-    pivot_shown: float = gate(0.01, "m", "a hold's foot flattens about the one of its heel and toes that its first frame "
-                                         "shows nearer its resting height, where they differ by more than this; else "
-                                         "about the one the avatar's foot has lower (a run's forefoot landing is shown "
-                                         "within a centimetre of flat)")
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
@@ -626,19 +622,6 @@ class FootPin:
             rest = tuple(a + weight * (max(b, 0.0) - a) for a, b in zip(rest, goal))
         return rest
 
-    def _toes_first(self, side: str, timestamp: float, over: tuple[float, float], rest: tuple[float, float]) -> bool:
-        """Whether a hold's foot flattens about its toes, not its heel: the one of them this frame shows nearer its
-        resting height (either side of it), where the two differ by more than `PinGates.pivot_shown`; else the one the
-        avatar's foot (`over`: its ankle's and toes' heights over `rest`) has lower against its rest. The avatar's own
-        foot is the solve's, pitched by its legs: a side step's heel shown down had the avatar's toes 3-9 cm in the
-        floor, and flattening about them slid the heel 1-3 cm along it."""
-        seen = self._seen[side]
-        if seen and seen[-1][0] == timestamp:
-            ankle, toes = (abs(shown - resting) for shown, resting in zip(seen[-1][1], rest))
-            if abs(ankle - toes) > self.gates.pivot_shown:
-                return toes < ankle
-        return over[1] < over[0]
-
     @staticmethod
     def _heading(foot: np.ndarray, floor) -> Optional[np.ndarray]:
         if floor is None:
@@ -675,8 +658,7 @@ class FootPin:
         if pin.pivot is None:  # the point nearer where it rests came down first and stays: the toes (a run lands on the
             # forefoot) or the heel
             pin.pivot = np.zeros(3)
-            if self._toes_first(SIDES[s], timestamp, (float(ankle @ up) + height - ankle_rest,
-                                                      float(toes @ up) + height - toes_rest), rest):
+            if float(toes @ up) + height - toes_rest < float(ankle @ up) + height - ankle_rest:
                 gap = toes - toes_flat
                 pin.pivot = gap - float(gap @ up) * up
         flat, toes_flat = flat + pin.pivot, toes_flat + pin.pivot
