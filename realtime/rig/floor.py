@@ -33,6 +33,9 @@ LEVEL_START = 0.1  # `floor_level` starts from this quantile of the heights: ins
 # about a sixth of the candidates are planted (a run's depth frames: 15-30 %)
 LEVEL_SHARE = 0.15  # a level holding fewer of the heights than this (within `level_band`) is not the floor's: a few
 # feet measured low (a stretch of frames played twice, a depth error) is not where a run's 15-30 % planted feet stand
+SPARSE_SHARE = 0.45  # a level holding fewer of the heights than this (a run's: 28-37 %; walks, sits 50-93 %) is sparse
+SPARSE_QUANTILE = 0.15  # a sparse level whose feet move (`FloorGates.moving_band`) is a run's: 35-45 % planted feet,
+# the rest in the air 0-4 cm over them (low swings, landings, take-offs): the planted feet are this quantile of its band
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class FloorGates(Gates):
                                          "to the body's up (a straight walk's feet: two lines 0.1-0.2 m apart)")
     level_band: float = gate(0.025, "m", "the planted feet's lowest points lie within this of the floor's level (their "
                                          "measured scatter: 1-2 cm); a foot higher is in the air")
+    moving_band: float = gate(0.8, "m/s", "a sparse level's feet moving faster than this (their median; each foot's mean "
+                                          "speed to its depth frames before and after) are a run's, planted and in the air "
+                                          "just over the floor; slower, they are planted feet alone (a sit's, a dance's)")
 
 
 @dataclass(frozen=True)
@@ -78,15 +84,20 @@ def _plane(points: np.ndarray, up: np.ndarray, normal: Optional[np.ndarray], gat
     return Floor(normal if normal @ up > 0 else -normal, centre)
 
 
-def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iterations: int = 20) -> float:
+def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iterations: int = 20,
+                speeds: Optional[np.ndarray] = None) -> float:
     """The level (m) the planted feet stand at among (N,) candidate heights along the floor's up (NaN ignored): a mean
     shift from their LEVEL_START quantile, each step to the mean of the heights within `gates.level_band` of the last
     level, until it stays. Feet in the air lie only above the floor, so the search starts among the lowest and stays on
     the first dense level it finds, however many feet are in the air; a level holding less than LEVEL_SHARE of the
     heights is passed over (the search starts again among the heights above it), unless no level holds that much
-    (then the first)."""
+    (then the first). speeds: (N,) each height's foot's speed (m/s, NaN unknown; `foot_speeds`): a level holding less
+    than SPARSE_SHARE of the heights whose feet move faster than `gates.moving_band` (their median) is a run's, its
+    band planted feet and feet just over them: the level is its band's SPARSE_QUANTILE."""
     values = np.asarray(heights, dtype=np.float64)
-    values = values[np.isfinite(values)]
+    speeds = np.full(len(values), np.nan) if speeds is None else np.asarray(speeds, dtype=np.float64)
+    known = np.isfinite(values)
+    values, speeds = values[known], speeds[known]
     if len(values) == 0:
         raise ValueError("a floor's level needs at least one finite height")
     first, rest = None, values
@@ -99,21 +110,51 @@ def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iteration
                 break
             level = moved
         first = level if first is None else first
-        if np.sum(np.abs(values - level) <= gates.level_band) >= LEVEL_SHARE * len(values):
+        band = np.abs(values - level) <= gates.level_band
+        if band.sum() >= LEVEL_SHARE * len(values):
+            moving = speeds[band][np.isfinite(speeds[band])]
+            if band.sum() < SPARSE_SHARE * len(values) and len(moving) and np.median(moving) > gates.moving_band:
+                return float(np.quantile(values[band], SPARSE_QUANTILE))
             return level
         rest = rest[rest > level + gates.level_band]
     return first
 
 
+def foot_speeds(centres: np.ndarray, times: Sequence[Optional[float]], tracks: Sequence) -> np.ndarray:
+    """(N, 2, 3) the feet's centres on N samples (one person's depth frame each, in the order they came), their (N,)
+    times (s, None unknown) and people (track ids) -> (N, 2) each foot's speed (m/s): the mean of its speeds to the
+    same person's samples before and after; NaN where neither is known."""
+    centres = np.asarray(centres, dtype=np.float64)
+    out = np.full(centres.shape[:2], np.nan)
+    last: dict = {}  # track -> its last sample's index
+    steps = []  # (earlier, later, (2,) m/s)
+    for i, (time, track) in enumerate(zip(times, tracks)):
+        if time is None:
+            continue
+        j = last.get(track)
+        if j is not None and time > times[j]:
+            steps.append((j, i, np.linalg.norm(centres[i] - centres[j], axis=1) / (time - times[j])))
+        last[track] = i
+    total, count = np.zeros(out.shape), np.zeros(out.shape)
+    for j, i, speed in steps:
+        for k in (j, i):
+            seen = np.isfinite(speed)
+            total[k][seen] += speed[seen]
+            count[k][seen] += 1
+    return np.where(count > 0, total / np.maximum(count, 1), out)
+
+
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
               normal: Optional[Sequence[float]] = None, gates: FloorGates = FloorGates(),
-              planted_level: bool = False) -> Floor:
+              planted_level: bool = False, speeds: Optional[np.ndarray] = None) -> Floor:
     """A floor plane through (N, 3) candidate foot points (NaN rows ignored); camera y down by default.
     normal: the floor's up when known (the pointmap's background, or a tilt fitted first): the plane keeps it and the
     candidates set only its height (the same robust band; `planted_level`: the level the planted feet stand at,
-    `floor_level`)."""
+    `floor_level`, with the (N,) feet's `speeds`, m/s, if known)."""
     pts = np.asarray(candidates, dtype=np.float64)
-    pts = pts[np.isfinite(pts).all(axis=1)]
+    finite = np.isfinite(pts).all(axis=1)
+    pts = pts[finite]
+    speeds = None if speeds is None else np.asarray(speeds, dtype=np.float64)[finite]
     if len(pts) < 3:
         raise ValueError("a floor needs at least 3 foot points")
     up = np.asarray(up_guess, dtype=np.float64) / np.linalg.norm(up_guess)
@@ -122,7 +163,7 @@ def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.
         if planted_level:
             normal = normal if normal @ up >= 0 else -normal
             centre = pts.mean(axis=0)
-            return Floor(normal, centre - (centre @ normal - floor_level(pts @ normal, gates)) * normal)
+            return Floor(normal, centre - (centre @ normal - floor_level(pts @ normal, gates, speeds=speeds)) * normal)
     floor = _plane(pts, up, normal, gates)
     heights = floor.height(pts)
     keep = heights <= np.median(heights)  # the lower half: mostly feet on the floor
@@ -187,19 +228,23 @@ class FloorEstimator:
         self.planted_level = planted_level
         self._candidates: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's centres
         self._soles: deque = deque(maxlen=max_samples)  # (2, 3) per sample: the feet's lowest points
+        self._times: deque = deque(maxlen=max_samples)  # (time s or None, track) per sample
         self._since_fit = 0
         self._up = np.zeros(3)  # sum of the unit body-up vectors seen
         index = {n: i for i, n in enumerate(keypoint_names)}
         self._neck, self._hips = index["neck"], [index["left_hip"], index["right_hip"]]
         self.floor: Optional[Floor] = None
 
-    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None) -> bool:
+    def add(self, points3d: np.ndarray, normal: Optional[np.ndarray] = None, time: Optional[float] = None,
+            track=None) -> bool:
         """One depth frame's (K, 3) camera metres of one person; True when the floor was (re)fitted. normal: (3,) the
-        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body)."""
+        floor's up in this camera, measured from the scene, or None (the tilt from the feet and body). time (s) and
+        track (the person): the feet's speeds for `planted_level` (`foot_speeds`)."""
         centres = foot_centres(points3d, self.feet)
         if not np.isfinite(centres).all(axis=1).any():
             return False
         self._candidates.append(centres)
+        self._times.append((time, track))
         body_up = points3d[self._neck] - np.mean(points3d[self._hips], axis=0)
         if np.isfinite(body_up).all() and np.linalg.norm(body_up) > 0:
             self._up += body_up / np.linalg.norm(body_up)
@@ -210,8 +255,9 @@ class FloorEstimator:
             return False
         # the tilt from the centres (from the lowest points it jumps between heel and toe), the height from the soles
         tilt = None if normal is not None else fit_floor(np.concatenate(self._candidates), up, gates=self.gates).normal
+        speeds = foot_speeds(np.array(self._candidates), *zip(*self._times)).ravel() if self.planted_level else None
         soles = fit_floor(np.concatenate(self._soles), up, normal=normal if tilt is None else tilt, gates=self.gates,
-                          planted_level=self.planted_level)
+                          planted_level=self.planted_level, speeds=speeds)
         self.floor = soles if tilt is None else Floor(tilt, soles.point)  # the fitted tilt to the bit
         self._since_fit = 0
         return True

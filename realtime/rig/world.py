@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from realtime.rig.floor import Floor, FloorEstimator, fit_floor, foot_centres, lowest_points
+from realtime.rig.floor import Floor, FloorEstimator, fit_floor, foot_centres, foot_speeds, lowest_points
 
 RIG_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])  # `camera_to_rig`: rig = F cam (F is its own inverse)
 EYE_TO_STATURE = 0.936  # eye height / stature of adults (anthropometric tables: ~0.93-0.94)
@@ -97,7 +97,7 @@ class WorldAnchor:
         self._origin: Optional[np.ndarray] = None
         self._scene_up: Optional[np.ndarray] = None  # the last floor_up given, in the odometry frame
         self._frame: Optional[WorldFrame] = None
-        self._settled: list[np.ndarray] = []  # the first settled samples' (K, 3) odometry-frame points
+        self._settled: list[tuple] = []  # the first settled samples' (K, 3) odometry-frame points, time, track
         self._unsettled = 0  # samples before the first fit that were not settled
         self.final = False  # the height is refitted from settled samples, or frozen: the frame changes no more
 
@@ -111,16 +111,17 @@ class WorldAnchor:
         self.final = self._frame is not None or self.final
 
     def add(self, odometry_from_camera: np.ndarray, points3d: np.ndarray, floor_up: Optional[np.ndarray] = None,
-            settled: bool = True) -> bool:
+            settled: bool = True, time: Optional[float] = None, track=None) -> bool:
         """True when this call fixed the world frame. settled: False for a person's depth frames before the ground
-        stage's scale is steady (the floor's height is fitted once more without them)."""
+        stage's scale is steady (the floor's height is fitted once more without them). time (s), track (the person):
+        the feet's speeds for the floor's level (`realtime.rig.floor.floor_level`)."""
         points = transform_points(odometry_from_camera, points3d)
         hips = points[self._hips].mean(axis=0)
         if self._origin is None and np.isfinite(hips).all():
             self._origin = hips
         feet = np.isfinite(foot_centres(points, self.floors.feet)).all(axis=1).any()  # a sample of the floor at all
         if feet and settled and not self.final and len(self._settled) < self.floors.min_samples:
-            self._settled.append(points)
+            self._settled.append((points, time, track))
         if feet and not settled and self._frame is None:
             self._unsettled += 1
         if self._frame is not None:
@@ -128,7 +129,7 @@ class WorldAnchor:
             return False
         if floor_up is not None:
             self._scene_up = odometry_from_camera[:3, :3] @ np.asarray(floor_up, np.float64)
-        self.floors.add(points, self._scene_up)
+        self.floors.add(points, self._scene_up, time=time, track=track)
         floor = self.floors.floor
         if floor is not None and self._origin is not None:  # the floor may have come first (hips not yet seen)
             self._frame = world_frame(floor.normal, floor.point, self._origin)
@@ -145,8 +146,10 @@ class WorldAnchor:
             self.final, self._settled = True, []
             return
         up = self._frame.world_from_odometry[1, :3]
-        soles = np.concatenate([lowest_points(points, self.floors.feet, up) for points in self._settled])
-        floor = fit_floor(soles, up, normal=up, gates=self.floors.gates, planted_level=True)
+        points, times, tracks = zip(*self._settled)
+        soles = np.concatenate([lowest_points(p, self.floors.feet, up) for p in points])
+        speeds = foot_speeds(np.array([foot_centres(p, self.floors.feet) for p in points]), times, tracks).ravel()
+        floor = fit_floor(soles, up, normal=up, gates=self.floors.gates, planted_level=True, speeds=speeds)
         self._frame = world_frame(up, floor.point, self._origin)
         self.final, self._settled = True, []
 

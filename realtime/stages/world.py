@@ -83,7 +83,8 @@ class WorldStage:
             if depth_frame and person.track_id is not None and person.keypoints3d is not None:
                 seen = self._depth_frames.get(person.track_id, 0)
                 self._depth_frames[person.track_id] = seen + 1
-                self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up, settled=seen >= SCALE_SETTLE)
+                self.anchor.add(odometry_from_camera, person.keypoints3d, frame.floor_up, settled=seen >= SCALE_SETTLE,
+                                time=frame.timestamp, track=person.track_id)
         world = self.anchor.frame
         world_from_camera = world.camera(odometry_from_camera)
         in_world = self.moved and world.grounded
