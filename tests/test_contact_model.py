@@ -110,8 +110,8 @@ def _stream(contacts: LearnedContacts, truth, names, lift_from: int | None, lag_
 
 def test_a_lag_sees_ahead():
     """A foot that lifts off fast in mid-stance: with its whole hindsight the model reads it on the frame before (its
-    odds of contact move: down with weights trained on one run, up with three, that frame truly being the stance's
-    last); with none they are decided as if nothing came after them; either way the frames
+    odds of contact move, either way: that frame is truly the stance's last); with none they are decided as if
+    nothing came after them; either way the frames
     before the lag are decided alike and the lifted foot is released within the bench's 67 ms of the lift-off,
     with hindsight no later than without."""
     from realtime.rig.contact_model import _Index, frame_sample
