@@ -5,9 +5,11 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
-side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)" and "... (eleventh stop)"). A training clip may
+provenance; the committed weights use two after one flag, the tuning folder that `bench/cmu_tune.json` builds
+(/work/mocap-tune: side steps, a kneel, a kick, jumps) and a folder of runs by subjects of no held-out or tuning clip
+(/work/mocap-run: CMU 102_10, 127_12, 128_02; the project's one tuning run alone left a new runner's stances unheld),
+with `--extra` the held-out folder and `--seed 1`: the command in their header; bench/RESULTS.md, "Issue 51: the
+learned contact model (ninth stop)", "... (eleventh stop)" and "... more runs (fourteenth stop)"). A training clip may
 not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder
 (bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
@@ -78,11 +80,16 @@ TORCH_SEED, SAMPLE_SEED, CUT_SEED = 0, 0, 1
 
 
 def training_motions(folder, names=None, train_extra=(), extra=()) -> list[corpus.Motion]:
-    """The clips not held out: the corpus folder's and the project's, and those of the `train_extra` folders (or those
-    of `names`). CorpusError (one sentence) for a train-extra folder that is missing or holds no BVH, a file that is not
-    a motion BVH, a clip name given twice, and a train-extra clip that is held out (`HELD_OUT`, or an `extra` folder's
-    clip by name or content)."""
+    """The clips not held out: the corpus folder's and the project's, and those of the `train_extra` folders, in their
+    order (or those of `names`). CorpusError (one sentence) for a train-extra folder that is missing or holds no BVH,
+    two train-extra folders of one name, a file that is not a motion BVH, a clip name given twice, and a train-extra
+    clip that is held out (`HELD_OUT`, or an `extra` folder's clip by name or content)."""
     motions = [m for m in corpus.corpus_motions(folder) + corpus.project_motions() if not m.held_out]
+    named = [Path(f).resolve().name for f in train_extra]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:  # the header names each folder's clips under the folder's name: a second would hide the first's
+        raise corpus.CorpusError(f"--train-extra: two folders named {twice[0]}: give each folder once, under a name of "
+                                 "its own")
     if train_extra:
         motions += extra_motions(train_extra, extra, {m.name for m in motions})
     if names:
@@ -113,8 +120,8 @@ def extra_motions(train_extra, extra, taken) -> list[corpus.Motion]:
 
 
 def provenance(train_extra) -> dict:
-    """{folder name: {"source": its README's first 'Source:' paragraph, "clips": {clip: {"line": the README line
-    that first names its file (a table row or a section's heading), "source": the first 'Source:' paragraph of the
+    """{folder name: {"source": its README's first 'Source:' paragraph, "clips": {clip: {"line": the README's first
+    heading or table row that names its file (else the first line that does), "source": the first 'Source:' paragraph of the
     README section holding that line, else the folder's}}}}: what the weights' header says of the --train-extra
     clips (empty strings where the folder has no README)."""
     out = {}
@@ -124,8 +131,10 @@ def provenance(train_extra) -> dict:
         source = _source(lines, 0, len(lines))
         clips = {}
         for path in sorted(folder.glob("*.bvh")):
-            at = next((i for i, ln in enumerate(lines)
-                       if ln.rstrip().endswith(path.name) or any(f"{path.name}{c}" in ln for c in (" ", "|", "`"))), None)
+            naming = [i for i, ln in enumerate(lines)
+                      if ln.rstrip().endswith(path.name) or any(f"{path.name}{c}" in ln for c in (" ", "|", "`"))]
+            # its own heading or table row before a passing mention (another clip's section naming it as a candidate)
+            at = next((i for i in naming if lines[i].lstrip().startswith(("#", "|"))), naming[0] if naming else None)
             if at is None:
                 clips[path.stem] = {"line": "", "source": source}
                 continue
@@ -341,8 +350,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="the corpus folder (default: $SAPIENS_MOCAP_DIR)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"the weights file (default: {OUT.relative_to(OUT.parents[2])})")
-    parser.add_argument("--train-extra", type=Path, action="append", default=[], metavar="DIR",
-                        help="a folder of more training clips (BVH, named as the corpus's; again for more folders)")
+    parser.add_argument("--train-extra", type=Path, nargs="+", action="extend", default=[], metavar="DIR",
+                        help="folders of more training clips (BVH, named as the corpus's; one or more, or the option "
+                             "again)")
     parser.add_argument("--extra", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of held-out clips (bench/motion.py --extra): read only to keep them out of training")
     parser.add_argument("--clips", nargs="+", help="only these training clips")
