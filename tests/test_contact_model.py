@@ -109,9 +109,8 @@ def _stream(contacts: LearnedContacts, truth, names, lift_from: int | None, lag_
 
 
 def test_a_lag_sees_ahead():
-    """A foot that lifts off fast in mid-stance: with its whole hindsight the model reads it on the frame before (its
-    odds of contact move, either way: that frame is truly the stance's last); with none they are decided as if
-    nothing came after them; either way the frames
+    """A foot that lifts off fast in mid-stance: with hindsight the model sees it coming on the frames before (their
+    odds of contact drop); with none they are decided as if nothing came after them; either way the frames
     before the lag are decided alike and the lifted foot is released within the bench's 67 ms of the lift-off,
     with hindsight no later than without."""
     from realtime.rig.contact_model import _Index, frame_sample
@@ -139,10 +138,10 @@ def test_a_lag_sees_ahead():
     lifted = truth.camera.copy()
     lifted[lift:, foot] += truth.up * 0.04 * (np.arange(len(lifted) - lift) + 1)[:, None, None]
     raw = {k: np.array([frame_sample(p, floor, index) for p in points]) for k, points in (("a", truth.camera), ("b", lifted))}
-    for future in (0, net.future):
+    for future in (0, 3):
         logit = {k: net.logits(windows(truth.times, r, truth.times[[lift - 1]], np.array([future]), net)[:, 0])[0]
                  for k, r in raw.items()}  # the contact's log-odds on the frame before the lift
-        assert (abs(logit["b"] - logit["a"]) > 1.0) if future else (logit["b"] == logit["a"])
+        assert (logit["b"] < logit["a"] - 1.0) if future else (logit["b"] == logit["a"])
 
 
 def test_the_future_is_read_only_with_hindsight():
