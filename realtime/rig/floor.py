@@ -125,23 +125,20 @@ def foot_speeds(centres: np.ndarray, times: Sequence[Optional[float]], tracks: S
     times (s, None unknown) and people (track ids) -> (N, 2) each foot's speed (m/s): the mean of its speeds to the
     same person's samples before and after; NaN where neither is known."""
     centres = np.asarray(centres, dtype=np.float64)
-    out = np.full(centres.shape[:2], np.nan)
+    total, count = np.zeros(centres.shape[:2]), np.zeros(centres.shape[:2])
     last: dict = {}  # track -> its last sample's index
-    steps = []  # (earlier, later, (2,) m/s)
     for i, (time, track) in enumerate(zip(times, tracks)):
         if time is None:
             continue
         j = last.get(track)
         if j is not None and time > times[j]:
-            steps.append((j, i, np.linalg.norm(centres[i] - centres[j], axis=1) / (time - times[j])))
-        last[track] = i
-    total, count = np.zeros(out.shape), np.zeros(out.shape)
-    for j, i, speed in steps:
-        for k in (j, i):
+            speed = np.linalg.norm(centres[i] - centres[j], axis=1) / (time - times[j])
             seen = np.isfinite(speed)
-            total[k][seen] += speed[seen]
-            count[k][seen] += 1
-    return np.where(count > 0, total / np.maximum(count, 1), out)
+            for k in (j, i):  # the step counts for both its ends
+                total[k][seen] += speed[seen]
+                count[k][seen] += 1
+        last[track] = i
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def fit_floor(candidates: np.ndarray, up_guess: Sequence[float] = (0.0, -1.0, 0.0), iterations: int = 10,
