@@ -264,6 +264,10 @@ class LearnedContacts:
         # sees only the steps its frames cover (`update`, `decide`)
         self.future = min(self.net.future, int(np.floor(max(float(lag), 0.0) / self.net.step + 0.05)))
         self.keep = (self.net.past + 2) * self.net.step + max(float(lag), 0.0) + 1e-6  # s of frames kept
+        # frame time -> [left, right]: whether each foot decided with hindsight would stay planted on it (its
+        # probability at or above `off`, heel and toes known) had it been on the frame before; kept where a dict
+        # (`hindsight_contacts` reads a stance's beginning from it), not live
+        self.stays: Optional[dict[float, list]] = None
         self._start()
 
     def _start(self) -> None:
@@ -371,6 +375,8 @@ class LearnedContacts:
 
     def _lagged(self, timestamp: float, p: Sequence[float]) -> np.ndarray:
         """The decision with hindsight of the frame at `timestamp` (its hysteresis from the last one before it)."""
+        if self.stays is not None:
+            self.stays[timestamp] = self._hysteresis(p, [True, True], timestamp)
         self._decided = self._hysteresis(p, self._decided if timestamp > self._decided_at else [False, False], timestamp)
         self._decided_at = timestamp
         return np.array(self._decided)
@@ -406,7 +412,9 @@ def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: 
                        camera: Optional[np.ndarray] = None, floor: Optional[Floor] = None,
                        net: Optional[ContactNet] = None) -> np.ndarray:
     """(T, 2) bool contacts (left, right) of one person's frames, each decided seeing the model's whole hindsight (its
-    `future` grid steps after the frame, 0.2 s): what `LearnedContacts` decides live with that lag, for offline work.
+    `future` grid steps after the frame, 0.2 s): what `LearnedContacts` decides live with that lag, its hysteresis
+    read both ways, for offline work: a stance holds the frames before its plant back to where the probability rose
+    to `off`, as it holds those after until it falls below `off` (live, a plant waits for `on`).
     times: (T,) s, increasing; points3d: (T, K, 3) metres in the world (y up, the floor at y = 0) with `camera` (T, 3)
     the camera's centre there on each frame, or in the camera frame with `floor` there (camera None)."""
     net = net or default_model()
@@ -416,6 +424,7 @@ def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: 
     floor = floor or Floor(np.array([0.0, 1.0, 0.0]), np.zeros(3))
     lag = net.future * net.step
     contacts = LearnedContacts(floor, keypoint_names, net=net, lag=lag)
+    contacts.stays = {}
     out = np.zeros((len(times), 2), bool)
     waiting = 0  # the first frame not decided yet
     for i, t in enumerate(times):
@@ -426,4 +435,7 @@ def hindsight_contacts(times: np.ndarray, points3d: np.ndarray, keypoint_names: 
         waiting += len(due)
     for j in range(waiting, len(times)):
         out[j] = contacts.decide(times[j])
+    stays = np.array([contacts.stays[t] for t in times.tolist()], bool).reshape(-1, 2)
+    for j in range(len(times) - 2, -1, -1):  # each stance back to where it rose to `off`
+        out[j] |= out[j + 1] & stays[j]
     return out
