@@ -5,9 +5,12 @@
 The clips: every clip of the corpus folder and of the project (tests/data/mocap) that is not held out
 (`bench.corpus.HELD_OUT`), and every clip of each `--train-extra` folder (BVH files named as the corpus's, e.g. CMU
 trials of other subjects in CMU's own skeleton; the weights' header names each folder and clip with its README's
-provenance; the committed weights use one, the tuning folder that `bench/cmu_tune.json` builds (/work/mocap-tune:
-side steps, a kneel, a kick, jumps), with `--extra` the held-out folder and `--seed 1`: the command in their header;
-bench/RESULTS.md, "Issue 51: the learned contact model (ninth stop)" and "... (eleventh stop)"). A training clip may
+provenance; the committed weights use two after one flag, the tuning folder that `bench/cmu_tune.json` builds
+(/work/mocap-tune: side steps, a kneel, a kick, jumps) and a folder of runs by subjects of no held-out or tuning clip
+(/work/mocap-run: CMU 102_10, 127_12, 128_02; the project's one tuning run alone left a new runner's stances unheld),
+with `--extra` the held-out folder and `--seed 2`: the command in their header; bench/RESULTS.md, "Issue 51: the
+learned contact model (ninth stop)", "... (eleventh stop)", "... more runs (fourteenth stop)" and "... (fifteenth
+stop)"). A training clip may
 not be held out: one named in `HELD_OUT`, or named as (or byte for byte equal to) a clip of an `--extra` folder
 (bench/motion.py's held-out clips, which this script reads only to keep them out).
 Each at 24, 30 and 60 fps, seen from the front, the side and 45 degrees, with bench/motion.py's camera, noise and scene
