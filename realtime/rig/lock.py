@@ -434,12 +434,14 @@ class FootPin:
       frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a hold
       begun on one frame's heights or the other foot's rests no lower than its first frame shows the foot; a foot
       the hold shows standing still (`still_look`) rests as far up as shown, never under its heights; its heel
-      rises about its toes where a leg out of reach
-      lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
-      the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
+      rises about its toes where a leg out of reach lifts it (out of reach by at most `hips_give`, only where the frame
+      shows the heel up that far: else the foot stays flat and the solver brings the hips to it), and as the released
+      lock shows it (a foot planted on its toes rolled about them instead, its heel following the measured pitch, was
+      tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
-      share; where the leg no longer reaches a released foot's place it goes as far as the leg reaches, so a released
-      foot never moves the hips (a run's toe-off: the lock waits for a swing while the body runs on).
+      share; where the leg no longer reaches a released foot's place (by more than `hips_give`) it goes as far as the
+      leg reaches, so a released foot moves the hips no more than that (a run's toe-off: the lock waits for a swing
+      while the body runs on).
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
 
     def __init__(self, *, gates: PinGates = PinGates()):
