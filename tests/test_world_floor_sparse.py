@@ -64,7 +64,8 @@ def test_a_walks_floor_stands_where_its_flat_feet_do_its_feet_moving_or_not(name
     for seed in range(8):
         level = _level(frames, seed)
         assert abs(level - flat) < 0.006, level - flat
-        assert level == _level(frames, seed, speeds=False)  # a walk's level holds most soles: its feet's speeds aside
+        plain = _level(frames, seed, speeds=False)  # a walk's level holds most soles: not a run's, its speeds aside
+        assert abs(plain - flat) < 0.006, plain - flat
 
 
 def _standing_then_lifted(pace: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,7 +86,7 @@ def test_a_sparse_band_of_still_planted_feet_is_where_they_stand_and_one_moving_
     for seed in range(8):
         heights, still, _ = _standing_then_lifted(0.0, seed)
         assert abs(floor_level(heights, speeds=still) - np.median(heights[:12])) < 0.005
-        assert floor_level(heights, speeds=still) == floor_level(heights)
+        assert abs(floor_level(heights, speeds=still) - floor_level(heights)) < 0.005  # the still feet's median
         _, running, _ = _standing_then_lifted(3.0, seed)
         lower.append(floor_level(heights) - floor_level(heights, speeds=running))
     assert min(lower) > 0.003 and np.median(lower) > 0.006, lower  # under the band's middle (0.4-1.0 cm)

@@ -36,6 +36,7 @@ LEVEL_SHARE = 0.15  # a level holding fewer of the heights than this (within `le
 SPARSE_SHARE = 0.45  # a level holding fewer of the heights than this (a run's: 28-37 %; walks, sits 50-93 %) is sparse
 SPARSE_QUANTILE = 0.15  # a sparse level whose feet move (`FloorGates.moving_band`) is a run's: 35-45 % planted feet,
 # the rest in the air 0-4 cm over them (low swings, landings, take-offs): the planted feet are this quantile of its band
+STILL_MIN = 5  # heights: a level's still feet (`FloorGates.still_speed`) set it once at least this many are known
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class FloorGates(Gates):
     moving_band: float = gate(0.8, "m/s", "a sparse level's feet moving faster than this (their median; each foot's mean "
                                           "speed to its depth frames before and after) are a run's, planted and in the air "
                                           "just over the floor; slower, they are planted feet alone (a sit's, a dance's)")
+    still_speed: float = gate(0.3, "m/s", "a level's feet moving slower than this (each foot's mean speed to its depth frames "
+                                          "before and after) are planted: the level is their median; the faster ones in its "
+                                          "band are low swings over the floor, which pull its mean up")
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,8 @@ def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iteration
     heights is passed over (the search starts again among the heights above it), unless no level holds that much
     (then the first). speeds: (N,) each height's foot's speed (m/s, NaN unknown; `foot_speeds`): a level holding less
     than SPARSE_SHARE of the heights whose feet move faster than `gates.moving_band` (their median) is a run's, its
-    band planted feet and feet just over them: the level is its band's SPARSE_QUANTILE."""
+    band planted feet and feet just over them: the level is its band's SPARSE_QUANTILE; otherwise, once STILL_MIN of
+    the band's feet are known to move slower than `gates.still_speed` (planted), the level is their median."""
     values = np.asarray(heights, dtype=np.float64)
     speeds = np.full(len(values), np.nan) if speeds is None else np.asarray(speeds, dtype=np.float64)
     known = np.isfinite(values)
@@ -115,7 +120,8 @@ def floor_level(heights: np.ndarray, gates: FloorGates = FloorGates(), iteration
             moving = speeds[band][np.isfinite(speeds[band])]
             if band.sum() < SPARSE_SHARE * len(values) and len(moving) and np.median(moving) > gates.moving_band:
                 return float(np.quantile(values[band], SPARSE_QUANTILE))
-            return level
+            still = band & (np.nan_to_num(speeds, nan=np.inf) < gates.still_speed)
+            return float(np.median(values[still])) if still.sum() >= STILL_MIN else level
         rest = rest[rest > level + gates.level_band]
     return first
 

@@ -282,6 +282,10 @@ class PinGates(Gates):
     still_within: float = gate(0.02, "m", "a foot is still in a look where the medians of its later half are within this "
                                           "of its earlier half's, ankle and toes (a heel strike's toes drop 3-8 cm in it), "
                                           "its ankle no higher than standing_ankle")
+    hips_give: float = gate(0.03, "m", "a held foot out of the avatar's leg's reach by at most this stays flat, the hips "
+                                       "brought to it, unless the frame shows its heel up as far as the leg would lift "
+                                       "it (a heel-off): the avatar's legs are the robust estimate's and come short of "
+                                       "a straight stance leg by a centimetre or more")
 
 REST_PERCENTILE = 50.0  # a held foot's ankle and toes rest at this percentile of their heights while held: the
 # measurement's noise is symmetric about where the foot rests, and the lock holds few frames of heel-off or -strike
@@ -383,6 +387,20 @@ def _reaching(toes: np.ndarray, heading: np.ndarray, up: np.ndarray, length: flo
     return high
 
 
+def _hips_shift(legs, ankles: np.ndarray) -> np.ndarray:
+    """(3,) how far the solver moves the hips towards the pinned `ankles` ((2, 3), NaN rows not pinned) that the legs
+    do not reach: `realtime.rig.solver.LiveSolver`'s pin, the same rounds."""
+    shift = np.zeros(3)
+    for _ in range(3):
+        for s in range(2):
+            if np.isfinite(ankles[s]).all():
+                to = ankles[s] - (legs.hip[s] + shift)
+                distance = float(np.linalg.norm(to))
+                if distance > REACH * float(legs.reach[s]):
+                    shift = shift + (distance - REACH * float(legs.reach[s])) * to / distance
+    return shift
+
+
 def _lift(heights: tuple[float, float], shown: tuple[float, float]) -> float:
     """How far a foot resting at `heights` (ankle, toes) goes up, whole, to be no lower than `shown`: as far as both
     points are shown over them, never down."""
@@ -416,12 +434,14 @@ class FootPin:
       frame's heights, goes over to them over `settle` once they are (a first stance can last the whole clip); a hold
       begun on one frame's heights or the other foot's rests no lower than its first frame shows the foot; a foot
       the hold shows standing still (`still_look`) rests as far up as shown, never under its heights; its heel
-      rises about its toes where a leg out of reach
-      lifts it, and as the released lock shows it (a foot planted on its toes rolled about them instead, its heel following
-      the measured pitch, was tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
+      rises about its toes where a leg out of reach lifts it (out of reach by at most `hips_give`, only where the frame
+      shows the heel up that far: else the foot stays flat and the solver brings the hips to it), and as the released
+      lock shows it (a foot planted on its toes rolled about them instead, its heel following the measured pitch, was
+      tried and measured worse: bench/RESULTS.md, issue 51, "a foot held on its toes");
     - released, the lock eases the foot out (`FootLock.share`): the pin's feet blend into the solve's by the same
-      share; where the leg no longer reaches a released foot's place it goes as far as the leg reaches, so a released
-      foot never moves the hips (a run's toe-off: the lock waits for a swing while the body runs on).
+      share; where the leg no longer reaches a released foot's place (by more than `hips_give`) it goes as far as the
+      leg reaches, so a released foot moves the hips no more than that (a run's toe-off: the lock waits for a swing
+      while the body runs on).
     `frame` once per frame gives the solver its `FeetTargets`; `reset` when frames of the person were missed."""
 
     def __init__(self, *, gates: PinGates = PinGates()):
@@ -494,6 +514,7 @@ class FootPin:
     def _targets(self, timestamp: float, legs, lock: FootLock, locked: np.ndarray,
                  floor: Optional[tuple[np.ndarray, float]]) -> Optional[tuple[np.ndarray, np.ndarray]]:
         ankles, aims = np.full((2, 3), np.nan), np.full((2, 3), np.nan)
+        unpinned = []  # (side, the solve's foot) of the feet not pinned on this frame
         for s, side in enumerate(SIDES):
             share, pin = lock.share[side], self._pins[side]
             free = (legs.ankle[s], legs.toes[s])
@@ -501,7 +522,7 @@ class FootPin:
                 self._trail[side].clear()  # the leg not solved: no foot to begin a hold from
             if share <= 0.0 or not np.isfinite(locked[s, 0]).all() or not np.isfinite(np.concatenate(free)).all():
                 self._pins[side] = None
-                self._remember(side, timestamp, free, lock.gates.anchor_back)
+                unpinned.append((side, free))
                 continue
             if pin is None or (lock.since[side] is not None and lock.since[side] != pin.since):  # a hold begins
                 # where the avatar's foot was when the lock's ankle came to where it holds it (anchor_back ago): the
@@ -573,12 +594,15 @@ class FootPin:
                 # foot goes as far as the leg reaches rather than pulling the hips back (a run's toe-off: they run on)
                 to = ankle - legs.hip[s]
                 distance = float(np.linalg.norm(to))
-                beyond = distance - REACH * float(legs.reach[s])
+                beyond = distance - REACH * float(legs.reach[s]) - self.gates.hips_give
                 if beyond > 0.0:
                     back = beyond / distance * to
                     ankle, toes = ankle - back, toes - back
             ankles[s], aims[s] = ankle, toes
             self._remember(side, timestamp, (ankle, toes), lock.gates.anchor_back)
+        shift = _hips_shift(legs, ankles)  # a foot not pinned moves with the hips the solver brings to a pinned one
+        for side, (ankle, toes) in unpinned:  # (where a hold begun on the next frame starts it)
+            self._remember(side, timestamp, (ankle + shift, toes + shift), lock.gates.anchor_back)
         return (ankles, aims) if np.isfinite(ankles).any() else None
 
     def _remember(self, side: str, timestamp: float, foot: tuple[np.ndarray, np.ndarray], back: float) -> None:
@@ -662,9 +686,16 @@ class FootPin:
                 gap = toes - toes_flat
                 pin.pivot = gap - float(gap @ up) * up
         flat, toes_flat = flat + pin.pivot, toes_flat + pin.pivot
-        # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach
-        sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_flat + pin.rise / length, legs.hip[s],
-                              REACH * legs.reach[s])
+        # the heel up (about the toes where they rest flat) as shown, and further while the leg cannot reach: as far as
+        # the leg needs where this frame shows the heel up that far (a heel-off), else only as far as the hips, brought
+        # down to the foot by hips_give, leave it needing (a leg a little short of a straight stance leg)
+        sin_shown, reach = sin_flat + pin.rise / length, REACH * float(legs.reach[s])
+        sin_pitch = _reaching(toes_flat, pin.heading, up, length, sin_shown, legs.hip[s], reach)
+        seen = self._seen[SIDES[s]]
+        if sin_pitch > sin_shown and seen and seen[-1][0] == timestamp:
+            heel = sin_flat + max(seen[-1][1][0] - ankle_rest, 0.0) / length
+            given = _reaching(toes_flat, pin.heading, up, length, sin_shown, legs.hip[s], reach + self.gates.hips_give)
+            sin_pitch = max(given, min(sin_pitch, heel))
         placed = (toes_flat - length * _forward(pin.heading, up, sin_pitch), toes_flat)
         if pin.settle is None:  # the hold's settle: its height to come down over settle_speed, at most settle
             drop = max(float((start - goal) @ up) for start, goal in zip((ankle, toes), placed))
