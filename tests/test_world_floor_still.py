@@ -29,7 +29,6 @@ def test_a_walks_floor_stands_where_its_flat_feet_do_with_its_feet_speeds(name):
 def test_a_dense_band_with_low_swings_is_where_its_still_feet_stand():
     """60 soles: 36 of planted feet at 0 (5 mm of noise), still; 12 swinging 1-2.5 cm over them at 2 m/s; 12 higher.
     The level is where the planted feet stand; without the speeds the band's mean stands over them."""
-    rng = np.random.default_rng(0)
     times = np.arange(30) * DEPTH_PERIOD
     for seed in range(8):
         rng = np.random.default_rng(seed)
