@@ -32,7 +32,7 @@ import numpy as np
 from realtime.rig.floor import foot_indices
 from realtime.rig.gates import Gates, gate, lasted
 from realtime.rig.leg_ik import SIDES, solve_leg
-from realtime.rig.solver import REACH
+from realtime.rig.solver import REACH, hips_shift
 
 
 @dataclass(frozen=True)
@@ -387,20 +387,6 @@ def _reaching(toes: np.ndarray, heading: np.ndarray, up: np.ndarray, length: flo
     return high
 
 
-def _hips_shift(legs, ankles: np.ndarray) -> np.ndarray:
-    """(3,) how far the solver moves the hips towards the pinned `ankles` ((2, 3), NaN rows not pinned) that the legs
-    do not reach: `realtime.rig.solver.LiveSolver`'s pin, the same rounds."""
-    shift = np.zeros(3)
-    for _ in range(3):
-        for s in range(2):
-            if np.isfinite(ankles[s]).all():
-                to = ankles[s] - (legs.hip[s] + shift)
-                distance = float(np.linalg.norm(to))
-                if distance > REACH * float(legs.reach[s]):
-                    shift = shift + (distance - REACH * float(legs.reach[s])) * to / distance
-    return shift
-
-
 def _lift(heights: tuple[float, float], shown: tuple[float, float]) -> float:
     """How far a foot resting at `heights` (ankle, toes) goes up, whole, to be no lower than `shown`: as far as both
     points are shown over them, never down."""
@@ -600,7 +586,8 @@ class FootPin:
                     ankle, toes = ankle - back, toes - back
             ankles[s], aims[s] = ankle, toes
             self._remember(side, timestamp, (ankle, toes), lock.gates.anchor_back)
-        shift = _hips_shift(legs, ankles)  # a foot not pinned moves with the hips the solver brings to a pinned one
+        # a foot not pinned moves with the hips the solver brings to a pinned one
+        shift = hips_shift(legs.hip, legs.reach, ankles)
         for side, (ankle, toes) in unpinned:  # (where a hold begun on the next frame starts it)
             self._remember(side, timestamp, (ankle + shift, toes + shift), lock.gates.anchor_back)
         return (ankles, aims) if np.isfinite(ankles).any() else None

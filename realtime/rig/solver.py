@@ -422,6 +422,20 @@ FeetTargets = Callable[[Legs], Optional[tuple[np.ndarray, np.ndarray]]]
 REACH = 0.999  # a pinned leg reaches at most this share of thigh + shin (a straight knee has no bend plane)
 
 
+def hips_shift(hip: np.ndarray, reach: np.ndarray, ankles: np.ndarray) -> np.ndarray:
+    """(3,) how far the hips move towards the pinned `ankles` ((2, 3), NaN rows not pinned) that legs with heads `hip`
+    (2, 3) and thigh + shin `reach` (2,) do not reach within REACH of it: both legs, a few rounds."""
+    shift = np.zeros(3)
+    pinned = np.flatnonzero(np.isfinite(ankles).all(axis=1))
+    for _ in range(3):
+        for side in pinned:
+            to = ankles[side] - (hip[side] + shift)
+            distance = np.linalg.norm(to)
+            if distance > REACH * reach[side]:
+                shift += (distance - REACH * reach[side]) * to / distance
+    return shift
+
+
 @dataclass(frozen=True)
 class LivePose:
     """One solved frame: root_position (3,) rig metres, rotations (B, 4) local quaternions
@@ -554,13 +568,7 @@ class LiveSolver:
             return locals_, np.zeros(3)
         ankles, aims = (np.asarray(a, dtype=np.float64) for a in targets)
         pinned = np.isfinite(ankles).all(axis=1) & np.isfinite(aims).all(axis=1)
-        shift = np.zeros(3)
-        for _ in range(3):  # the hips move towards a target out of reach (both legs: a few rounds)
-            for side in np.flatnonzero(pinned):
-                to = ankles[side] - (hip[side] + shift)
-                distance = np.linalg.norm(to)
-                if distance > REACH * reach[side]:
-                    shift += (distance - REACH * reach[side]) * to / distance
+        shift = hips_shift(hip, reach, np.where(pinned[:, None], ankles, np.nan))
         if not pinned.any():
             return locals_, shift
         globals_, locals_ = globals_.copy(), locals_.copy()
